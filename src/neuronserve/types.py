@@ -1,0 +1,102 @@
+"""Data shapes shared by the phases (settings -> plan -> stage -> engine -> front -> publish).
+
+The plan is the only thing the later phases read: stage, engine and front never look at the
+environment again. Every path the engine will use is decided here by the pure plan, so staging only
+has to make those paths exist (and the plan can be printed and checked before anything is fetched).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Device = Literal["neuron", "cpu"]
+
+# Where a model comes from. "sagemaker" = the /opt/ml/model directory SageMaker populated;
+# "local" = a directory on this host; "s3" = an s3:// prefix copied to local disk; "archive" = a
+# model.tar.gz (local or s3://) extracted to local disk; "hub" = a Hugging Face id the engine resolves.
+ModelSourceKind = Literal["sagemaker", "local", "s3", "archive", "hub"]
+
+# How compiled Neuron artifacts are handled. "off" = no artifact directory (CPU, or the user opted out);
+# "local" = a local directory only, no remote cache; "keyed" = NEURONSERVE_CACHE_URI/<cache_key>/;
+# "explicit" = the user set NEURON_COMPILED_ARTIFACTS=s3://... (an unkeyed location, honoured as is).
+ArtifactMode = Literal["off", "local", "keyed", "explicit"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The model the engine serves and where it will read it from once staged."""
+
+    source: ModelSourceKind
+    uri: str  # as the user gave it: s3://..., a hub id, a path, a .tar.gz
+    local_path: str | None  # directory the engine reads; None only for "hub" left to the engine
+    revision: str | None = None
+    origin: str = ""  # the setting that chose it, e.g. "SM_VLLM_MODEL" (for logs and errors)
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    """Where compiled Neuron artifacts live locally and (optionally) remotely."""
+
+    mode: ArtifactMode = "off"
+    local_dir: str | None = None  # the NEURON_COMPILED_ARTIFACTS the engine sees
+    remote_uri: str | None = None  # s3://.../<cache_key>/ for "keyed", the user's URI for "explicit"
+    read_only: bool = False  # never write back (NEURONSERVE_CACHE_READ_ONLY)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What the front server needs; resolved from SAGEMAKER_* / NEURONSERVE_* settings."""
+
+    host: str = "0.0.0.0"
+    port: int = 8080
+    max_payload_mb: float = 6.0
+    max_concurrency: int = 256  # requests in flight before 429; 0 = unlimited
+    request_timeout_s: float = 600.0  # engine answer deadline before 504
+    drain_grace_s: float = 25.0  # SIGTERM: time for in-flight requests (SageMaker kills at 30 s)
+    startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything needed to start the engine, computed without I/O from settings + host facts."""
+
+    device: Device
+    argv: tuple[str, ...]  # the full engine command, argv[0] is the Python executable
+    env: dict[str, str]  # variables neuronserve sets for the engine (added to the inherited env)
+    model: ModelSpec
+    neuron_override: dict[str, Any] | None
+    cache_key: str | None
+    warnings: tuple[str, ...]
+    engine_host: str = "127.0.0.1"
+    engine_port: int = 8081
+    artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
+    serve: ServeOptions = field(default_factory=ServeOptions)
+    work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
+    integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Staging progress, logged every few seconds and shown in the /ping body while STAGING."""
+
+    what: str  # e.g. "model s3://bucket/llama/" or "artifacts <cache_key>"
+    done_bytes: int
+    total_bytes: int | None
+    rate_bps: float
+    eta_s: float | None
+
+    @property
+    def percent(self) -> float | None:
+        if not self.total_bytes:
+            return None
+        return 100.0 * self.done_bytes / self.total_bytes
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """Where staging put things; the engine is started only after this exists."""
+
+    model_dir: str | None  # None only for a hub id left to the engine
+    artifacts_dir: str | None
+    cache: Literal["hit", "miss", "off"]
