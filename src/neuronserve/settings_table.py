@@ -30,11 +30,11 @@ class Var:
 # Two sources giving the same setting different values is an error naming both variables.
 PRECEDENCE = (
     "engine arguments after `--`",
-    "SM_VLLM_* (AWS vLLM SageMaker image convention)",
-    "SM_NEURON_<KEY> over SM_NEURON_OVERRIDE_CONFIG over SM_VLLM_ADDITIONAL_CONFIG (override keys)",
-    "serving.properties `option.*` in the model directory (LMI)",
-    "OPTION_* and TENSOR_PARALLEL_DEGREE (LMI)",
-    "HF_* / MAX_* (TGI and Hugging Face containers)",
+    "`SM_VLLM_*` (AWS vLLM SageMaker image convention)",
+    "`SM_NEURON_<KEY>`, then `SM_NEURON_OVERRIDE_CONFIG`, then `SM_VLLM_ADDITIONAL_CONFIG` (override keys)",
+    "`serving.properties` `option.*` in the model directory (LMI)",
+    "`OPTION_*` and `TENSOR_PARALLEL_DEGREE` (LMI)",
+    "`HF_*` / `MAX_*` (TGI and Hugging Face containers)",
     "neuronserve defaults (Neuron plan only)",
 )
 
