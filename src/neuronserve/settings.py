@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.errors import ConfigError
-from neuronserve.settings_table import DEFAULT_ON_FLAGS, LMI_VARS, TGI_VARS, Var
+from neuronserve.settings_compat import compat_sources
+from neuronserve.settings_serve import parse_bool, parse_serve
+from neuronserve.settings_table import DEFAULT_ON_FLAGS
 from neuronserve.types import ServeOptions
 
 EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens
 
-_LMI_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
-_MODEL_VARS = ("SM_VLLM_MODEL", "HF_MODEL_ID", "OPTION_MODEL_ID")
 # Engine flags read from the arguments after `--` (so rules and conflicts see them too).
 _EXTRA_BOOL = frozenset({"enable-prefix-caching", "enable-chunked-prefill", "enable-lora", "trust-remote-code"})
 _EXTRA_VALUE = frozenset(
@@ -126,22 +126,6 @@ def _canon(value: Any) -> Any:
     return value
 
 
-def _typed(var: Var, raw: str) -> EngineValue:
-    text = raw.strip()
-    if var.kind == "bool":
-        if text.lower() not in ("true", "false", ""):
-            raise ConfigError(f"{var.name}={raw!r} is not a boolean: use true or false", (var.name,))
-        return text.lower() != "false"
-    if var.kind == "dtype":
-        return _LMI_DTYPES.get(text.lower(), text)
-    if var.kind in ("int", "tp"):
-        if not text.isdigit() and not (var.kind == "tp" and text.lower() == "max"):
-            hint = "a positive integer" + (" or max" if var.kind == "tp" else "")
-            raise ConfigError(f"{var.name}={raw!r} is not {hint}", (var.name,))
-        return text.lower()
-    return text
-
-
 class _Collector:
     """Adds values source by source (highest precedence first) and refuses disagreements."""
 
@@ -217,76 +201,6 @@ def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
     return parsed
 
 
-def _compat(environ: Mapping[str, str], props: Mapping[str, str], engine: _Collector, models: list[Setting],
-            artifacts: _Collector, warnings: list[str]) -> None:
-    """LMI (serving.properties, then OPTION_*) and TGI/HF names, in that precedence."""
-    lmi: list[tuple[str, str, str]] = []  # (canonical OPTION_ name, shown origin, raw value)
-    for key in sorted(props):
-        if key.startswith("option."):
-            lmi.append(("OPTION_" + key[7:].upper(), f"serving.properties {key}", props[key]))
-    for key in sorted(environ):
-        if key.startswith("OPTION_"):
-            lmi.append((key, key, environ[key]))
-    if "TENSOR_PARALLEL_DEGREE" in environ:
-        lmi.append(("TENSOR_PARALLEL_DEGREE", "TENSOR_PARALLEL_DEGREE", environ["TENSOR_PARALLEL_DEGREE"]))
-    unknown = []
-    for name, origin, raw in lmi:
-        var = LMI_VARS.get(name)
-        if name == "OPTION_MODEL_ID":
-            models.append(Setting(raw.strip(), origin))
-        elif var is None:
-            unknown.append(origin)
-        elif var.key == "<artifacts>":
-            artifacts.add("artifacts", raw.strip(), origin)
-        elif var.key:
-            engine.add(var.key, _typed(var, raw), origin)
-    if unknown:
-        warnings.append(f"ignored unknown LMI settings (no vLLM-on-Neuron equivalent): {', '.join(unknown)}")
-    for name, var in TGI_VARS.items():
-        if name in environ and var.key != "<model>":
-            engine.add(var.key, _typed(var, environ[name]), name)
-
-
-def _num(environ: Mapping[str, str], name: str, default: float | None) -> float | None:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number", (name,)) from None
-    if value < 0:
-        raise ConfigError(f"{name}={raw!r} must not be negative", (name,))
-    return value
-
-
-def _bool(environ: Mapping[str, str], name: str) -> bool:
-    raw = environ.get(name, "false").strip().lower()
-    if raw not in ("true", "false", "1", "0", ""):
-        raise ConfigError(f"{name}={raw!r} is not a boolean: use true or false", (name,))
-    return raw in ("true", "1")
-
-
-def _serve(environ: Mapping[str, str]) -> tuple[ServeOptions, int]:
-    port = int(_num(environ, "SAGEMAKER_BIND_TO_PORT", 8080) or 0)
-    engine_port = int(_num(environ, "NEURONSERVE_ENGINE_PORT", 8081) or 0)
-    if engine_port == port:
-        raise ConfigError(
-            f"NEURONSERVE_ENGINE_PORT={engine_port} equals the front port SAGEMAKER_BIND_TO_PORT={port}: "
-            f"set NEURONSERVE_ENGINE_PORT={port + 1}",
-            ("NEURONSERVE_ENGINE_PORT", "SAGEMAKER_BIND_TO_PORT"),
-        )
-    serve = ServeOptions(
-        port=port,
-        max_payload_mb=float(_num(environ, "SAGEMAKER_MAX_PAYLOAD_IN_MB", 6.0) or 6.0),
-        max_concurrency=int(_num(environ, "NEURONSERVE_MAX_CONCURRENCY", 256) or 0),
-        request_timeout_s=float(_num(environ, "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", 600.0) or 600.0),
-        drain_grace_s=float(_num(environ, "NEURONSERVE_DRAIN_GRACE_S", 25.0) or 0.0),
-        startup_timeout_s=_num(environ, "SAGEMAKER_STARTUP_TIMEOUT", None),
-    )
-    return serve, engine_port
-
-
 def _choice(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> Setting | None:
     raw = environ.get(name, "").strip().lower()
     if not raw:
@@ -322,12 +236,16 @@ def parse_settings(
         artifacts.add("artifacts", environ["NEURON_COMPILED_ARTIFACTS"].strip(), "NEURON_COMPILED_ARTIFACTS")
     if environ.get("HF_MODEL_ID", "").strip():
         models.append(Setting(environ["HF_MODEL_ID"].strip(), "HF_MODEL_ID"))
-    _compat(environ, serving_properties or {}, engine, models, artifacts, warnings)
+    for key, value, origin in compat_sources(environ, serving_properties or {}, warnings):
+        if key == "<model>":
+            models.append(Setting(value, origin))
+        else:
+            (artifacts if key == "artifacts" else engine).add(key, value, origin)
     dev = device or environ.get("NEURONSERVE_DEVICE", "").strip().lower() or "auto"
     if dev not in ("auto", "neuron", "cpu"):
         origin = "--device" if device else "NEURONSERVE_DEVICE"
         raise ConfigError(f"{origin}={dev!r} is not one of: auto, neuron, cpu", (origin,))
-    serve, engine_port = _serve(environ)
+    serve, engine_port = parse_serve(environ)
     passthrough = {
         k: environ[k]
         for k in ("NEURON_CONTEXT_LENGTH_BUCKETS", "NEURON_TOKEN_GEN_BUCKETS", "DISABLE_NEURON_CUSTOM_SCHEDULER",
@@ -347,7 +265,7 @@ def parse_settings(
         ),
         artifacts=artifacts.values.get("artifacts"),
         cache_uri=environ.get("NEURONSERVE_CACHE_URI", "").strip() or None,
-        cache_read_only=_bool(environ, "NEURONSERVE_CACHE_READ_ONLY"),
+        cache_read_only=parse_bool(environ, "NEURONSERVE_CACHE_READ_ONLY"),
         engine_port=engine_port,
         work_dir=environ.get("NEURONSERVE_WORK_DIR", "").strip() or "/tmp/neuronserve",
         serve=serve,
@@ -357,5 +275,3 @@ def parse_settings(
         warnings=tuple(warnings),
     )
 
-
-MODEL_VARS = _MODEL_VARS

@@ -106,6 +106,8 @@ def test_neuron_override_refusals(env: dict[str, str], names: set[str]) -> None:
         ({"OPTION_DTYPE": "fp16"}, "dtype", "float16", "OPTION_DTYPE"),
         ({"OPTION_TRUST_REMOTE_CODE": "true"}, "trust-remote-code", True, "OPTION_TRUST_REMOTE_CODE"),
         ({"HF_MODEL_REVISION": "main"}, "revision", "main", "HF_MODEL_REVISION"),
+        ({"HF_REVISION": "v2"}, "revision", "v2", "HF_REVISION"),
+        ({"OPTION_REVISION": "v3"}, "revision", "v3", "OPTION_REVISION"),
         ({"HF_MODEL_TRUST_REMOTE_CODE": "false"}, "trust-remote-code", False, "HF_MODEL_TRUST_REMOTE_CODE"),
         ({"HF_NUM_CORES": "2"}, "tensor-parallel-size", "2", "HF_NUM_CORES"),
         ({"MAX_BATCH_SIZE": "4"}, "max-num-seqs", "4", "MAX_BATCH_SIZE"),
