@@ -21,11 +21,16 @@ def add_arguments(sub: Any) -> None:
         "plan",
         help="print the engine command and environment neuronserve would run, then exit",
         description="Resolve the configuration (env, serving.properties, arguments after `--`) into the "
-        "vLLM launch plan and print it. Touches no network and no device. Exit 2 on an invalid configuration.",
+        "vLLM launch plan and print it. Touches no network and no device. Exit 2 on an invalid "
+        "configuration.",
     )
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
-    p.add_argument("--device", choices=("auto", "neuron", "cpu"), default=None,
-                   help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)")
+    p.add_argument(
+        "--device",
+        choices=("auto", "neuron", "cpu"),
+        default=None,
+        help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)",
+    )
 
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
@@ -70,7 +75,7 @@ def render_text(doc: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    from neuronserve.resolve import resolve_plan
+    from neuronserve.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     doc = plan_document(plan)

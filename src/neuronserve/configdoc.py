@@ -21,8 +21,11 @@ def _flag(var: Var) -> str:
     if var.key == "<name>":
         return "`--<name>`"
     if var.key.startswith("<"):
-        return {"<model>": "`--model`", "<override>": "`--additional-config` override_neuron_config",
-                "<artifacts>": "env NEURON_COMPILED_ARTIFACTS"}.get(var.key, "")
+        return {
+            "<model>": "`--model`",
+            "<override>": "`--additional-config` override_neuron_config",
+            "<artifacts>": "env NEURON_COMPILED_ARTIFACTS",
+        }.get(var.key, "")
     return f"`--{var.key}`" if var.key else "-"
 
 
@@ -31,11 +34,20 @@ def _cell(text: str) -> str:
 
 
 def _table(rows: tuple[Var, ...], with_flag: bool) -> list[str]:
-    head = "| Variable | Flag / setting | Default | Source | Meaning |" if with_flag else \
-        "| Variable | Default | Source | Meaning |"
+    head = (
+        "| Variable | Flag / setting | Default | Source | Meaning |"
+        if with_flag
+        else "| Variable | Default | Source | Meaning |"
+    )
     out = [head, "|---|---|---|---|---|" if with_flag else "|---|---|---|---|"]
     for v in rows:
-        cells = [f"`{v.name}`", *([_flag(v)] if with_flag else []), _cell(v.default) or "-", v.source, _cell(v.help)]
+        cells = [
+            f"`{v.name}`",
+            *([_flag(v)] if with_flag else []),
+            _cell(v.default) or "-",
+            v.source,
+            _cell(v.help),
+        ]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -77,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = splice(current, render())
     if args.check:
         if current != wanted:
-            print(f"{args.readme}: configuration reference is stale; run `python -m neuronserve.configdoc`",
-                  file=sys.stderr)
+            print(
+                f"{args.readme}: configuration reference is stale; run `python -m neuronserve.configdoc`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if current != wanted:

@@ -187,7 +187,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         physical = physical or devices * CORES_PER_CHIP
         visible = physical // (lnc or 1)
     model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
-    paths = {}
+    paths: dict[str, ModelFacts] = {}
     for p in model_paths:
         if p and not p.startswith("s3://") and (os.path.sep in p or os.path.exists(p)):
             paths[p] = model_facts(p)

@@ -23,8 +23,19 @@ DEFAULT_BLOCK_SIZE = 32
 DEFAULT_DTYPE = "bfloat16"
 # Engine settings this module renders itself (not passed through generically).
 CONSUMED = frozenset(
-    {"tensor-parallel-size", "max-model-len", "max-num-seqs", "dtype", "enable-prefix-caching", "block-size",
-     "num-gpu-blocks-override", "enable-chunked-prefill", "additional-config", "device", "override-neuron-config"}
+    {
+        "tensor-parallel-size",
+        "max-model-len",
+        "max-num-seqs",
+        "dtype",
+        "enable-prefix-caching",
+        "block-size",
+        "num-gpu-blocks-override",
+        "enable-chunked-prefill",
+        "additional-config",
+        "device",
+        "override-neuron-config",
+    }
 )
 
 
@@ -49,8 +60,10 @@ def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]
     else:
         integration = "plugin"
     if integration == "plugin" and framework:
-        warnings.append(f"VLLM_NEURON_FRAMEWORK={framework} is read only by vLLM's in-tree Neuron support "
-                        f"(0.9/0.10); the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)")
+        warnings.append(
+            f"VLLM_NEURON_FRAMEWORK={framework} is read only by vLLM's in-tree Neuron support "
+            f"(0.9/0.10); the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)"
+        )
         framework = None
     if integration == "in-tree":
         framework = framework or "neuronx-distributed-inference"
@@ -85,11 +98,14 @@ def _model_len(settings: Settings, model: ModelFacts | None, model_uri: str, war
         "max_position_embeddings"
     )
     if isinstance(derived, int) and derived > 0:
-        warnings.append(f"max_model_len derived from {model_uri}/config.json max_position_embeddings = {derived}; "
-                        f"set SM_VLLM_MAX_MODEL_LEN to compile for a shorter length (faster, less memory)")
+        warnings.append(
+            f"max_model_len derived from {model_uri}/config.json max_position_embeddings = {derived}; "
+            f"set SM_VLLM_MAX_MODEL_LEN to compile for a shorter length (faster, less memory)"
+        )
         return derived
     raise ConfigError(
-        "max_model_len is required on Neuron (the plugin compiles one fixed length and does not derive it) and "
+        "max_model_len is required on Neuron (the plugin compiles one fixed length and does "
+        "not derive it) and "
         f"{model_uri} has no local config.json to derive it from: set SM_VLLM_MAX_MODEL_LEN (e.g. 4096)",
         ("SM_VLLM_MAX_MODEL_LEN",),
     )
@@ -101,23 +117,36 @@ def _tp(settings: Settings, facts: HostFacts, warnings: list[str]) -> int:
     if value is None or str(value).lower() == "max":
         if facts.visible_cores is None:
             raise ConfigError(
-                "cannot tell how many NeuronCores are visible (no /dev/neuron*, no NEURON_RT_VISIBLE_CORES): set "
+                "cannot tell how many NeuronCores are visible (no /dev/neuron*, no "
+                "NEURON_RT_VISIBLE_CORES): set "
                 "SM_VLLM_TENSOR_PARALLEL_SIZE (e.g. 2) or NEURON_RT_VISIBLE_CORES (e.g. 0-1)",
                 ("SM_VLLM_TENSOR_PARALLEL_SIZE", "NEURON_RT_VISIBLE_CORES"),
             )
-        warnings.append(f"tensor_parallel_size set to all {facts.visible_cores} visible NeuronCores "
-                        f"({facts.cores_source})")
+        warnings.append(
+            f"tensor_parallel_size set to all {facts.visible_cores} visible NeuronCores "
+            f"({facts.cores_source})"
+        )
         return facts.visible_cores
     tp = _int(settings, "tensor-parallel-size") or 0
     rules.check_tp(tp, origin, facts.visible_cores, facts.cores_source)
     if facts.visible_cores is None:
-        warnings.append(f"{origin}={tp} not checked against the visible NeuronCores (none found on this host)")
+        warnings.append(
+            f"{origin}={tp} not checked against the visible NeuronCores (none found on this host)"
+        )
     return tp
 
 
 def _origins(settings: Settings) -> dict[str, str]:
-    keys = ("block-size", "num-gpu-blocks-override", "max-model-len", "enable-chunked-prefill", "enable-lora",
-            "task", "runner", "enable-prefix-caching")
+    keys = (
+        "block-size",
+        "num-gpu-blocks-override",
+        "max-model-len",
+        "enable-chunked-prefill",
+        "enable-lora",
+        "task",
+        "runner",
+        "enable-prefix-caching",
+    )
     out = {k: settings.origin(k, env_name(k)) for k in keys}
     out.update({k: s.origin for k, s in settings.override.items()})
     if settings.get("num-gpu-blocks-override") is not None:
@@ -125,16 +154,20 @@ def _origins(settings: Settings) -> dict[str, str]:
     return out
 
 
-def _kv(settings: Settings, override: dict[str, Any], length: int, seqs: int, warnings: list[str]
-        ) -> tuple[list[str], dict[str, Any]]:
+def _kv(
+    settings: Settings, override: dict[str, Any], length: int, seqs: int, warnings: list[str]
+) -> tuple[list[str], dict[str, Any]]:
     """Rule 4/5: contiguous cache, or a block layout with every number explicit."""
     origins = _origins(settings)
     prefix = settings.get("enable-prefix-caching") is True
     chunked = settings.get("enable-chunked-prefill") is True
     if override.get("is_prefix_caching") is True and not prefix:
         var = origins.get("is_prefix_caching", "SM_NEURON_IS_PREFIX_CACHING")
-        raise ConfigError(f"{var} sets is_prefix_caching but prefix caching is off: set "
-                          f"SM_VLLM_ENABLE_PREFIX_CACHING=true, or remove is_prefix_caching", (var,))
+        raise ConfigError(
+            f"{var} sets is_prefix_caching but prefix caching is off: set "
+            f"SM_VLLM_ENABLE_PREFIX_CACHING=true, or remove is_prefix_caching",
+            (var,),
+        )
     for key in ("is_prefix_caching", "is_block_kv_layout"):
         if prefix and override.get(key) is False:
             var = origins.get(key, "SM_NEURON_" + key.upper())
@@ -144,8 +177,10 @@ def _kv(settings: Settings, override: dict[str, Any], length: int, seqs: int, wa
     if not block_layout:
         for key, value in (("block-size", block), ("num-gpu-blocks-override", blocks)):
             if value is not None:
-                warnings.append(f"{origins[key]} ignored: the contiguous KV cache (no prefix caching) uses one "
-                                f"block of max_model_len per sequence")
+                warnings.append(
+                    f"{origins[key]} ignored: the contiguous KV cache (no prefix caching) uses one "
+                    f"block of max_model_len per sequence"
+                )
         rules.check_pa_keys(override, None, None, origins)
         return ["--no-enable-prefix-caching"], {"mode": "contiguous"}
     if block is None:
@@ -165,8 +200,9 @@ def _kv(settings: Settings, override: dict[str, Any], length: int, seqs: int, wa
     return flags, {"mode": "prefix" if prefix else "block", "block_size": block, "num_blocks": blocks}
 
 
-def neuron_engine(settings: Settings, facts: HostFacts, model_uri: str, model: ModelFacts | None,
-                  warnings: list[str]) -> NeuronEngine:
+def neuron_engine(
+    settings: Settings, facts: HostFacts, model_uri: str, model: ModelFacts | None, warnings: list[str]
+) -> NeuronEngine:
     """Resolve and check the Neuron engine settings (pure)."""
     integration, framework = choose_integration(settings, facts, warnings)
     origins = _origins(settings)
@@ -177,16 +213,20 @@ def neuron_engine(settings: Settings, facts: HostFacts, model_uri: str, model: M
     seqs = _int(settings, "max-num-seqs")
     if seqs is None:
         seqs = DEFAULT_MAX_NUM_SEQS
-        warnings.append(f"max_num_seqs defaulted to {seqs} (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS")
+        warnings.append(
+            f"max_num_seqs defaulted to {seqs} (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS"
+        )
     dtype = str(settings.get("dtype") or DEFAULT_DTYPE)
     rules.check_dtype(dtype, settings.origin("dtype", "SM_VLLM_DTYPE"))
     override = {k: s.value for k, s in settings.override.items()}
     if settings.logical_nc_config:
         lnc = int(settings.logical_nc_config) if settings.logical_nc_config.isdigit() else 0
         if override.setdefault("logical_nc_config", lnc) != lnc:
-            raise ConfigError(f"NEURON_LOGICAL_NC_CONFIG={lnc} and override logical_nc_config="
-                              f"{override['logical_nc_config']} disagree: set one of them",
-                              ("NEURON_LOGICAL_NC_CONFIG", origins.get("logical_nc_config", "")))
+            raise ConfigError(
+                f"NEURON_LOGICAL_NC_CONFIG={lnc} and override logical_nc_config="
+                f"{override['logical_nc_config']} disagree: set one of them",
+                ("NEURON_LOGICAL_NC_CONFIG", origins.get("logical_nc_config", "")),
+            )
     chunked = settings.get("enable-chunked-prefill") is True
     warnings.extend(rules.check_chunked(chunked, override, settings.passthrough_env, origins, seqs))
     tnx = framework == "transformers-neuronx"
@@ -200,10 +240,21 @@ def neuron_engine(settings: Settings, facts: HostFacts, model_uri: str, model: M
     rules.check_sampling(override, settings.passthrough_env, origins)
     spec = settings.get("speculative-config")
     draft = _draft_facts(spec, facts)
-    rules.check_eagle(spec, settings.origin("speculative-config", "SM_VLLM_SPECULATIVE_CONFIG"), draft, warnings)
+    rules.check_eagle(
+        spec, settings.origin("speculative-config", "SM_VLLM_SPECULATIVE_CONFIG"), draft, warnings
+    )
 
-    flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(length), "--max-num-seqs", str(seqs),
-             "--dtype", dtype, *kv_flags]
+    flags = [
+        "--tensor-parallel-size",
+        str(tp),
+        "--max-model-len",
+        str(length),
+        "--max-num-seqs",
+        str(seqs),
+        "--dtype",
+        dtype,
+        *kv_flags,
+    ]
     if chunked:
         flags.append("--enable-chunked-prefill")
     env: dict[str, str] = {}
@@ -222,9 +273,17 @@ def neuron_engine(settings: Settings, facts: HostFacts, model_uri: str, model: M
         if tnx:
             env.update(_tnx_env(settings, override))
     graph = {
-        "integration": integration, "framework": framework, "tp": tp, "max_model_len": length,
-        "max_num_seqs": seqs, "dtype": dtype, "kv": kv, "chunked_prefill": chunked, "override": override,
-        "speculative_config": spec, "quantization": settings.get("quantization"),
+        "integration": integration,
+        "framework": framework,
+        "tp": tp,
+        "max_model_len": length,
+        "max_num_seqs": seqs,
+        "dtype": dtype,
+        "kv": kv,
+        "chunked_prefill": chunked,
+        "override": override,
+        "speculative_config": spec,
+        "quantization": settings.get("quantization"),
         "logical_nc_config": settings.logical_nc_config,
     }
     return NeuronEngine(flags, override, env, integration, graph)
@@ -243,19 +302,27 @@ def _tnx_kv(settings: Settings, length: int, origins: dict[str, str]) -> tuple[l
     block = _int(settings, "block-size")
     if block is not None and block != length:
         var = origins["block-size"]
-        raise ConfigError(f"{var}={block}: transformers-neuronx needs block_size == max_model_len: set {var}={length} "
-                          f"or unset it", (var, origins["max-model-len"]))
+        raise ConfigError(
+            f"{var}={block}: transformers-neuronx needs block_size == max_model_len: set {var}={length} "
+            f"or unset it",
+            (var, origins["max-model-len"]),
+        )
     if settings.get("enable-prefix-caching") is True:
         var = origins["enable-prefix-caching"]
         raise ConfigError(f"{var}: transformers-neuronx has no prefix caching: unset {var}", (var,))
-    return ["--no-enable-prefix-caching", "--block-size", str(length)], {"mode": "contiguous", "block_size": length}
+    return ["--no-enable-prefix-caching", "--block-size", str(length)], {
+        "mode": "contiguous",
+        "block_size": length,
+    }
 
 
 def _tnx_env(settings: Settings, override: dict[str, Any]) -> dict[str, str]:
     """transformers-neuronx reads its buckets from the environment, not from the override."""
     env = {}
-    for var, key in (("NEURON_CONTEXT_LENGTH_BUCKETS", "context_encoding_buckets"),
-                     ("NEURON_TOKEN_GEN_BUCKETS", "token_generation_buckets")):
+    for var, key in (
+        ("NEURON_CONTEXT_LENGTH_BUCKETS", "context_encoding_buckets"),
+        ("NEURON_TOKEN_GEN_BUCKETS", "token_generation_buckets"),
+    ):
         if isinstance(override.get(key), list):
             env[var] = ",".join(str(b) for b in override[key])
         elif var in settings.passthrough_env:

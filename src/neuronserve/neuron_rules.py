@@ -38,7 +38,8 @@ def check_dtype(dtype: str, origin: str) -> None:
     """`auto` becomes float32 under NxD Inference: refuse it rather than compile the wrong graph."""
     if dtype == "auto":
         raise ConfigError(
-            f"{origin}=auto compiles float32 on Neuron: set {origin}=bfloat16 (or float16/float32 explicitly)",
+            f"{origin}=auto compiles float32 on Neuron: set {origin}=bfloat16 (or "
+            "float16/float32 explicitly)",
             (origin,),
         )
 
@@ -48,7 +49,8 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, origins:
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
     if block not in BLOCK_SIZES:
         raise ConfigError(
-            f"{b_var}={block} is not a vLLM block size: use one of {', '.join(map(str, BLOCK_SIZES))} (e.g. 32)",
+            f"{b_var}={block} is not a vLLM block size: use one of "
+            f"{', '.join(map(str, BLOCK_SIZES))} (e.g. 32)",
             (b_var,),
         )
     if length % block:
@@ -61,22 +63,27 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, origins:
     need = math.ceil(length / block) * seqs
     if blocks < need:
         raise ConfigError(
-            f"{n_var}={blocks} KV blocks cannot hold {seqs} sequences of {length} tokens in blocks of {block}: "
+            f"{n_var}={blocks} KV blocks cannot hold {seqs} sequences of {length} tokens in "
+            f"blocks of {block}: "
             f"set {n_var}={need} or more (ceil(max_model_len / block_size) * max_num_seqs)",
             (n_var,),
         )
 
 
-def check_pa_keys(override: dict[str, Any], block: int | None, blocks: int | None, origins: dict[str, str]) -> None:
-    """Rule 5: pa_num_blocks / pa_block_size in the override must match the flags the plugin derives them from."""
+def check_pa_keys(
+    override: dict[str, Any], block: int | None, blocks: int | None, origins: dict[str, str]
+) -> None:
+    """Rule 5: pa_num_blocks / pa_block_size in the override must match the flags they derive from."""
     n_var = origins["num-gpu-blocks-override"]
     if "pa_num_blocks" in override:
         origin = origins.get("pa_num_blocks", "SM_NEURON_PA_NUM_BLOCKS")
         value = override["pa_num_blocks"]
         if blocks is None or not origins.get("num-gpu-blocks-given"):
             raise ConfigError(
-                f"{origin} sets pa_num_blocks={value} without a matching --num-gpu-blocks-override (the plugin "
-                f"raises): set {n_var}={value} and SM_VLLM_ENABLE_PREFIX_CACHING=true, or remove pa_num_blocks",
+                f"{origin} sets pa_num_blocks={value} without a matching "
+                "--num-gpu-blocks-override (the plugin "
+                f"raises): set {n_var}={value} and SM_VLLM_ENABLE_PREFIX_CACHING=true, or "
+                "remove pa_num_blocks",
                 (origin, n_var),
             )
         if value not in (blocks, blocks + 1):
@@ -96,14 +103,18 @@ def check_pa_keys(override: dict[str, Any], block: int | None, blocks: int | Non
 
 def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
     if not isinstance(value, list) or not all(isinstance(v, int) and v > 0 for v in value):
-        raise ConfigError(f"{origin}: {key} must be a JSON list of positive integers, e.g. [128, 512]", (origin,))
+        raise ConfigError(
+            f"{origin}: {key} must be a JSON list of positive integers, e.g. [128, 512]", (origin,)
+        )
     return value
 
 
 def check_buckets(override: dict[str, Any], length: int, prefix: bool, origins: dict[str, str]) -> None:
     """Rule 6: buckets fit max_model_len; prefix caching needs at least 512 (prefill) / 256 (decode)."""
-    for key, floor in (("context_encoding_buckets", PREFIX_MIN_CONTEXT_BUCKET),
-                       ("token_generation_buckets", PREFIX_MIN_TOKEN_BUCKET)):
+    for key, floor in (
+        ("context_encoding_buckets", PREFIX_MIN_CONTEXT_BUCKET),
+        ("token_generation_buckets", PREFIX_MIN_TOKEN_BUCKET),
+    ):
         if override.get(key) is None:
             continue
         origin = origins.get(key, "SM_NEURON_" + key.upper())
@@ -112,19 +123,22 @@ def check_buckets(override: dict[str, Any], length: int, prefix: bool, origins: 
         if too_big:
             raise ConfigError(
                 f"{origin}: {key} {too_big} exceed max_model_len {length}: use buckets <= {length} "
-                f"(e.g. {[b for b in buckets if b <= length] or [length]}) or raise {origins['max-model-len']}",
+                f"(e.g. {[b for b in buckets if b <= length] or [length]}) or raise "
+                f"{origins['max-model-len']}",
                 (origin, origins["max-model-len"]),
             )
         if prefix and min(buckets) < floor:
             raise ConfigError(
-                f"{origin}: with prefix caching the smallest {key} entry must be >= {floor}, got {min(buckets)}: "
+                f"{origin}: with prefix caching the smallest {key} entry must be >= {floor}, "
+                f"got {min(buckets)}: "
                 f"use buckets from {floor} up (e.g. {[b for b in buckets if b >= floor] or [floor]})",
                 (origin,),
             )
 
 
-def check_chunked(chunked: bool, override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str],
-                  seqs: int) -> list[str]:
+def check_chunked(
+    chunked: bool, override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str], seqs: int
+) -> list[str]:
     """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off."""
     warnings: list[str] = []
     c_var = origins["enable-chunked-prefill"]
@@ -150,8 +164,10 @@ def check_chunked(chunked: bool, override: dict[str, Any], user_env: dict[str, s
                 (origin, "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
             )
         if user_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1":
-            warnings.append("DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill: the plugin's scheduler "
-                            "is off; set SM_VLLM_ENABLE_CHUNKED_PREFILL=true if chunked prefill was meant")
+            warnings.append(
+                "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill: the plugin's scheduler "
+                "is off; set SM_VLLM_ENABLE_CHUNKED_PREFILL=true if chunked prefill was meant"
+            )
     return warnings
 
 
@@ -180,7 +196,8 @@ def check_sampling(override: dict[str, Any], user_env: dict[str, str], origins: 
         if isinstance(limit, int) and cfg["top_k"] > limit:
             origin = origins.get("on_device_sampling_config", "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG")
             raise ConfigError(
-                f"{origin}: top_k {cfg['top_k']} exceeds global_topk {limit} and would be clamped: set top_k <= "
+                f"{origin}: top_k {cfg['top_k']} exceeds global_topk {limit} and would be "
+                "clamped: set top_k <= "
                 f"{limit} or global_topk >= {cfg['top_k']}",
                 (origin,),
             )
@@ -195,7 +212,8 @@ def check_task(lora: Any, task: Any, runner: Any, origins: dict[str, str]) -> No
         if value not in (None, "generate", "auto"):
             var = origins[key]
             raise ConfigError(
-                f"{var}={value}: vllm-neuron 0.2.x serves text generation only: set {var}=generate or unset it",
+                f"{var}={value}: vllm-neuron 0.2.x serves text generation only: set "
+                f"{var}=generate or unset it",
                 (var,),
             )
 
@@ -204,15 +222,20 @@ def check_architecture(facts: ModelFacts | None, model: str, warnings: list[str]
     """Rules 8 and 11: refuse architectures NxD Inference 0.7 cannot run, before anything is compiled."""
     config = facts.config if facts else None
     if not config:
-        warnings.append(f"architecture of {model} not checked before staging (no local config.json); supported "
-                        f"model_type: {', '.join(SUPPORTED_MODEL_TYPES)}")
+        warnings.append(
+            f"architecture of {model} not checked before staging (no local config.json); supported "
+            f"model_type: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
         return
     model_type = str(config.get("model_type", "")).lower()
     names = " ".join([model_type, *map(str, config.get("architectures") or [])]).lower()
     for marker, label in REFUSED_MODEL_MARKERS.items():
         if marker in names.replace("-", "_"):
-            raise ConfigError(f"{model}: {label} models do not run on vllm-neuron 0.2.x; choose a supported "
-                              f"model ({', '.join(SUPPORTED_MODEL_TYPES)})", ("SM_VLLM_MODEL",))
+            raise ConfigError(
+                f"{model}: {label} models do not run on vllm-neuron 0.2.x; choose a supported "
+                f"model ({', '.join(SUPPORTED_MODEL_TYPES)})",
+                ("SM_VLLM_MODEL",),
+            )
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(
             f"{model}: model_type {model_type or '(none)'} is not supported by NxD Inference 0.7: use one of "
@@ -232,7 +255,9 @@ def check_eagle(spec: Any, origin: str, draft: ModelFacts | None, warnings: list
     if not isinstance(cfg, dict) or "eagle" not in str(cfg.get("method", "")).lower():
         return
     if draft is None or draft.has_lm_head is None:
-        warnings.append(f"{origin}: could not check that the EAGLE draft {cfg.get('model')} carries lm_head.weight")
+        warnings.append(
+            f"{origin}: could not check that the EAGLE draft {cfg.get('model')} carries lm_head.weight"
+        )
     elif not draft.has_lm_head:
         raise ConfigError(
             f"{origin}: EAGLE draft {cfg.get('model')} has no lm_head.weight: copy the target model's "

@@ -19,7 +19,9 @@ from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
 
 ENGINE_HOST = "127.0.0.1"
 # Settings that exist only for Neuron: the CPU plan drops them, each with a warning.
-NEURON_ONLY_FLAGS = frozenset({"tensor-parallel-size", "num-gpu-blocks-override", "device", "override-neuron-config"})
+NEURON_ONLY_FLAGS = frozenset(
+    {"tensor-parallel-size", "num-gpu-blocks-override", "device", "override-neuron-config"}
+)
 # Handled by the plan itself, never passed through as a generic flag.
 PLAN_FLAGS = frozenset({"model", "host", "port", "revision", "served-model-name"})
 
@@ -39,7 +41,8 @@ def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: 
     candidates += [m for m in settings.models if m.origin not in ("-- --model", "SM_VLLM_MODEL")]
     if not candidates:
         raise ConfigError(
-            "no model configured: set SM_VLLM_MODEL (hub id, local dir, s3:// prefix or .tar.gz), put the model in "
+            "no model configured: set SM_VLLM_MODEL (hub id, local dir, s3:// prefix or "
+            ".tar.gz), put the model in "
             f"{facts.sagemaker_model_dir} (SM_MODEL_DIR), or set HF_MODEL_ID",
             ("SM_VLLM_MODEL", "SM_MODEL_DIR", "HF_MODEL_ID", "OPTION_MODEL_ID"),
         )
@@ -75,14 +78,17 @@ def _artifacts(settings: Settings, work_dir: str, key: str) -> ArtifactSpec:
     given = settings.artifacts
     if given is not None and settings.cache_uri:
         raise ConfigError(
-            f"{given.origin}={given.value} and NEURONSERVE_CACHE_URI={settings.cache_uri} both choose where compiled "
+            f"{given.origin}={given.value} and NEURONSERVE_CACHE_URI={settings.cache_uri} both "
+            "choose where compiled "
             f"artifacts live: keep NEURONSERVE_CACHE_URI (keyed, safe) or the explicit location, not both",
             (given.origin, "NEURONSERVE_CACHE_URI"),
         )
     if settings.cache_uri:
         if not settings.cache_uri.startswith("s3://"):
-            raise ConfigError(f"NEURONSERVE_CACHE_URI={settings.cache_uri} must be an s3:// prefix",
-                              ("NEURONSERVE_CACHE_URI",))
+            raise ConfigError(
+                f"NEURONSERVE_CACHE_URI={settings.cache_uri} must be an s3:// prefix",
+                ("NEURONSERVE_CACHE_URI",),
+            )
         remote = f"{settings.cache_uri.rstrip('/')}/{key}/"
         return ArtifactSpec("keyed", local_dir, remote, settings.cache_read_only)
     if given is not None:
@@ -125,11 +131,16 @@ def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
 def _refuse_extra_override(extra: tuple[str, ...]) -> None:
     """The plan merges the Neuron override itself; a second one after `--` would silently replace it."""
     for tok in extra:
-        for flag, var in (("--additional-config", "SM_VLLM_ADDITIONAL_CONFIG"),
-                          ("--override-neuron-config", "SM_NEURON_OVERRIDE_CONFIG")):
+        for flag, var in (
+            ("--additional-config", "SM_VLLM_ADDITIONAL_CONFIG"),
+            ("--override-neuron-config", "SM_NEURON_OVERRIDE_CONFIG"),
+        ):
             if tok == flag or tok.startswith(flag + "="):
-                raise ConfigError(f"{flag} after `--` would replace the plan's Neuron override: set {var} "
-                                  f"(or SM_NEURON_<KEY>) instead", (flag, var))
+                raise ConfigError(
+                    f"{flag} after `--` would replace the plan's Neuron override: set {var} "
+                    f"(or SM_NEURON_<KEY>) instead",
+                    (flag, var),
+                )
 
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:

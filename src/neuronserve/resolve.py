@@ -17,8 +17,9 @@ from neuronserve.settings import Settings, parse_settings
 from neuronserve.types import LaunchPlan
 
 
-def read_settings(environ: Mapping[str, str], *, device: str | None = None,
-                  extra_args: Sequence[str] = ()) -> Settings:
+def read_settings(
+    environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
+) -> Settings:
     model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
     props = hostfacts.read_serving_properties(model_dir)
     return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)

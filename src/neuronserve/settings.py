@@ -22,10 +22,23 @@ from neuronserve.types import ServeOptions
 EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens
 
 # Engine flags read from the arguments after `--` (so rules and conflicts see them too).
-_EXTRA_BOOL = frozenset({"enable-prefix-caching", "enable-chunked-prefill", "enable-lora", "trust-remote-code"})
+_EXTRA_BOOL = frozenset(
+    {"enable-prefix-caching", "enable-chunked-prefill", "enable-lora", "trust-remote-code"}
+)
 _EXTRA_VALUE = frozenset(
-    {"model", "tensor-parallel-size", "max-model-len", "max-num-seqs", "dtype", "block-size",
-     "num-gpu-blocks-override", "revision", "task", "runner", "speculative-config"}
+    {
+        "model",
+        "tensor-parallel-size",
+        "max-model-len",
+        "max-num-seqs",
+        "dtype",
+        "block-size",
+        "num-gpu-blocks-override",
+        "revision",
+        "task",
+        "runner",
+        "speculative-config",
+    }
 )
 
 
@@ -227,7 +240,9 @@ def parse_settings(
     additional = _json_object(environ, "SM_VLLM_ADDITIONAL_CONFIG")
     for key in sorted(environ):
         if key.startswith("SM_VLLM_") and key not in (
-            "SM_VLLM_MODEL", "SM_VLLM_ADDITIONAL_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG"
+            "SM_VLLM_MODEL",
+            "SM_VLLM_ADDITIONAL_CONFIG",
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG",
         ):
             engine.add(key[len("SM_VLLM_") :].lower().replace("_", "-"), sm_vllm_value(environ[key]), key)
     override = _neuron_override(environ, additional)
@@ -248,8 +263,12 @@ def parse_settings(
     serve, engine_port = parse_serve(environ)
     passthrough = {
         k: environ[k]
-        for k in ("NEURON_CONTEXT_LENGTH_BUCKETS", "NEURON_TOKEN_GEN_BUCKETS", "DISABLE_NEURON_CUSTOM_SCHEDULER",
-                  "NEURON_ON_DEVICE_SAMPLING_DISABLED")
+        for k in (
+            "NEURON_CONTEXT_LENGTH_BUCKETS",
+            "NEURON_TOKEN_GEN_BUCKETS",
+            "DISABLE_NEURON_CUSTOM_SCHEDULER",
+            "NEURON_ON_DEVICE_SAMPLING_DISABLED",
+        )
         if k in environ
     }
     return Settings(
@@ -261,7 +280,9 @@ def parse_settings(
         device=Setting(dev, "--device" if device else "NEURONSERVE_DEVICE"),
         integration=_choice(environ, "NEURONSERVE_INTEGRATION", ("plugin", "in-tree")),
         framework=_choice(
-            environ, "VLLM_NEURON_FRAMEWORK", ("neuronx-distributed-inference", "transformers-neuronx", "optimum-neuron")
+            environ,
+            "VLLM_NEURON_FRAMEWORK",
+            ("neuronx-distributed-inference", "transformers-neuronx", "optimum-neuron"),
         ),
         artifacts=artifacts.values.get("artifacts"),
         cache_uri=environ.get("NEURONSERVE_CACHE_URI", "").strip() or None,
@@ -274,4 +295,3 @@ def parse_settings(
         passthrough_env=passthrough,
         warnings=tuple(warnings),
     )
-

@@ -15,7 +15,7 @@ from neuronserve.settings_table import LMI_VARS, TGI_VARS, Var
 _LMI_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
-def typed_value(var: Var, raw: str) -> EngineValue:
+def typed_value(var: Var, raw: str) -> bool | str:
     text = raw.strip()
     if var.kind == "bool":
         if text.lower() not in ("true", "false", ""):
@@ -31,8 +31,9 @@ def typed_value(var: Var, raw: str) -> EngineValue:
     return text
 
 
-def compat_sources(environ: Mapping[str, str], props: Mapping[str, str],
-                   warnings: list[str]) -> list[tuple[str, Any, str]]:
+def compat_sources(
+    environ: Mapping[str, str], props: Mapping[str, str], warnings: list[str]
+) -> list[tuple[str, Any, str]]:
     """(setting, value, origin) from LMI (serving.properties, then OPTION_*) and TGI/HF names, in that order.
 
     Model ids come as setting "<model>" (in source order); unknown OPTION_* keys become one warning.

@@ -22,38 +22,90 @@ from neuronserve.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE: dict[str, Any] = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
-VERSIONS = {"vllm": "0.11.0", "vllm-neuron": "0.2.2+lts", "neuronx-distributed-inference": "0.7.14366",
-            "neuronx-cc": "2.22.12471.0"}
+VERSIONS = {
+    "vllm": "0.11.0",
+    "vllm-neuron": "0.2.2+lts",
+    "neuronx-distributed-inference": "0.7.14366",
+    "neuronx-cc": "2.22.12471.0",
+}
 LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
 
 # A wide set of configurations users arrive with (DLC, LMI, TGI, Neuron overrides).
 CONFIGS: list[dict[str, str]] = [
     {"SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "SM_VLLM_MAX_MODEL_LEN": "128"},
-    {"SM_VLLM_MODEL": "/m", "SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_BLOCK_SIZE": "32",
-     "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096", "SM_VLLM_MAX_MODEL_LEN": "2048"},
-    {"SM_VLLM_MODEL": "/m", "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
-     "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 8}', "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512"},
-    {"HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct", "HF_MODEL_REVISION": "main", "HF_NUM_CORES": "2",
-     "MAX_BATCH_SIZE": "4", "MAX_TOTAL_TOKENS": "4096", "HF_MODEL_TRUST_REMOTE_CODE": "true"},
-    {"OPTION_MODEL_ID": "s3://bucket/llama/", "OPTION_TENSOR_PARALLEL_DEGREE": "max", "OPTION_N_POSITIONS": "1024",
-     "OPTION_MAX_ROLLING_BATCH_SIZE": "16", "OPTION_DTYPE": "fp16", "OPTION_ROLLING_BATCH": "vllm"},
-    {"SM_VLLM_MODEL": "/m", "SM_VLLM_SERVED_MODEL_NAME": "llama", "SM_VLLM_ENFORCE_EAGER": "true",
-     "SM_VLLM_DISABLE_LOG_REQUESTS": "true", "SM_VLLM_SEED": "7", "SM_VLLM_GENERATION_CONFIG": "vllm",
-     "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true", "SM_VLLM_TOOL_CALL_PARSER": "llama3_json",
-     "SM_VLLM_API_KEY": '["k1", "k2"]', "SM_VLLM_UVICORN_LOG_LEVEL": "warning"},
-    {"SM_VLLM_MODEL": "/m", "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": true, "context_encoding_buckets": '
-     '[512, 1024], "token_generation_buckets": [1024]}', "SM_VLLM_MAX_MODEL_LEN": "1024",
-     "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 1, "dynamic": true}'},
-    {"SM_VLLM_MODEL": "/m", "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", '
-     '"num_speculative_tokens": 5}', "SM_VLLM_QUANTIZATION": "fp8", "NEURONSERVE_CACHE_URI": "s3://c/"},
-    {"SM_VLLM_MODEL": "/m", "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"skip_warmup": true}}',
-     "SM_VLLM_TRUST_REMOTE_CODE": "false", "SM_VLLM_ENABLE_PREFIX_CACHING": "false", "NEURON_LOGICAL_NC_CONFIG": "2"},
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+        "SM_VLLM_BLOCK_SIZE": "32",
+        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
+        "SM_VLLM_MAX_MODEL_LEN": "2048",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
+        "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 8}',
+        "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
+    },
+    {
+        "HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct",
+        "HF_MODEL_REVISION": "main",
+        "HF_NUM_CORES": "2",
+        "MAX_BATCH_SIZE": "4",
+        "MAX_TOTAL_TOKENS": "4096",
+        "HF_MODEL_TRUST_REMOTE_CODE": "true",
+    },
+    {
+        "OPTION_MODEL_ID": "s3://bucket/llama/",
+        "OPTION_TENSOR_PARALLEL_DEGREE": "max",
+        "OPTION_N_POSITIONS": "1024",
+        "OPTION_MAX_ROLLING_BATCH_SIZE": "16",
+        "OPTION_DTYPE": "fp16",
+        "OPTION_ROLLING_BATCH": "vllm",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SERVED_MODEL_NAME": "llama",
+        "SM_VLLM_ENFORCE_EAGER": "true",
+        "SM_VLLM_DISABLE_LOG_REQUESTS": "true",
+        "SM_VLLM_SEED": "7",
+        "SM_VLLM_GENERATION_CONFIG": "vllm",
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "SM_VLLM_TOOL_CALL_PARSER": "llama3_json",
+        "SM_VLLM_API_KEY": '["k1", "k2"]',
+        "SM_VLLM_UVICORN_LOG_LEVEL": "warning",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": true, "context_encoding_buckets": '
+        '[512, 1024], "token_generation_buckets": [1024]}',
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 1, "dynamic": true}',
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
+        "SM_VLLM_QUANTIZATION": "fp8",
+        "NEURONSERVE_CACHE_URI": "s3://c/",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"skip_warmup": true}}',
+        "SM_VLLM_TRUST_REMOTE_CODE": "false",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+    },
 ]
 
 
 def facts() -> HostFacts:
-    return HostFacts(python="py", neuron_devices=1, visible_cores=32, cores_source="test", versions=VERSIONS,
-                     paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)})
+    return HostFacts(
+        python="py",
+        neuron_devices=1,
+        visible_cores=32,
+        cores_source="test",
+        versions=VERSIONS,
+        paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)},
+    )
 
 
 def check_against_table(argv: list[str]) -> None:
@@ -88,8 +140,13 @@ def test_plugin_argv_valid_for_vllm_0_11_0(env: dict[str, str]) -> None:
 
 
 def test_table_check_can_fail() -> None:
-    for bad in (["--device", "neuron"], ["--override-neuron-config", "{}"], ["--enforce-eager", "true"],
-                ["--dtype", "bf16"], ["--max-model-len"]):
+    for bad in (
+        ["--device", "neuron"],
+        ["--override-neuron-config", "{}"],
+        ["--enforce-eager", "true"],
+        ["--dtype", "bf16"],
+        ["--max-model-len"],
+    ):
         with pytest.raises(AssertionError):
             check_against_table(bad)
 
@@ -115,23 +172,37 @@ def test_every_table_variable_is_documented() -> None:
 
 
 def test_redaction() -> None:
-    assert redact_env({"HF_TOKEN": "hf_x", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "s"}) == {
-        "HF_TOKEN": "***", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "***"}
-    assert redact_argv(["--api-key", "k1", "k2", "--tokenizer", "t", "--hf-token=abc", "--max-num-batched-tokens",
-                        "9"]) == ["--api-key", "***", "***", "--tokenizer", "t", "--hf-token=***",
-                                  "--max-num-batched-tokens", "9"]
+    assert redact_env(
+        {"HF_TOKEN": "hf_x", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "s"}
+    ) == {"HF_TOKEN": "***", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "***"}
+    assert redact_argv(
+        ["--api-key", "k1", "k2", "--tokenizer", "t", "--hf-token=abc", "--max-num-batched-tokens", "9"]
+    ) == ["--api-key", "***", "***", "--tokenizer", "t", "--hf-token=***", "--max-num-batched-tokens", "9"]
 
 
 def run_cli(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT / "src"), "SM_MODEL_DIR": "/nonexistent",
-            **env}
-    return subprocess.run([sys.executable, "-m", "neuronserve", "plan", *args], env=full, capture_output=True,
-                          text=True, timeout=60)
+    full = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "src"),
+        "SM_MODEL_DIR": "/nonexistent",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "neuronserve", "plan", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_cli_invalid_config_exits_2_fast() -> None:
-    env = {"SM_VLLM_MODEL": "a/b", "SM_VLLM_MAX_MODEL_LEN": "128", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-           "SM_VLLM_DTYPE": "auto"}
+    env = {
+        "SM_VLLM_MODEL": "a/b",
+        "SM_VLLM_MAX_MODEL_LEN": "128",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_VLLM_DTYPE": "auto",
+    }
     timings = []
     for _ in range(3):  # best of three: a loaded CI machine adds noise, not the code
         start = time.monotonic()
@@ -143,8 +214,10 @@ def test_cli_invalid_config_exits_2_fast() -> None:
 
 
 def test_cli_json_shape_and_secrets() -> None:
-    r = run_cli(["--json", "--device", "cpu", "--", "--api-key", "sekrit-value", "--seed", "1"],
-                {"SM_VLLM_MODEL": "a/b", "HF_TOKEN": "hf_abcdef", "SM_VLLM_MAX_MODEL_LEN": "64"})
+    r = run_cli(
+        ["--json", "--device", "cpu", "--", "--api-key", "sekrit-value", "--seed", "1"],
+        {"SM_VLLM_MODEL": "a/b", "HF_TOKEN": "hf_abcdef", "SM_VLLM_MAX_MODEL_LEN": "64"},
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert {"device", "argv", "env", "model", "neuron_override", "cache_key", "warnings"} <= set(doc)
@@ -155,8 +228,10 @@ def test_cli_json_shape_and_secrets() -> None:
 
 
 def test_cli_text_output_has_shell_line() -> None:
-    r = run_cli(["--device", "neuron"], {"SM_VLLM_MODEL": "a/b", "SM_VLLM_MAX_MODEL_LEN": "128",
-                                         "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
+    r = run_cli(
+        ["--device", "neuron"],
+        {"SM_VLLM_MODEL": "a/b", "SM_VLLM_MAX_MODEL_LEN": "128", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"},
+    )
     assert r.returncode == 0, r.stderr
     assert "--additional-config '{\"override_neuron_config\":{}}'" in r.stdout
     assert "NEURON_COMPILED_ARTIFACTS=" in r.stdout

@@ -14,20 +14,35 @@ from neuronserve.plan import build_plan
 from neuronserve.settings import parse_settings
 from neuronserve.types import LaunchPlan
 
-VERSIONS = {"vllm": "0.11.0", "vllm-neuron": "0.2.2+lts", "neuronx-distributed-inference": "0.7.14366",
-            "neuronx-cc": "2.22.12471.0"}
+VERSIONS = {
+    "vllm": "0.11.0",
+    "vllm-neuron": "0.2.2+lts",
+    "neuronx-distributed-inference": "0.7.14366",
+    "neuronx-cc": "2.22.12471.0",
+}
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
 
 
 def facts(cores: int | None = 2, config: dict[str, object] | None = None, **kw: object) -> HostFacts:
     paths = {"/m": ModelFacts("dir", config or LLAMA, "d" * 64, None)}
     paths.update(kw.pop("paths", {}))  # type: ignore[arg-type]
-    return HostFacts(python="py", neuron_devices=1, visible_cores=cores, cores_source="neuron-ls",
-                     versions=dict(VERSIONS), paths=paths, **kw)  # type: ignore[arg-type]
+    return HostFacts(
+        python="py",
+        neuron_devices=1,
+        visible_cores=cores,
+        cores_source="neuron-ls",
+        versions=dict(VERSIONS),
+        paths=paths,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
-BASE = {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_MAX_NUM_SEQS": "4",
-        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}
+BASE = {
+    "SM_VLLM_MODEL": "/m",
+    "SM_VLLM_MAX_MODEL_LEN": "2048",
+    "SM_VLLM_MAX_NUM_SEQS": "4",
+    "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+}
 
 
 def plan(env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = ()) -> LaunchPlan:
@@ -59,7 +74,9 @@ def test_rule1_max_model_len_derived_and_said() -> None:
 
 def test_rule1_max_model_len_refused_without_source() -> None:
     with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings({"SM_VLLM_MODEL": "org/hub-model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}), facts())
+        build_plan(
+            parse_settings({"SM_VLLM_MODEL": "org/hub-model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}), facts()
+        )
     assert "SM_VLLM_MAX_MODEL_LEN" in str(err.value) and "4096" in str(err.value)
 
 
@@ -77,7 +94,9 @@ def test_rule3_tp_fits(cores: int, tp: str) -> None:
     assert flag(plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": tp}, facts(cores)), "--tensor-parallel-size") == tp
 
 
-@pytest.mark.parametrize(("cores", "tp", "var"), [(24, "32", "SM_VLLM_TENSOR_PARALLEL_SIZE"), (2, "4", "HF_NUM_CORES")])
+@pytest.mark.parametrize(
+    ("cores", "tp", "var"), [(24, "32", "SM_VLLM_TENSOR_PARALLEL_SIZE"), (2, "4", "HF_NUM_CORES")]
+)
 def test_rule3_tp_refused(cores: int, tp: str, var: str) -> None:
     env = {"SM_VLLM_TENSOR_PARALLEL_SIZE": ""} if var != "SM_VLLM_TENSOR_PARALLEL_SIZE" else {}
     settings = {**BASE, **env, var: tp}
@@ -121,7 +140,10 @@ def test_rule4_prefix_caching_computes_blocks_and_keys() -> None:
     [
         ({"SM_VLLM_BLOCK_SIZE": "48"}, "SM_VLLM_BLOCK_SIZE=48"),
         ({"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_MAX_MODEL_LEN": "2000"}, "SM_VLLM_MAX_MODEL_LEN=2016"),
-        ({"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"}, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256"),
+        (
+            {"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"},
+            "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256",
+        ),
         ({"SM_NEURON_IS_PREFIX_CACHING": "false"}, "SM_NEURON_IS_PREFIX_CACHING"),
     ],
 )
@@ -135,17 +157,27 @@ def test_rule4_prefix_key_without_prefix_caching_refused() -> None:
 
 # Rule 5: pa_num_blocks needs a matching --num-gpu-blocks-override.
 def test_rule5_pa_num_blocks_with_matching_flag() -> None:
-    p = plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "300",
-              "SM_NEURON_PA_NUM_BLOCKS": "300"})
+    p = plan(
+        {
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+            "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "300",
+            "SM_NEURON_PA_NUM_BLOCKS": "300",
+        }
+    )
     assert flag(p, "--num-gpu-blocks-override") == "300"
 
 
 @pytest.mark.parametrize(
     "env",
-    [{"SM_NEURON_PA_NUM_BLOCKS": "300"},
-     {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_PA_NUM_BLOCKS": "300"},
-     {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_PA_NUM_BLOCKS": "300",
-      "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "400"}],
+    [
+        {"SM_NEURON_PA_NUM_BLOCKS": "300"},
+        {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_PA_NUM_BLOCKS": "300"},
+        {
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+            "SM_NEURON_PA_NUM_BLOCKS": "300",
+            "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "400",
+        },
+    ],
 )
 def test_rule5_pa_num_blocks_refused(env: dict[str, str]) -> None:
     msg = refused(env)
@@ -154,11 +186,20 @@ def test_rule5_pa_num_blocks_refused(env: dict[str, str]) -> None:
 
 # Rule 6: buckets.
 def test_rule6_buckets_pass() -> None:
-    p = plan({"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 2048]", "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[2048]"})
-    assert additional(p)["override_neuron_config"] == {"context_encoding_buckets": [512, 2048],
-                                                       "token_generation_buckets": [2048]}
-    plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]",
-          "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[256]"})
+    p = plan(
+        {"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 2048]", "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[2048]"}
+    )
+    assert additional(p)["override_neuron_config"] == {
+        "context_encoding_buckets": [512, 2048],
+        "token_generation_buckets": [2048],
+    }
+    plan(
+        {
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+            "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]",
+            "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[256]",
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -166,7 +207,10 @@ def test_rule6_buckets_pass() -> None:
     [
         ({"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 4096]"}, "SM_VLLM_MAX_MODEL_LEN"),
         ({"SM_NEURON_TOKEN_GENERATION_BUCKETS": "[4096]"}, "2048"),
-        ({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[128, 512]"}, ">= 512"),
+        (
+            {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[128, 512]"},
+            ">= 512",
+        ),
         ({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[128]"}, ">= 256"),
         ({"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "512"}, "SM_NEURON_CONTEXT_ENCODING_BUCKETS"),
     ],
@@ -177,19 +221,32 @@ def test_rule6_buckets_refused(env: dict[str, str], needle: str) -> None:
 
 # Rule 7: chunked prefill.
 def test_rule7_chunked_prefill_pass() -> None:
-    p = plan({"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true", "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 4}'})
+    p = plan(
+        {"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true", "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 4}'}
+    )
     assert "--enable-chunked-prefill" in p.argv and "--block-size" in p.argv
     assert p.env["DISABLE_NEURON_CUSTOM_SCHEDULER"] == "1"
-    assert additional(p)["override_neuron_config"] == {"chunked_prefill_config": {"max_num_seqs": 4},
-                                                       "is_block_kv_layout": True}
+    assert additional(p)["override_neuron_config"] == {
+        "chunked_prefill_config": {"max_num_seqs": 4},
+        "is_block_kv_layout": True,
+    }
 
 
 @pytest.mark.parametrize(
     ("env", "needle"),
     [
-        ({"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true"}, "SM_NEURON_CHUNKED_PREFILL_CONFIG='{\"max_num_seqs\": 4}'"),
-        ({"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true", "SM_NEURON_CHUNKED_PREFILL_CONFIG": "{}",
-          "DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}, "DISABLE_NEURON_CUSTOM_SCHEDULER"),
+        (
+            {"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true"},
+            "SM_NEURON_CHUNKED_PREFILL_CONFIG='{\"max_num_seqs\": 4}'",
+        ),
+        (
+            {
+                "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
+                "SM_NEURON_CHUNKED_PREFILL_CONFIG": "{}",
+                "DISABLE_NEURON_CUSTOM_SCHEDULER": "0",
+            },
+            "DISABLE_NEURON_CUSTOM_SCHEDULER",
+        ),
         ({"SM_NEURON_CHUNKED_PREFILL_CONFIG": "{}"}, "SM_VLLM_ENABLE_CHUNKED_PREFILL=true"),
     ],
 )
@@ -247,7 +304,10 @@ def test_rule11_unsupported_and_unknown() -> None:
 def test_rule12_eagle_draft() -> None:
     spec = '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 4}'
     ok = facts(paths={"/draft": ModelFacts("dir", LLAMA, None, True)})
-    assert json.loads(flag(plan({"SM_VLLM_SPECULATIVE_CONFIG": spec}, ok), "--speculative-config"))["model"] == "/draft"
+    assert (
+        json.loads(flag(plan({"SM_VLLM_SPECULATIVE_CONFIG": spec}, ok), "--speculative-config"))["model"]
+        == "/draft"
+    )
     bad = facts(paths={"/draft": ModelFacts("dir", LLAMA, None, False)})
     assert "lm_head.weight" in refused({"SM_VLLM_SPECULATIVE_CONFIG": spec}, bad)
 
@@ -283,4 +343,6 @@ def test_extra_args_are_checked_too() -> None:
 def test_logical_nc_config_goes_into_override() -> None:
     p = plan({"NEURON_LOGICAL_NC_CONFIG": "2"})
     assert additional(p)["override_neuron_config"] == {"logical_nc_config": 2}
-    assert "NEURON_LOGICAL_NC_CONFIG" in refused({"NEURON_LOGICAL_NC_CONFIG": "2", "SM_NEURON_LOGICAL_NC_CONFIG": "1"})
+    assert "NEURON_LOGICAL_NC_CONFIG" in refused(
+        {"NEURON_LOGICAL_NC_CONFIG": "2", "SM_NEURON_LOGICAL_NC_CONFIG": "1"}
+    )
