@@ -7,7 +7,6 @@ answered in well under a second.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shlex
 from typing import Any
@@ -34,7 +33,7 @@ def add_arguments(sub: Any) -> None:
 
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
-    """The JSON shape of `neuronserve plan --json` (secrets redacted)."""
+    """The JSON shape of `neuronserve plan --json` (exactly these keys; secrets redacted)."""
     return {
         "device": plan.device,
         "argv": redact_argv(plan.argv),
@@ -43,23 +42,21 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "neuron_override": plan.neuron_override,
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
-        "integration": plan.integration,
-        "engine": {"host": plan.engine_host, "port": plan.engine_port},
-        "artifacts": dataclasses.asdict(plan.artifacts),
-        "serve": dataclasses.asdict(plan.serve),
-        "work_dir": plan.work_dir,
     }
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(plan: LaunchPlan) -> str:
+    """The same plan for a person: the argv as one shell-quoted line, plus where things will live."""
+    doc = plan_document(plan)
+    art = plan.artifacts
     lines = [
-        f"device:      {doc['device']} ({doc['integration']})",
-        f"model:       {doc['model']['uri']} ({doc['model']['source']}"
-        + (f", read from {doc['model']['local_path']})" if doc["model"]["local_path"] else ")"),
-        f"cache key:   {doc['cache_key'] or '-'}",
-        f"artifacts:   {doc['artifacts']['mode']} {doc['artifacts']['local_dir'] or ''} "
-        f"{doc['artifacts']['remote_uri'] or ''}".rstrip(),
-        f"engine:      {doc['engine']['host']}:{doc['engine']['port']}, front port {doc['serve']['port']}",
+        f"device:      {doc['device']} ({plan.integration})",
+        f"model:       {plan.model.uri} ({plan.model.source}"
+        + (f", read from {plan.model.local_path})" if plan.model.local_path else ")"),
+        f"cache key:   {plan.cache_key or '-'}",
+        f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
+        f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
+        f"work dir:    {plan.work_dir}",
         "command:",
         "  " + shlex.join(doc["argv"]),
     ]
@@ -78,7 +75,6 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     from neuronserve.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
-    doc = plan_document(plan)
-    text = json.dumps(doc, indent=2, sort_keys=False) if args.json else render_text(doc)
+    text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
     print(redact_text(text, secret_values(environ)))
     return 0
