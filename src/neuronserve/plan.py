@@ -104,6 +104,12 @@ def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnin
     out: list[str] = []
     for key in sorted(settings.engine):
         s = settings.engine[key]
+        if key in ("host", "port") and not s.origin.startswith("-- "):
+            warnings.append(
+                f"{s.origin} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front "
+                f"server, whose port is SAGEMAKER_BIND_TO_PORT"
+            )
+            continue
         if key in skip or key in PLAN_FLAGS or s.origin.startswith("-- "):
             continue
         if device == "cpu" and key in NEURON_ONLY_FLAGS:

@@ -389,3 +389,11 @@ def test_serve_options() -> None:
         256,
     )
     assert d.serve.startup_timeout_s is None and d.work_dir == "/tmp/neuronserve"
+
+
+def test_engine_host_and_port_are_the_plans() -> None:
+    p = cpu_plan({"SM_VLLM_MODEL": "a/b", "SM_VLLM_PORT": "8000", "SM_VLLM_HOST": "0.0.0.0"})
+    argv = list(p.argv)
+    assert argv.count("--port") == 1 and argv[argv.index("--port") + 1] == "8081"
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+    assert any("SM_VLLM_PORT ignored" in w for w in p.warnings)
