@@ -179,8 +179,15 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     visible: int | None = None
     source = "unknown"
     spec = environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
+    count = environ.get("NEURON_RT_NUM_CORES", "").strip()
     if spec:
         visible, source = len(parse_core_list(spec)), "NEURON_RT_VISIBLE_CORES"
+    elif count:
+        if not count.isdigit() or int(count) < 1:
+            raise ConfigError(
+                f"NEURON_RT_NUM_CORES={count!r} is not a positive integer", ("NEURON_RT_NUM_CORES",)
+            )
+        visible, source = int(count), "NEURON_RT_NUM_CORES"
     elif devices:
         physical = _neuron_ls_cores()
         source = "neuron-ls" if physical else f"{devices} devices x {CORES_PER_CHIP} cores"

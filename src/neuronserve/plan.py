@@ -106,8 +106,8 @@ def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnin
         s = settings.engine[key]
         if key in ("host", "port") and not s.origin.startswith("-- "):
             warnings.append(
-                f"{s.origin} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front "
-                f"server, whose port is SAGEMAKER_BIND_TO_PORT"
+                f"{s.origin} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind "
+                "the front server, whose port is SAGEMAKER_BIND_TO_PORT"
             )
             continue
         if key in skip or key in PLAN_FLAGS or s.origin.startswith("-- "):
@@ -170,6 +170,12 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         argv += _user_flags(settings, CONSUMED, device, warnings)
         key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
         artifacts = _artifacts(settings, work_dir, key)
+        if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+            warnings.append(
+                "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
+                "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
+                "(larger upload, faster start)"
+            )
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
     else:

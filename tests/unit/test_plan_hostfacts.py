@@ -91,3 +91,20 @@ def test_resolve_cpu_local_model(tmp_path: Path) -> None:
     assert p.device == "cpu" and p.model.source == "local"
     assert p.argv[1:3] == ("-m", "vllm.entrypoints.openai.api_server")
     assert list(p.argv[-3:]) == ["--enforce-eager", "--seed", "0"]
+
+
+def test_gather_visible_cores_from_count(tmp_path: Path) -> None:
+    f = gather({"NEURON_RT_NUM_CORES": "4", "SM_MODEL_DIR": str(tmp_path)})
+    assert f.visible_cores == 4 and f.cores_source == "NEURON_RT_NUM_CORES"
+    with pytest.raises(ConfigError):
+        gather({"NEURON_RT_NUM_CORES": "four"})
+
+
+def test_table_defaults_match_the_code() -> None:
+    from neuronserve.neuron import DEFAULT_BLOCK_SIZE, DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
+    from neuronserve.settings_table import ENGINE_VARS
+
+    defaults = {v.name: v.default for v in ENGINE_VARS}
+    assert defaults["SM_VLLM_MAX_NUM_SEQS"].startswith(f"{DEFAULT_MAX_NUM_SEQS} ")
+    assert defaults["SM_VLLM_BLOCK_SIZE"].startswith(f"{DEFAULT_BLOCK_SIZE} ")
+    assert defaults["SM_VLLM_DTYPE"].startswith(f"{DEFAULT_DTYPE} ")
