@@ -16,6 +16,7 @@ from typing import Any
 from neuronserve import neuron_rules as rules
 from neuronserve.errors import ConfigError
 from neuronserve.hostfacts import HostFacts, ModelFacts
+from neuronserve.neuron_intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.settings import Settings, env_name
 
 DEFAULT_MAX_NUM_SEQS = 8
@@ -46,36 +47,6 @@ class NeuronEngine:
     env: dict[str, str]
     integration: str  # "plugin" | "in-tree"
     graph: dict[str, Any]  # everything that changes the compiled graph (for the cache key)
-
-
-def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]) -> tuple[str, str | None]:
-    """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed."""
-    framework = settings.framework.value if settings.framework else None
-    if settings.integration is not None:
-        integration = str(settings.integration.value)
-    elif facts.versions.get("vllm-neuron"):
-        integration = "plugin"
-    elif _older_vllm(facts.versions.get("vllm")) or framework in ("transformers-neuronx", "optimum-neuron"):
-        integration = "in-tree"
-    else:
-        integration = "plugin"
-    if integration == "plugin" and framework:
-        warnings.append(
-            f"VLLM_NEURON_FRAMEWORK={framework} is read only by vLLM's in-tree Neuron support "
-            f"(0.9/0.10); the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)"
-        )
-        framework = None
-    if integration == "in-tree":
-        framework = framework or "neuronx-distributed-inference"
-    return integration, framework
-
-
-def _older_vllm(version: str | None) -> bool:
-    try:
-        major, minor = (int(x) for x in (version or "").split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) < (0, 11)
 
 
 def _int(settings: Settings, key: str) -> int | None:
@@ -231,7 +202,7 @@ def neuron_engine(
     warnings.extend(rules.check_chunked(chunked, override, settings.passthrough_env, origins, seqs))
     tnx = framework == "transformers-neuronx"
     if tnx:
-        kv_flags, kv = _tnx_kv(settings, length, origins)
+        kv_flags, kv = tnx_kv(settings, _int(settings, "block-size"), length, origins)
     else:
         kv_flags, kv = _kv(settings, override, length, seqs, warnings)
     prefix = kv["mode"] == "prefix"
@@ -271,7 +242,7 @@ def neuron_engine(
             flags += ["--override-neuron-config", json.dumps(override, sort_keys=True, separators=(",", ":"))]
         env["VLLM_NEURON_FRAMEWORK"] = framework or "neuronx-distributed-inference"
         if tnx:
-            env.update(_tnx_env(settings, override))
+            env.update(tnx_env(settings, override))
     graph = {
         "integration": integration,
         "framework": framework,
@@ -295,36 +266,3 @@ def _draft_facts(spec: Any, facts: HostFacts) -> ModelFacts | None:
     except ValueError:
         return None
     return facts.paths.get(str(cfg.get("model"))) if isinstance(cfg, dict) else None
-
-
-def _tnx_kv(settings: Settings, length: int, origins: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
-    """transformers-neuronx keeps one block per sequence: block_size must equal max_model_len."""
-    block = _int(settings, "block-size")
-    if block is not None and block != length:
-        var = origins["block-size"]
-        raise ConfigError(
-            f"{var}={block}: transformers-neuronx needs block_size == max_model_len: set {var}={length} "
-            f"or unset it",
-            (var, origins["max-model-len"]),
-        )
-    if settings.get("enable-prefix-caching") is True:
-        var = origins["enable-prefix-caching"]
-        raise ConfigError(f"{var}: transformers-neuronx has no prefix caching: unset {var}", (var,))
-    return ["--no-enable-prefix-caching", "--block-size", str(length)], {
-        "mode": "contiguous",
-        "block_size": length,
-    }
-
-
-def _tnx_env(settings: Settings, override: dict[str, Any]) -> dict[str, str]:
-    """transformers-neuronx reads its buckets from the environment, not from the override."""
-    env = {}
-    for var, key in (
-        ("NEURON_CONTEXT_LENGTH_BUCKETS", "context_encoding_buckets"),
-        ("NEURON_TOKEN_GEN_BUCKETS", "token_generation_buckets"),
-    ):
-        if isinstance(override.get(key), list):
-            env[var] = ",".join(str(b) for b in override[key])
-        elif var in settings.passthrough_env:
-            env[var] = settings.passthrough_env[var]
-    return env
