@@ -30,7 +30,8 @@ def _flag(var: Var) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    text = text.replace("|", "\\|")
+    return f"`{text}`" if "<" in text and "`" not in text else text
 
 
 def _table(rows: tuple[Var, ...], with_flag: bool) -> list[str]:

@@ -171,6 +171,20 @@ def test_every_table_variable_is_documented() -> None:
         assert f"`{var.name}`" in text
 
 
+def test_every_variable_the_code_reads_is_documented() -> None:
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    pattern = re.compile(
+        r'"((?:SM|NEURON|NEURONSERVE|SAGEMAKER|OPTION|HF|VLLM|MAX|TENSOR|DISABLE)_[A-Z0-9_]*[A-Z0-9])"'
+    )
+    sources = ["settings.py", "settings_compat.py", "settings_serve.py", "hostfacts.py", "resolve.py"]
+    names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}
+    assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
+    missing = sorted(n for n in names if f"`{n}`" not in text)
+    assert missing == []
+
+
 def test_redaction() -> None:
     assert redact_env(
         {"HF_TOKEN": "hf_x", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "s"}
