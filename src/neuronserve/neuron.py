@@ -206,6 +206,13 @@ def neuron_engine(
     else:
         kv_flags, kv = _kv(settings, override, length, seqs, warnings)
     prefix = kv["mode"] == "prefix"
+    floor = rules.PREFIX_MIN_CONTEXT_BUCKET
+    if prefix and length < floor and "context_encoding_buckets" not in override:
+        warnings.append(
+            f"prefix caching with max_model_len {length} < {floor}: NxD Inference's smallest "
+            f"prefix-caching prefill bucket is {floor}; if the compile fails, set "
+            f"SM_VLLM_MAX_MODEL_LEN={floor} or more"
+        )
     rules.check_buckets(override, length, prefix, origins)
     rules.check_sequence_parallel(override, length, tp, origins)
     rules.check_sampling(override, settings.passthrough_env, origins)

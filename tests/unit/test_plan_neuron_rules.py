@@ -151,6 +151,14 @@ def test_rule4_prefix_caching_refused(env: dict[str, str], needle: str) -> None:
     assert needle in refused({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", **env})
 
 
+def test_rule6_short_prefix_length_is_warned() -> None:
+    short = plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_MAX_MODEL_LEN": "256"})
+    assert any("SM_VLLM_MAX_MODEL_LEN=512" in w for w in short.warnings)
+    assert not any(
+        "SM_VLLM_MAX_MODEL_LEN=512" in w for w in plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}).warnings
+    )
+
+
 def test_rule4_prefix_key_without_prefix_caching_refused() -> None:
     assert "SM_VLLM_ENABLE_PREFIX_CACHING=true" in refused({"SM_NEURON_IS_PREFIX_CACHING": "true"})
 
