@@ -22,7 +22,8 @@ from neuronserve.stage.manifest import Manifest, local_complete, parse_manifest,
 from neuronserve.stage.paths import MANIFEST_NAME, S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.sources import copy_prefix_locked
-from neuronserve.stage.transfer import RemoteObject, TransferOptions, download_objects, list_prefix
+from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ArtifactSpec, Progress
 
 log = logging.getLogger("neuronserve.stage")
@@ -68,7 +69,7 @@ def fetch_entry(
     os.makedirs(staging)
     atomic.check_free_space(staging, manifest.total_bytes, remote.uri)
     with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, progress) as meter:
-        download_objects(client, remote.bucket, objects, staging, opts, meter, verify)
+        fetch_objects(client, remote.bucket, objects, staging, opts, meter, verify)
     atomic.commit(staging, local_dir, manifest)
 
 

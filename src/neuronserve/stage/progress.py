@@ -68,6 +68,11 @@ class ProgressMeter:
         with self._lock:
             self._done += n
 
+    def set(self, n: int) -> None:
+        """For engines that observe totals rather than deltas (s5cmd: bytes on disk); never goes back."""
+        with self._lock:
+            self._done = max(self._done, n)
+
     def snapshot(self) -> Progress:
         with self._lock:
             done = self._done

