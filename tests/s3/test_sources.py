@@ -29,7 +29,10 @@ def tar_bytes(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def test_s3_prefix_is_copied_with_manifest(s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Any) -> None:
+def test_s3_prefix_is_copied_with_manifest(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Any, engine: str
+) -> None:
+    s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
     files = sample_files()
     put_tree(s3, bucket, "llama/", files)
     put_tree(s3, bucket, "llama2/", {"other.bin": b"not ours"})  # a sibling prefix must not leak in

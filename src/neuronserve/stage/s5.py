@@ -10,9 +10,12 @@ and the manifest. s5cmd retries throttling and dropped connections with backoff 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import logging
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +23,6 @@ from pathlib import Path
 
 from neuronserve.errors import StageError
 from neuronserve.stage.client import endpoint_url
-from neuronserve.stage.paths import PART_SUFFIX
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.transfer import Journal, RemoteObject, TransferOptions, download_objects
 
@@ -65,6 +67,15 @@ def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def common_prefix(objects: Sequence[RemoteObject]) -> str | None:
+    """The prefix P with key == P + rel for every object (then one wildcard `cp P*` maps keys exactly)."""
+    prefixes = {o.key[: len(o.key) - len(o.rel)] for o in objects if o.key.endswith(o.rel)}
+    if len(prefixes) != 1 or any(not o.key.endswith(o.rel) for o in objects):
+        return None
+    prefix = prefixes.pop()
+    return None if any(c in prefix for c in "*?[]{}") else prefix
+
+
 def download_with_s5cmd(
     binary: str,
     environ: Mapping[str, str],
@@ -75,33 +86,45 @@ def download_with_s5cmd(
     meter: ProgressMeter,
     verify: Callable[[RemoteObject, str], None] | None = None,
 ) -> int:
-    """Fetch the objects not yet journaled; returns how many were fetched. Same journal as the Python engine."""
+    """Fetch the objects not yet journaled; returns how many were fetched. Same journal as the Python engine.
+
+    Files not in the journal are deleted first, so what s5cmd skips (`--if-size-differ`) is exactly
+    the set of files a previous run finished; s5cmd writes each file to a temporary name and renames
+    it when complete, so a final name in the staging dir never holds a partial file.
+    """
     journal = Journal(staging_dir)
     finished = journal.load()
     todo: dict[str, RemoteObject] = {}
     base = 0
     for obj in objects:
-        path = os.path.join(staging_dir, obj.rel)
+        path = os.path.abspath(os.path.join(staging_dir, obj.rel))
         if finished.get(obj.rel) == (obj.size, obj.etag) and _size(path) == obj.size:
             base += obj.size
         else:
-            todo[os.path.abspath(path + PART_SUFFIX)] = obj
+            todo[path] = obj
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
     meter.add(base)
     if not todo:
         return 0
-    lines = []
-    for dest, obj in todo.items():
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        lines.append(f'cp "s3://{bucket}/{obj.key}" "{dest}"\n')
     argv = [binary, "--json", "-r", "10"]  # info level: one JSON line per finished copy
     if environ.get("NEURONSERVE_S3_CONCURRENCY"):  # else s5cmd's own default (measured best)
         argv += ["--numworkers", str(opts.concurrency)]
     endpoint = endpoint_url(environ)
     if endpoint:
         argv += ["--endpoint-url", endpoint]
-    argv.append("run")
+    prefix = common_prefix(objects)
+    stdin = ""
+    if prefix is not None:  # one listing-driven copy: no per-key HEAD request
+        argv += ["cp", "--if-size-differ", f"s3://{bucket}/{prefix}*", staging_dir.rstrip("/") + "/"]
+    else:
+        argv.append("run")
+        for dest, obj in todo.items():
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            stdin += f'cp "s3://{bucket}/{obj.key}" "{dest}"\n'
     proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env(environ)
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_child_env(environ), preexec_fn=_die_with_parent,
     )
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
@@ -111,19 +134,18 @@ def download_with_s5cmd(
     poller = threading.Thread(target=_poll_sizes, args=(staging_dir, meter, base, stop), daemon=True)
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write("".join(lines))
+        proc.stdin.write(stdin)
         proc.stdin.close()
         poller.start()
         for line in proc.stdout:
             event = _parse(line)
-            dest = str(event.get("destination", ""))
+            dest = os.path.abspath(str(event.get("destination", "")))
             if event.get("success") and dest in todo:
                 obj = todo[dest]
                 if _size(dest) != obj.size:
                     raise StageError(f"s3://{bucket}/{obj.key}: size changed during download; re-run")
                 if verify is not None:
                     verify(obj, dest)
-                os.replace(dest, dest[: -len(PART_SUFFIX)])
                 journal.record(obj)
                 done_bytes += obj.size
                 landed += 1
@@ -140,6 +162,12 @@ def download_with_s5cmd(
         raise StageError(f"s5cmd reported {landed} of {len(todo)} files from s3://{bucket}/ as copied; re-run")
     meter.set(base + done_bytes)
     return len(todo)
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it when we die, so a killed stager never leaves s5cmd writing on."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _poll_sizes(staging_dir: str, meter: ProgressMeter, base: int, stop: threading.Event) -> None:
