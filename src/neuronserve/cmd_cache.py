@@ -33,10 +33,12 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             ("NEURONSERVE_CACHE_URI",),
         )
     if not cache_uri.startswith("s3://"):
-        raise ConfigError(f"NEURONSERVE_CACHE_URI={cache_uri!r} must be an s3:// URI", ("NEURONSERVE_CACHE_URI",))
+        raise ConfigError(
+            f"NEURONSERVE_CACHE_URI={cache_uri!r} must be an s3:// URI", ("NEURONSERVE_CACHE_URI",)
+        )
     key = args.key
     if not key:
-        from neuronserve.resolve import resolve_plan
+        from neuronserve.resolve import resolve_plan  # noqa: PLC0415
 
         plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
         key = plan.cache_key
@@ -48,17 +50,23 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     if "/" in key or key in (".", ".."):
         raise ConfigError(f"cache key {key!r} must be a single path segment", ("NEURONSERVE_CACHE_URI",))
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from neuronserve.stage.client import make_client
-    from neuronserve.stage.paths import parse_s3_uri
-    from neuronserve.stage.transfer import options_from
-    from neuronserve.stage.upload import publish_dir
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        )
+    from neuronserve.stage.client import make_client  # noqa: PLC0415
+    from neuronserve.stage.paths import parse_s3_uri  # noqa: PLC0415
+    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
+    from neuronserve.stage.upload import publish_dir  # noqa: PLC0415
 
     remote = parse_s3_uri(cache_uri.rstrip("/") + f"/{key}/")
     opts = options_from(environ)
     manifest = publish_dir(make_client(environ, pool=opts.concurrency + 4), args.dir, remote, opts)
     if args.json:
-        print(json.dumps({"uri": remote.uri, "key": key, "upload_id": manifest.upload_id, "files": len(manifest.files)}))
+        print(
+            json.dumps(
+                {"uri": remote.uri, "key": key, "upload_id": manifest.upload_id, "files": len(manifest.files)}
+            )
+        )
     else:
         print(f"published {len(manifest.files)} files to {remote.uri} (upload {manifest.upload_id})")
     return 0

@@ -14,21 +14,31 @@ from typing import Any
 
 
 def add_arguments(sub: Any) -> None:
-    p = sub.add_parser("stage", help="stage the model and compiled artifacts (S3, archive, cache), print where")
-    p.add_argument("--json", action="store_true", help='print {"model_dir", "artifacts_dir", "cache"} as JSON')
+    p = sub.add_parser(
+        "stage", help="stage the model and compiled artifacts (S3, archive, cache), print where"
+    )
+    p.add_argument(
+        "--json", action="store_true", help='print {"model_dir", "artifacts_dir", "cache"} as JSON'
+    )
     p.add_argument("--device", choices=["neuron", "cpu"], default=None, help="plan for this device")
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    from neuronserve.resolve import resolve_plan
-    from neuronserve.stage import stage_all
+    from neuronserve.resolve import resolve_plan  # noqa: PLC0415
+    from neuronserve.stage import stage_all  # noqa: PLC0415
 
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        )
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     result = stage_all(plan, environ)
     if args.json:
-        print(json.dumps({"model_dir": result.model_dir, "artifacts_dir": result.artifacts_dir, "cache": result.cache}))
+        print(
+            json.dumps(
+                {"model_dir": result.model_dir, "artifacts_dir": result.artifacts_dir, "cache": result.cache}
+            )
+        )
     else:
         print(f"model_dir: {result.model_dir}")
         print(f"artifacts_dir: {result.artifacts_dir}")

@@ -45,7 +45,9 @@ class ServerControl:
             return [r for r in self.requests if r[1].lstrip("/").split("/", 1)[0] == bucket]
 
 
-def _error(start_response: Callable[..., Any], status: str, code: str, extra: list[tuple[str, str]]) -> list[bytes]:
+def _error(
+    start_response: Callable[..., Any], status: str, code: str, extra: list[tuple[str, str]]
+) -> list[bytes]:
     body = f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>{code}</Message></Error>".encode()
     start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body))), *extra])
     return [body]
@@ -56,7 +58,11 @@ class _Layer:
         self.app, self.ctl = app, ctl
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        method, path, query = environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+        method, path, query = (
+            environ["REQUEST_METHOD"],
+            environ.get("PATH_INFO", ""),
+            environ.get("QUERY_STRING", ""),
+        )
         with self.ctl.lock:
             self.ctl.requests.append((method, path, query))
         bucket = path.lstrip("/").split("/", 1)[0]
@@ -64,7 +70,12 @@ class _Layer:
             return _error(start_response, "403 Forbidden", "AccessDenied", [])
         if bucket in self.ctl.redirect:
             region = self.ctl.redirect[bucket]
-            return _error(start_response, "301 Moved Permanently", "PermanentRedirect", [("x-amz-bucket-region", region)])
+            return _error(
+                start_response,
+                "301 Moved Permanently",
+                "PermanentRedirect",
+                [("x-amz-bucket-region", region)],
+            )
         held = self.ctl.hold.get(path)
         if held is not None and method == "GET":
             held.wait(60)

@@ -9,7 +9,9 @@ from typing import Any
 from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
 
 
-def make_plan(model: ModelSpec, artifacts: ArtifactSpec | None = None, work_dir: str = "/tmp/x") -> LaunchPlan:
+def make_plan(
+    model: ModelSpec, artifacts: ArtifactSpec | None = None, work_dir: str = "/tmp/x"
+) -> LaunchPlan:
     return LaunchPlan(
         device="neuron",
         argv=("python", "-m", "vllm.entrypoints.openai.api_server"),

@@ -12,8 +12,14 @@ from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
 def main() -> None:
     uri, dest = sys.argv[1], sys.argv[2]
     plan = LaunchPlan(
-        device="neuron", argv=("python",), env={}, neuron_override=None, cache_key=None, warnings=(),
-        model=ModelSpec(source="s3", uri=uri, local_path=dest), artifacts=ArtifactSpec(),
+        device="neuron",
+        argv=("python",),
+        env={},
+        neuron_override=None,
+        cache_key=None,
+        warnings=(),
+        model=ModelSpec(source="s3", uri=uri, local_path=dest),
+        artifacts=ArtifactSpec(),
     )
     stage_all(plan, dict(os.environ))
 

@@ -27,16 +27,25 @@ from .helpers import make_plan, read_tree
 pytestmark = pytest.mark.s3
 
 
-def keyed_plan(tmp: Path, remote: str, host: str = "a", mode: str = "keyed", read_only: bool = False) -> LaunchPlan:
+def keyed_plan(
+    tmp: Path, remote: str, host: str = "a", mode: str = "keyed", read_only: bool = False
+) -> LaunchPlan:
     model = tmp / "model"
     model.mkdir(exist_ok=True)
-    art = ArtifactSpec(mode=mode, local_dir=str(tmp / host / "artifacts" / "k1"), remote_uri=remote, read_only=read_only)  # type: ignore[arg-type]
-    return make_plan(ModelSpec(source="local", uri=str(model), local_path=str(model)), art, work_dir=str(tmp / host))
+    art = ArtifactSpec(
+        mode=mode, local_dir=str(tmp / host / "artifacts" / "k1"), remote_uri=remote, read_only=read_only
+    )  # type: ignore[arg-type]
+    return make_plan(
+        ModelSpec(source="local", uri=str(model), local_path=str(model)), art, work_dir=str(tmp / host)
+    )
 
 
 def compile_into(directory: str, tag: str, size: int = 1_500_000) -> dict[str, bytes]:
-    files = {"model.pt": (tag.encode() * size)[:size], "neuron_config.json": json.dumps({"tag": tag}).encode(),
-             "weights/tp0.safetensors": tag.encode() * 1000}
+    files = {
+        "model.pt": (tag.encode() * size)[:size],
+        "neuron_config.json": json.dumps({"tag": tag}).encode(),
+        "weights/tp0.safetensors": tag.encode() * 1000,
+    }
     for rel, data in files.items():
         os.makedirs(os.path.dirname(os.path.join(directory, rel)), exist_ok=True)
         Path(directory, rel).write_bytes(data)
@@ -49,7 +58,7 @@ def tree(directory: str) -> dict[str, bytes]:
     return got
 
 
-def test_miss_writeback_then_hit(
+def test_miss_writeback_then_hit(  # noqa: PLR0917
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
@@ -88,8 +97,10 @@ def test_read_only_cache_never_writes(s3: Any, bucket: str, s3_env: dict[str, st
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
-@pytest.mark.parametrize("damage", ["no-manifest", "bad-json", "corrupt-file", "missing-file", "escaping-path"])
-def test_damaged_entry_is_a_miss_with_warning(
+@pytest.mark.parametrize(
+    "damage", ["no-manifest", "bad-json", "corrupt-file", "missing-file", "escaping-path"]
+)
+def test_damaged_entry_is_a_miss_with_warning(  # noqa: PLR0917
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, caplog: Any, damage: str
 ) -> None:
     remote = parse_s3_uri(f"s3://{bucket}/cache/k1/")
@@ -168,7 +179,10 @@ def test_explicit_location_without_manifest_is_copied(
     assert miss.cache == "miss"
     compile_into(miss.artifacts_dir or "", "E")
     publish_artifacts(empty, miss, s3_env)
-    assert stage_all(keyed_plan(tmp_path, f"s3://{bucket}/mine/empty/", host="c", mode="explicit"), s3_env).cache == "hit"
+    assert (
+        stage_all(keyed_plan(tmp_path, f"s3://{bucket}/mine/empty/", host="c", mode="explicit"), s3_env).cache
+        == "hit"
+    )
 
 
 def test_local_and_off_modes_touch_no_remote(s3_env: dict[str, str], tmp_path: Path) -> None:

@@ -21,15 +21,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT / "src"), **env}
-    return subprocess.run([sys.executable, "-m", "neuronserve", *args], env=full, capture_output=True,
-                          text=True, timeout=60, cwd=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "neuronserve", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+    )
 
 
 def test_stage_json_prints_the_three_fields(s3_env: dict[str, str], tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    proc = cli(["stage", "--json"], {**s3_env, "SM_VLLM_MODEL": str(model), "NEURONSERVE_WORK_DIR": str(tmp_path)})
+    proc = cli(
+        ["stage", "--json"], {**s3_env, "SM_VLLM_MODEL": str(model), "NEURONSERVE_WORK_DIR": str(tmp_path)}
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"model_dir": str(model), "artifacts_dir": None, "cache": "off"}
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.s3
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def test_killed_download_resumes_without_refetching(
+def test_killed_download_resumes_without_refetching(  # noqa: PLR0917
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
@@ -37,13 +37,24 @@ def test_killed_download_resumes_without_refetching(
     release = threading.Event()
     s3_server.hold[f"/{bucket}/m/zz-slow.bin"] = release
     dest = str(tmp_path / "model")
-    env = {**os.environ, **s3_env, "PYTHONPATH": os.pathsep.join([SRC, *sys.path]), "NEURONSERVE_S3_CONCURRENCY": "2"}
-    child = subprocess.Popen([sys.executable, "-m", "tests.s3.stage_child", f"s3://{bucket}/m/", dest],
-                             env=env, cwd=str(Path(SRC).parent), stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        **s3_env,
+        "PYTHONPATH": os.pathsep.join([SRC, *sys.path]),
+        "NEURONSERVE_S3_CONCURRENCY": "2",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.s3.stage_child", f"s3://{bucket}/m/", dest],
+        env=env,
+        cwd=str(Path(SRC).parent),
+        stderr=subprocess.PIPE,
+    )
     journal = Path(dest + ".partial") / JOURNAL_NAME
     try:
         finished = lambda: journal.exists() and len(journal.read_text().splitlines()) == len(files) - 1  # noqa: E731
-        assert wait_for(finished, 30), child.stderr.read().decode() if child.poll() is not None else "no progress"
+        assert wait_for(finished, 30), (
+            child.stderr.read().decode() if child.poll() is not None else "no progress"
+        )
         child.send_signal(signal.SIGKILL)
         child.wait(10)
     finally:
@@ -67,15 +78,25 @@ def test_killed_download_resumes_without_refetching(
 @pytest.mark.parametrize(
     ("setup", "uri", "expect"),
     [
-        ("none", "s3://ns-no-such-bucket-xyz/m/", ["s3://ns-no-such-bucket-xyz/m/", "does not exist", "bucket name"]),
+        (
+            "none",
+            "s3://ns-no-such-bucket-xyz/m/",
+            ["s3://ns-no-such-bucket-xyz/m/", "does not exist", "bucket name"],
+        ),
         ("empty", "s3://{bucket}/nothing-here/", ["s3://{bucket}/nothing-here/", "no objects", "prefix"]),
         ("deny", "s3://{bucket}/m/", ["access denied to s3://{bucket}/m/", "IAM role"]),
         ("redirect", "s3://{bucket}/m/", ["s3://{bucket}/m/", "wrong region", "AWS_REGION=eu-central-1"]),
     ],
 )
-def test_errors_name_the_uri_and_the_fix(
-    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path,
-    setup: str, uri: str, expect: list[str],
+def test_errors_name_the_uri_and_the_fix(  # noqa: PLR0917
+    s3: Any,
+    bucket: str,
+    s3_env: dict[str, str],
+    s3_server: ServerControl,
+    tmp_path: Path,
+    setup: str,
+    uri: str,
+    expect: list[str],
 ) -> None:
     put_tree(s3, bucket, "m/", {"config.json": b"{}"})
     if setup == "deny":
@@ -101,7 +122,9 @@ def test_disk_full_is_reported_before_downloading(
         pytest.skip("needs root to mount a small tmpfs")
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
+    ).returncode:
         pytest.skip("cannot mount tmpfs here")
     try:
         put_tree(s3, bucket, "big/", {"weights.bin": os.urandom(3 * 1024 * 1024)})
@@ -114,7 +137,9 @@ def test_disk_full_is_reported_before_downloading(
         subprocess.run(["umount", str(mnt)], check=False)
 
 
-@pytest.mark.parametrize("key", ["m/../escape.txt", "m/a/../../escape.txt", "m//abs.txt", "m/.neuronserve-manifest.json"])
+@pytest.mark.parametrize(
+    "key", ["m/../escape.txt", "m/a/../../escape.txt", "m//abs.txt", "m/.neuronserve-manifest.json"]
+)
 def test_traversal_keys_are_refused(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, key: str
 ) -> None:
@@ -159,7 +184,9 @@ def _link(name: str, target: str, kind: bytes) -> tarfile.TarInfo:
     ],
     ids=["dotdot", "absolute", "nested-dotdot", "symlink", "hardlink"],
 )
-def test_unsafe_archive_members_are_refused(s3_env: dict[str, str], tmp_path: Path, member: tarfile.TarInfo) -> None:
+def test_unsafe_archive_members_are_refused(
+    s3_env: dict[str, str], tmp_path: Path, member: tarfile.TarInfo
+) -> None:
     archive = tmp_path / "model.tar.gz"
     archive.write_bytes(_tar_with(member))
     dest = tmp_path / "out" / "model"
@@ -171,7 +198,9 @@ def test_unsafe_archive_members_are_refused(s3_env: dict[str, str], tmp_path: Pa
     assert not (tmp_path / "escape.txt").exists()
 
 
-def test_progress_is_logged(s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, caplog: Any) -> None:
+def test_progress_is_logged(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, caplog: Any
+) -> None:
     put_tree(s3, bucket, "p/", sample_files(3))
     with caplog.at_level("INFO", logger="neuronserve.stage"):
         stage_all(s3_model(f"s3://{bucket}/p/", str(tmp_path / "model")), s3_env)

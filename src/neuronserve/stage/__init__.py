@@ -26,7 +26,7 @@ def _client_factory(environ: Mapping[str, str], pool: int) -> Callable[[], Any]:
     made: list[Any] = []
 
     def make() -> Any:
-        from neuronserve.stage.client import make_client
+        from neuronserve.stage.client import make_client  # noqa: PLC0415
 
         if not made:
             made.append(make_client(environ, pool=pool))
@@ -39,9 +39,9 @@ def stage_all(
     plan: LaunchPlan, environ: Mapping[str, str], progress: ProgressCallback | None = None
 ) -> StageResult:
     """Fetch what the plan needs; blocking; raises StageError with the URI and the likely fix."""
-    from neuronserve.stage.cache import stage_artifacts
-    from neuronserve.stage.sources import stage_model
-    from neuronserve.stage.transfer import options_from
+    from neuronserve.stage.cache import stage_artifacts  # noqa: PLC0415
+    from neuronserve.stage.sources import stage_model  # noqa: PLC0415
+    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
 
     opts = options_from(environ)
     make = _client_factory(environ, opts.concurrency + 4)
@@ -62,10 +62,10 @@ def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[st
         return
     if not spec.remote_uri or not result.artifacts_dir:
         return
-    from neuronserve.stage.atomic import list_files
-    from neuronserve.stage.paths import parse_s3_uri
-    from neuronserve.stage.transfer import options_from
-    from neuronserve.stage.upload import mark_local, publish_dir
+    from neuronserve.stage.atomic import list_files  # noqa: PLC0415
+    from neuronserve.stage.paths import parse_s3_uri  # noqa: PLC0415
+    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
+    from neuronserve.stage.upload import mark_local, publish_dir  # noqa: PLC0415
 
     try:
         if not list_files(result.artifacts_dir):

@@ -26,13 +26,20 @@ def extract_tar(archive: str, staging: str, uri: str, meter: ProgressMeter | Non
             for m in members:
                 if not (m.isfile() or m.isdir()):
                     kind = "link" if (m.issym() or m.islnk()) else "special file"
-                    raise StageError(f"refusing archive member {m.name!r} in {uri}: {kind}s are not extracted")
+                    raise StageError(
+                        f"refusing archive member {m.name!r} in {uri}: {kind}s are not extracted"
+                    )
                 if m.isdir():
                     if m.name.rstrip("/") not in ("", "."):
-                        safe_relpath(m.name.lstrip("./") if m.name.startswith("./") else m.name, what=f"archive member in {uri}")
+                        safe_relpath(
+                            m.name.lstrip("./") if m.name.startswith("./") else m.name,
+                            what=f"archive member in {uri}",
+                        )
                     continue
                 name = m.name[2:] if m.name.startswith("./") else m.name
-                entries.append(FileEntry(path=safe_relpath(name, what=f"archive member in {uri}"), size=m.size))
+                entries.append(
+                    FileEntry(path=safe_relpath(name, what=f"archive member in {uri}"), size=m.size)
+                )
             check_no_conflicts([e.path for e in entries], where=uri)
             by_name = {(m.name[2:] if m.name.startswith("./") else m.name): m for m in members if m.isfile()}
             for entry in entries:
@@ -48,13 +55,18 @@ def extract_tar(archive: str, staging: str, uri: str, meter: ProgressMeter | Non
                         if meter is not None:
                             meter.add(len(chunk))
     except (tarfile.TarError, EOFError) as err:
-        raise StageError(f"{uri} is not a readable .tar.gz ({err}); re-create it with `tar czf model.tar.gz -C dir .`") from err
+        raise StageError(
+            f"{uri} is not a readable .tar.gz ({err}); re-create it with `tar czf model.tar.gz -C dir .`"
+        ) from err
     return entries
 
 
 def _find(members: list[tarfile.TarInfo], rel: str) -> tarfile.TarInfo:
     for m in members:
-        if m.isfile() and safe_relpath(m.name[2:] if m.name.startswith("./") else m.name, what="member") == rel:
+        if (
+            m.isfile()
+            and safe_relpath(m.name[2:] if m.name.startswith("./") else m.name, what="member") == rel
+        ):
             return m
     raise StageError(f"archive member {rel!r} vanished")
 

@@ -31,7 +31,9 @@ def dir_lock(dest: str) -> Iterator[None]:
         os.makedirs(parent, exist_ok=True)
         fd = os.open(dest.rstrip("/") + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
-        raise StageError(f"cannot create {parent} for staging: {err}; set NEURONSERVE_WORK_DIR to a writable disk") from err
+        raise StageError(
+            f"cannot create {parent} for staging: {err}; set NEURONSERVE_WORK_DIR to a writable disk"
+        ) from err
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -44,8 +46,9 @@ def check_free_space(path: str, needed: int, uri: str) -> None:
     free = shutil.disk_usage(path).free
     if needed > free:
         raise StageError(
-            f"disk full: staging {uri} needs {needed / MIB:.1f} MiB more but {path} has {free / MIB:.1f} MiB free; "
-            "use a larger volume (SageMaker VolumeSizeInGB / ECS ephemeral storage) or set NEURONSERVE_WORK_DIR"
+            f"disk full: staging {uri} needs {needed / MIB:.1f} MiB more but {path} has "
+            f"{free / MIB:.1f} MiB free; use a larger volume (SageMaker VolumeSizeInGB / "
+            "ECS ephemeral storage) or set NEURONSERVE_WORK_DIR"
         )
 
 
@@ -91,7 +94,9 @@ def list_files(directory: str) -> list[str]:
         for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
             path = os.path.join(root, name)
             rel = os.path.relpath(path, directory).replace(os.sep, "/")
-            if rel in (MANIFEST_NAME, JOURNAL_NAME) or rel.endswith(".tmp") and rel.startswith(MANIFEST_NAME):
+            if rel in (MANIFEST_NAME, JOURNAL_NAME) or (
+                rel.endswith(".tmp") and rel.startswith(MANIFEST_NAME)
+            ):
                 continue
             if os.path.islink(path):
                 raise StageError(f"refusing to publish {path}: symbolic links are not copied to the cache")

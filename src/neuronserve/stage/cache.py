@@ -21,8 +21,8 @@ from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import Manifest, local_complete, parse_manifest, sha256_file
 from neuronserve.stage.paths import MANIFEST_NAME, S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.sources import copy_prefix_locked
 from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.sources import copy_prefix_locked
 from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ArtifactSpec, Progress
 
@@ -46,8 +46,12 @@ def read_remote_manifest(client: Any, remote: S3Uri) -> Manifest | None:
     return manifest
 
 
-def fetch_entry(
-    client: Any, remote: S3Uri, manifest: Manifest, local_dir: str, opts: TransferOptions,
+def fetch_entry(  # noqa: PLR0917
+    client: Any,
+    remote: S3Uri,
+    manifest: Manifest,
+    local_dir: str,
+    opts: TransferOptions,
     progress: Callable[[Progress], None] | None,
 ) -> None:
     """Download and verify every file the manifest names, then swap the directory into place."""
@@ -80,7 +84,9 @@ def fresh_dir(local_dir: str) -> None:
 
 
 def stage_artifacts(
-    spec: ArtifactSpec, make_client: Callable[[], Any], opts: TransferOptions,
+    spec: ArtifactSpec,
+    make_client: Callable[[], Any],
+    opts: TransferOptions,
     progress: Callable[[Progress], None] | None,
 ) -> tuple[str | None, CacheState]:
     """Make `spec.local_dir` hold usable artifacts (hit) or be empty for the compiler (miss)."""
@@ -102,11 +108,15 @@ def stage_artifacts(
             manifest = read_remote_manifest(client, remote)
             if manifest is not None:
                 fetch_entry(client, remote, manifest, spec.local_dir, opts, progress)
-                log.info("compile cache hit: %s -> %s (upload %s)", remote.uri, spec.local_dir, manifest.upload_id)
+                log.info(
+                    "compile cache hit: %s -> %s (upload %s)", remote.uri, spec.local_dir, manifest.upload_id
+                )
                 return spec.local_dir, "hit"
             if spec.mode == "explicit" and _plain_copy(client, remote, spec.local_dir, opts, progress):
                 return spec.local_dir, "hit"
-            log.info("compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, spec.local_dir)
+            log.info(
+                "compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, spec.local_dir
+            )
         except StageError as err:
             if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
                 raise
@@ -117,7 +127,11 @@ def stage_artifacts(
 
 
 def _plain_copy(
-    client: Any, remote: S3Uri, local_dir: str, opts: TransferOptions, progress: Callable[[Progress], None] | None
+    client: Any,
+    remote: S3Uri,
+    local_dir: str,
+    opts: TransferOptions,
+    progress: Callable[[Progress], None] | None,
 ) -> bool:
     """An explicit location without our manifest (e.g. `aws s3 cp` of a compiled dir): copy it as is."""
     try:

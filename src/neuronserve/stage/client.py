@@ -32,9 +32,9 @@ def redact_url(url: str) -> str:
 
 
 def make_client(environ: Mapping[str, str], *, pool: int = 32) -> Any:
-    """A botocore S3 client with adaptive retries (throttling, 5xx, dropped connections) and `pool` sockets."""
-    import boto3
-    from botocore.config import Config
+    """A botocore S3 client: adaptive retries (throttling, 5xx, dropped connections), `pool` sockets."""
+    import boto3  # noqa: PLC0415
+    from botocore.config import Config  # noqa: PLC0415
 
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
     kwargs: dict[str, Any] = {k: environ[v] for k, v in _CRED_VARS.items() if environ.get(v)}
@@ -54,7 +54,7 @@ def make_client(environ: Mapping[str, str], *, pool: int = 32) -> Any:
 
 def translate(err: BaseException, uri: str) -> StageError:
     """Turn a botocore/OS error into a StageError that names the URI and the likely fix."""
-    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError  # noqa: PLC0415
 
     if isinstance(err, StageError):
         return err
@@ -78,16 +78,20 @@ def translate(err: BaseException, uri: str) -> StageError:
             return StageError(f"bucket of {uri} does not exist: check the bucket name in the URI")
         if code in ("NoSuchKey", "404", "NotFound"):
             return StageError(f"{uri} does not exist: check the key/prefix (and its trailing slash)")
-        if code in ("PermanentRedirect", "AuthorizationHeaderMalformed", "301", "IllegalLocationConstraint") or (
-            status == 301
-        ):
+        if code in (
+            "PermanentRedirect",
+            "AuthorizationHeaderMalformed",
+            "301",
+            "IllegalLocationConstraint",
+        ) or (status == 301):
             where = f"region {region}" if region else "another region"
             fix = f"set AWS_REGION={region}" if region else "set AWS_REGION to the bucket's region"
             return StageError(f"the bucket of {uri} is in {where}: wrong region; {fix}")
         if code in ("AccessDenied", "403", "Forbidden", "AllAccessDisabled") or status == 403:
             return StageError(
                 f"access denied to {uri}: the IAM role (or credentials) needs s3:ListBucket on the bucket "
-                "and s3:GetObject on the keys (s3:PutObject to write the cache); check the role and bucket policy"
+                "and s3:GetObject on the keys (s3:PutObject to write the cache); "
+                "check the role and bucket policy"
             )
         if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
             return StageError(f"the AWS credentials were rejected for {uri} ({code}): refresh or fix them")

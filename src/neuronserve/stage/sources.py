@@ -29,7 +29,7 @@ ClientFactory = Callable[[], Any]
 ProgressCb = Callable[[Progress], None] | None
 
 
-def stage_prefix(
+def stage_prefix(  # noqa: PLR0917
     make_client: ClientFactory, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
 ) -> Manifest:
     """Copy every object under `src` to `dest` (atomically, resumably); a complete copy costs no request."""
@@ -45,7 +45,7 @@ def stage_prefix(
         return copy_prefix_locked(make_client(), src, dest, opts, progress, what)
 
 
-def copy_prefix_locked(
+def copy_prefix_locked(  # noqa: PLR0917
     client: Any, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
 ) -> Manifest:
     """The copy itself; the caller holds `dir_lock(dest)`."""
@@ -118,7 +118,9 @@ def _local_stamp(path: str) -> str:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def _download_archive(client: Any, src: S3Uri, download_dir: str, opts: TransferOptions, progress: ProgressCb) -> str:
+def _download_archive(
+    client: Any, src: S3Uri, download_dir: str, opts: TransferOptions, progress: ProgressCb
+) -> str:
     try:
         head = client.head_object(Bucket=src.bucket, Key=src.key)
     except Exception as err:
@@ -148,7 +150,9 @@ def stage_model(
     if not spec.local_path:
         raise StageError(f"no local path planned for model {spec.uri}")
     if spec.source == "s3":
-        stage_prefix(make_client, parse_s3_uri(spec.uri), spec.local_path, opts, progress, f"model {spec.uri}")
+        stage_prefix(
+            make_client, parse_s3_uri(spec.uri), spec.local_path, opts, progress, f"model {spec.uri}"
+        )
     elif spec.source == "archive":
         stage_archive(make_client, spec.uri, spec.local_path, opts, progress)
     else:

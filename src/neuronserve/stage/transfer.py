@@ -52,7 +52,9 @@ def options_from(environ: Mapping[str, str]) -> TransferOptions:
         conc = int(environ.get("NEURONSERVE_S3_CONCURRENCY", "16"))
         part = int(environ.get("NEURONSERVE_S3_PART_MB", "16"))
     except ValueError as err:
-        raise StageError(f"NEURONSERVE_S3_CONCURRENCY / NEURONSERVE_S3_PART_MB must be integers: {err}") from err
+        raise StageError(
+            f"NEURONSERVE_S3_CONCURRENCY / NEURONSERVE_S3_PART_MB must be integers: {err}"
+        ) from err
     return TransferOptions(concurrency=max(1, min(conc, 128)), part_size=max(1, part) * MIB, environ=environ)
 
 
@@ -136,18 +138,30 @@ class _FileState:
 
 
 def _retryable(err: BaseException) -> bool:
-    from botocore.exceptions import ClientError, ConnectionError as BotoConnError, HTTPClientError
-    from botocore.exceptions import IncompleteReadError, ReadTimeoutError, ResponseStreamingError
+    from botocore.exceptions import (  # noqa: PLC0415
+        ClientError,
+        HTTPClientError,
+        IncompleteReadError,
+        ReadTimeoutError,
+        ResponseStreamingError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnError  # noqa: PLC0415
 
     if isinstance(err, ClientError):
         code = str(err.response.get("Error", {}).get("Code", ""))
         status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return code in ("SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable") or status >= 500
-    retry_types = (BotoConnError, HTTPClientError, IncompleteReadError, ReadTimeoutError, ResponseStreamingError)
+    retry_types = (
+        BotoConnError,
+        HTTPClientError,
+        IncompleteReadError,
+        ReadTimeoutError,
+        ResponseStreamingError,
+    )
     return isinstance(err, (*retry_types, ConnectionError, TimeoutError))
 
 
-def download_objects(
+def download_objects(  # noqa: PLR0917
     client: Any,
     bucket: str,
     objects: Iterable[RemoteObject],
@@ -199,7 +213,9 @@ def download_objects(
                 if not _retryable(err) or attempt >= opts.max_attempts:
                     raise translate(err, f"s3://{bucket}/{state.obj.key}") from err
                 delay = min(10.0, 0.25 * 2**attempt) * (0.5 + random.random())  # noqa: S311
-                log.warning("retrying s3://%s/%s at byte %d in %.1fs: %s", bucket, state.obj.key, pos, delay, err)
+                log.warning(
+                    "retrying s3://%s/%s at byte %d in %.1fs: %s", bucket, state.obj.key, pos, delay, err
+                )
                 time.sleep(delay)
         if state.part_done():
             finish(state)

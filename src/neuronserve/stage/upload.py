@@ -19,6 +19,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from s3transfer.subscribers import BaseSubscriber
+
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic
 from neuronserve.stage.client import translate
@@ -36,8 +38,8 @@ def new_upload_id() -> str:
 
 def publish_dir(client: Any, local_dir: str, remote: S3Uri, opts: TransferOptions) -> Manifest:
     """Upload every file of `local_dir` under a fresh upload id, then the manifest; returns it."""
-    from boto3.s3.transfer import TransferConfig
-    from s3transfer.manager import TransferManager
+    from boto3.s3.transfer import TransferConfig  # noqa: PLC0415
+    from s3transfer.manager import TransferManager  # noqa: PLC0415
 
     remote = remote.as_prefix()
     if not os.path.isdir(local_dir):
@@ -49,16 +51,32 @@ def publish_dir(client: Any, local_dir: str, remote: S3Uri, opts: TransferOption
     base = remote.key + f"uploads/{upload_id}/"
     sizes = {rel: os.path.getsize(os.path.join(local_dir, rel)) for rel in rels}
     total = sum(sizes.values())
-    log.info("publishing %d files (%.1f MiB) from %s to %s (upload %s)", len(rels), total / 2**20, local_dir, remote.uri, upload_id)
+    log.info(
+        "publishing %d files (%.1f MiB) from %s to %s (upload %s)",
+        len(rels),
+        total / 2**20,
+        local_dir,
+        remote.uri,
+        upload_id,
+    )
     config = TransferConfig(
-        multipart_threshold=opts.part_size, multipart_chunksize=opts.part_size, max_concurrency=opts.concurrency
+        multipart_threshold=opts.part_size,
+        multipart_chunksize=opts.part_size,
+        max_concurrency=opts.concurrency,
     )
     with ThreadPoolExecutor(max_workers=min(8, opts.concurrency)) as hashers:
-        hashes = dict(zip(rels, hashers.map(lambda r: sha256_file(os.path.join(local_dir, r)), rels), strict=True))
+        hashes = dict(
+            zip(rels, hashers.map(lambda r: sha256_file(os.path.join(local_dir, r)), rels), strict=True)
+        )
     try:
-        with ProgressMeter(f"publish {remote.uri}", total, None) as meter, TransferManager(client, config) as tm:
+        with (
+            ProgressMeter(f"publish {remote.uri}", total, None) as meter,
+            TransferManager(client, config) as tm,
+        ):
             futures = [
-                tm.upload(os.path.join(local_dir, rel), remote.bucket, base + rel, subscribers=[_Counter(meter)])
+                tm.upload(
+                    os.path.join(local_dir, rel), remote.bucket, base + rel, subscribers=[_Counter(meter)]
+                )
                 for rel in rels
             ]
             for fut in futures:
@@ -69,7 +87,9 @@ def publish_dir(client: Any, local_dir: str, remote: S3Uri, opts: TransferOption
             entries.append(FileEntry(rel, sizes[rel], str(head["ETag"]).strip('"'), base + rel, hashes[rel]))
         manifest = Manifest(source=remote.uri, files=tuple(entries), upload_id=upload_id)
         client.put_object(
-            Bucket=remote.bucket, Key=remote.key + MANIFEST_NAME, Body=manifest.to_json().encode(),
+            Bucket=remote.bucket,
+            Key=remote.key + MANIFEST_NAME,
+            Body=manifest.to_json().encode(),
             ContentType="application/json",
         )
     except StageError:
@@ -85,17 +105,11 @@ def mark_local(local_dir: str, manifest: Manifest) -> None:
     write_local(local_dir, manifest)
 
 
-class _Counter:
-    """s3transfer subscriber feeding the progress meter (duck-typed: on_progress is all it needs)."""
+class _Counter(BaseSubscriber):  # type: ignore[misc,unused-ignore]
+    """s3transfer subscriber feeding the progress meter."""
 
     def __init__(self, meter: ProgressMeter) -> None:
         self._meter = meter
 
-    def on_queued(self, **kwargs: Any) -> None:
-        return None
-
-    def on_progress(self, bytes_transferred: int = 0, **kwargs: Any) -> None:
+    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
         self._meter.add(bytes_transferred)
-
-    def on_done(self, **kwargs: Any) -> None:
-        return None
