@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import socket
@@ -30,7 +31,8 @@ from pathlib import Path
 MIB = 1024 * 1024
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
-import sys
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
 from neuronserve.stage import stage_all
 from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
 import os
@@ -86,14 +88,22 @@ def start_moto(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("moto server did not start")
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and child CPU seconds (user + sys) of one command."""
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float | None]:
+    """Wall seconds, child CPU seconds (user + sys), and for neuronserve the transfer-phase MiB/s.
+
+    The transfer phase is what neuronserve's own progress line reports: from the end of the listing
+    to the last byte (interpreter start, boto3 import and listing excluded).
+    """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.run(
+        cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rates = re.findall(r"([0-9.]+) MiB/s", proc.stderr)
+    phase = float(rates[-1]) if rates else None
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), phase
 
 
 def main() -> None:
@@ -155,6 +165,7 @@ def main() -> None:
         if args.only:
             tools = {k: v for k, v in tools.items() if k in args.only.split(",")}
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in tools}
+        phases: dict[str, list[float]] = {}
         for r in range(args.rounds):
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
             for name in order:
@@ -163,21 +174,25 @@ def main() -> None:
                 shutil.rmtree(str(dest) + ".partial", ignore_errors=True)
                 subprocess.run(["sync"], check=False)
                 make_argv, extra = tools[name]
-                wall, cpu = timed(make_argv(dest), {**env, **extra})
+                wall, cpu, phase = timed(make_argv(dest), {**env, **extra})
                 got = sum(p.stat().st_size for p in dest.rglob("*.bin"))
                 if got != total:
                     raise SystemExit(f"{name}: got {got} bytes, expected {total}")
                 results[name].append((wall, cpu))
+                if phase is not None:
+                    phases.setdefault(name, []).append(phase)
+                note = f"  (transfer phase {phase:.1f} MiB/s)" if phase is not None else ""
                 print(
                     f"round {r + 1} {name:12s} {wall:6.2f} s  {total / MIB / wall:7.1f} MiB/s  "
-                    f"{cpu / (total / 1024**3):5.2f} CPU s/GiB"
+                    f"{cpu / (total / 1024**3):5.2f} CPU s/GiB{note}"
                 )
         print("\nmedian over rounds:")
-        print(f"{'tool':12s} {'wall s':>8s} {'MiB/s':>8s} {'CPU s/GiB':>10s}")
+        print(f"{'tool':12s} {'wall s':>8s} {'MiB/s':>8s} {'CPU s/GiB':>10s} {'phase MiB/s':>11s}")
         for name, runs in results.items():
             wall = statistics.median(w for w, _ in runs)
             cpu = statistics.median(c for _, c in runs)
-            print(f"{name:12s} {wall:8.2f} {total / MIB / wall:8.1f} {cpu / (total / 1024**3):10.2f}")
+            phase = f"{statistics.median(phases[name]):11.1f}" if name in phases else f"{'-':>11s}"
+            print(f"{name:12s} {wall:8.2f} {total / MIB / wall:8.1f} {cpu / (total / 1024**3):10.2f} {phase}")
     finally:
         server.terminate()
         server.wait(10)

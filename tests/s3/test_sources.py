@@ -63,10 +63,14 @@ def test_complete_copy_rerun_makes_no_request(
     assert len(s3_server.all_requests(bucket)) == before  # not even a listing
 
 
-def test_archive_from_s3_and_local(s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Any) -> None:
+def test_archive_from_s3_and_local(  # noqa: PLR0917
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Any, engine: str
+) -> None:
+    s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
     files = {"config.json": b"{}", "weights/model.safetensors": os.urandom(2_500_000)}
     blob = tar_bytes(files)
     s3.put_object(Bucket=bucket, Key="pkg/model.tar.gz", Body=blob)
+    s3.put_object(Bucket=bucket, Key="pkg/unrelated-neighbour.bin", Body=b"n" * 1000)
     dest = str(tmp_path / "from-s3")
     plan = make_plan(ModelSpec(source="archive", uri=f"s3://{bucket}/pkg/model.tar.gz", local_path=dest))
     assert stage_all(plan, s3_env).model_dir == dest
@@ -74,6 +78,7 @@ def test_archive_from_s3_and_local(s3: Any, bucket: str, s3_env: dict[str, str],
     got.pop(MANIFEST_NAME)
     assert got == files
     assert not os.path.exists(dest + ".download")
+    assert "pkg/unrelated-neighbour.bin" not in s3_server.object_gets(bucket)
 
     local = tmp_path / "model.tar.gz"
     local.write_bytes(blob)

@@ -73,7 +73,8 @@ def fetch_entry(  # noqa: PLR0917
     os.makedirs(staging)
     atomic.check_free_space(staging, manifest.total_bytes, remote.uri)
     with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, progress) as meter:
-        fetch_objects(client, remote.bucket, objects, staging, opts, meter, verify)
+        fetch_objects(client, remote.bucket, objects, staging, opts, meter, verify, whole_prefix=True)
+    atomic.prune(staging, set(wanted))
     atomic.commit(staging, local_dir, manifest)
 
 

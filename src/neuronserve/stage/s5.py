@@ -97,8 +97,13 @@ def download_with_s5cmd(  # noqa: PLR0917
     opts: TransferOptions,
     meter: ProgressMeter,
     verify: Callable[[RemoteObject, str], None] | None = None,
+    *,
+    whole_prefix: bool = False,
 ) -> int:
     """Fetch the objects not yet journaled; returns how many were fetched. Same journal as the Python engine.
+
+    `whole_prefix` says the objects are everything under their common prefix (a listing), so one
+    wildcard copy fetches exactly them; otherwise each key gets its own `cp` line.
 
     Files not in the journal are deleted first, so what s5cmd skips (`--if-size-differ`) is exactly
     the set of files a previous run finished; s5cmd writes each file to a temporary name and renames
@@ -125,7 +130,7 @@ def download_with_s5cmd(  # noqa: PLR0917
     endpoint = endpoint_url(environ)
     if endpoint:
         argv += ["--endpoint-url", endpoint]
-    prefix = common_prefix(objects)
+    prefix = common_prefix(objects) if whole_prefix else None
     stdin = ""
     if prefix is not None:  # one listing-driven copy: no per-key HEAD request
         resume = ["--if-size-differ"] if base else []  # costs a stat per file: only when resuming
@@ -231,9 +236,13 @@ def fetch_objects(  # noqa: PLR0917
     opts: TransferOptions,
     meter: ProgressMeter,
     verify: Callable[[RemoteObject, str], None] | None = None,
+    *,
+    whole_prefix: bool = False,
 ) -> int:
     """Download with the engine `NEURONSERVE_S3_ENGINE` picks (s5cmd when installed, else Python)."""
     binary = choose_engine(opts.environ, objects)
     if binary is not None:
-        return download_with_s5cmd(binary, opts.environ, bucket, objects, staging_dir, opts, meter, verify)
+        return download_with_s5cmd(
+            binary, opts.environ, bucket, objects, staging_dir, opts, meter, verify, whole_prefix=whole_prefix
+        )
     return download_objects(client, bucket, objects, staging_dir, opts, meter, verify)

@@ -56,7 +56,7 @@ def copy_prefix_locked(  # noqa: PLR0917
     atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
     with ProgressMeter(what, total, progress) as meter:
-        fetched = fetch_objects(client, src.bucket, objects, staging, opts, meter)
+        fetched = fetch_objects(client, src.bucket, objects, staging, opts, meter, whole_prefix=True)
     log.info("%s: fetched %d of %d files (others resumed from an earlier run)", what, fetched, len(objects))
     atomic.prune(staging, {o.rel for o in objects})
     files = tuple(FileEntry(o.rel, o.size, o.etag, o.key) for o in objects)
