@@ -28,6 +28,7 @@ class ServerControl:
     deny: set[str] = field(default_factory=set)
     redirect: dict[str, str] = field(default_factory=dict)  # bucket -> its region
     hold: dict[str, threading.Event] = field(default_factory=dict)  # "/bucket/key" -> released when set
+    faults: dict[str, list[str]] = field(default_factory=dict)  # "/bucket/key" -> GET faults, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def object_gets(self, bucket: str) -> dict[str, int]:
@@ -79,7 +80,26 @@ class _Layer:
         held = self.ctl.hold.get(path)
         if held is not None and method == "GET":
             held.wait(60)
+        fault = None
+        with self.ctl.lock:
+            pending = self.ctl.faults.get(path)
+            if pending and method == "GET":
+                fault = pending.pop(0)
+        if fault == "slowdown":  # S3's throttling answer
+            return _error(start_response, "503 Slow Down", "SlowDown", [])
+        if fault == "drop":  # send the headers and part of the body, then drop the connection
+            return _dropping(self.app(environ, start_response))
         return self.app(environ, start_response)
+
+
+def _dropping(body: Any) -> Iterator[bytes]:
+    sent = 0
+    for chunk in body:
+        half = chunk[: max(1, len(chunk) // 2)]
+        sent += len(half)
+        yield half
+        break
+    raise ConnectionResetError(f"test server dropped the connection after {sent} bytes")
 
 
 def _free_port() -> int:

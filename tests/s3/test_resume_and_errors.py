@@ -208,3 +208,21 @@ def test_progress_is_logged(
     assert lines and "100.0%" in lines[-1] and "ETA" in lines[-1]
     assert not any("testing-secret-value" in r.getMessage() for r in caplog.records)
     json.dumps([r.getMessage() for r in caplog.records])
+
+
+def test_throttling_and_dropped_connections_are_retried(  # noqa: PLR0917
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
+) -> None:
+    files = {"big.bin": os.urandom(2_500_000), "small.json": b'{"a": 1}'}
+    put_tree(s3, bucket, "r/", files)
+    s3_server.faults[f"/{bucket}/r/big.bin"] = ["slowdown", "drop", "slowdown"]
+    s3_server.faults[f"/{bucket}/r/small.json"] = ["drop", "slowdown"]
+    env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
+    try:
+        stage_all(s3_model(f"s3://{bucket}/r/", str(tmp_path / "model")), env)
+    finally:
+        left = {k: s3_server.faults.pop(k) for k in list(s3_server.faults) if bucket in k}
+    assert all(not v for v in left.values())  # every injected fault was hit
+    got = read_tree(str(tmp_path / "model"))
+    got.pop(MANIFEST_NAME)
+    assert got == files
