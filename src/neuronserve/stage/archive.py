@@ -17,34 +17,33 @@ from neuronserve.stage.paths import check_no_conflicts, safe_relpath
 from neuronserve.stage.progress import ProgressMeter
 
 
+def _name(member: tarfile.TarInfo) -> str:
+    return member.name[2:] if member.name.startswith("./") else member.name
+
+
 def extract_tar(archive: str, staging: str, uri: str, meter: ProgressMeter | None = None) -> list[FileEntry]:
-    """Extract `archive` into `staging`, refusing unsafe members; returns the files written."""
-    entries: list[FileEntry] = []
+    """Extract `archive` into `staging`, refusing unsafe members; returns the files written.
+
+    Every member is checked before the first byte is written, so a refused archive leaves nothing.
+    """
+    what = f"archive member in {uri}"
     try:
         with tarfile.open(archive, mode="r:*") as tar:
-            members = tar.getmembers()
-            for m in members:
+            files: list[tuple[str, tarfile.TarInfo]] = []
+            for m in tar.getmembers():
                 if not (m.isfile() or m.isdir()):
                     kind = "link" if (m.issym() or m.islnk()) else "special file"
                     raise StageError(
                         f"refusing archive member {m.name!r} in {uri}: {kind}s are not extracted"
                     )
                 if m.isdir():
-                    if m.name.rstrip("/") not in ("", "."):
-                        safe_relpath(
-                            m.name.lstrip("./") if m.name.startswith("./") else m.name,
-                            what=f"archive member in {uri}",
-                        )
+                    if _name(m).strip("/") not in ("", "."):
+                        safe_relpath(_name(m), what=what)
                     continue
-                name = m.name[2:] if m.name.startswith("./") else m.name
-                entries.append(
-                    FileEntry(path=safe_relpath(name, what=f"archive member in {uri}"), size=m.size)
-                )
-            check_no_conflicts([e.path for e in entries], where=uri)
-            by_name = {(m.name[2:] if m.name.startswith("./") else m.name): m for m in members if m.isfile()}
-            for entry in entries:
-                member = by_name[entry.path] if entry.path in by_name else _find(members, entry.path)
-                target = os.path.join(staging, entry.path)
+                files.append((safe_relpath(_name(m), what=what), m))
+            check_no_conflicts([rel for rel, _ in files], where=uri)
+            for rel, member in files:
+                target = os.path.join(staging, rel)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 src = tar.extractfile(member)
                 if src is None:
@@ -58,17 +57,7 @@ def extract_tar(archive: str, staging: str, uri: str, meter: ProgressMeter | Non
         raise StageError(
             f"{uri} is not a readable .tar.gz ({err}); re-create it with `tar czf model.tar.gz -C dir .`"
         ) from err
-    return entries
-
-
-def _find(members: list[tarfile.TarInfo], rel: str) -> tarfile.TarInfo:
-    for m in members:
-        if (
-            m.isfile()
-            and safe_relpath(m.name[2:] if m.name.startswith("./") else m.name, what="member") == rel
-        ):
-            return m
-    raise StageError(f"archive member {rel!r} vanished")
+    return [FileEntry(path=rel, size=m.size) for rel, m in files]
 
 
 def remove_tree(path: str) -> None:

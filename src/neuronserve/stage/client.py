@@ -9,7 +9,6 @@ from boto3's default chain (instance/task role); they are never logged.
 from __future__ import annotations
 
 import errno
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,11 +23,6 @@ _CRED_VARS = {
 
 def endpoint_url(environ: Mapping[str, str]) -> str | None:
     return environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None
-
-
-def redact_url(url: str) -> str:
-    """Drop `user:password@` from a URL before it is logged."""
-    return re.sub(r"//[^/@]*@", "//***@", url)
 
 
 def make_client(environ: Mapping[str, str], *, pool: int = 32) -> Any:
