@@ -73,7 +73,7 @@ def fetch_entry(  # noqa: PLR0917
     os.makedirs(staging)
     atomic.check_free_space(staging, manifest.total_bytes, remote.uri)
     with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, progress) as meter:
-        fetch_objects(client, remote.bucket, objects, staging, opts, meter, verify, whole_prefix=True)
+        fetch_objects(lambda: client, remote.bucket, objects, staging, opts, meter, verify, whole_prefix=True)
     atomic.prune(staging, set(wanted))
     atomic.commit(staging, local_dir, manifest)
 
@@ -144,7 +144,7 @@ def _plain_copy(
     if any(o.rel.startswith("uploads/") for o in objects):
         log.warning("%s has uploads but no manifest (a writer died or is still writing): a miss", remote.uri)
         return False
-    copy_prefix_locked(client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
+    copy_prefix_locked(lambda: client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
     return True
 
 

@@ -20,7 +20,7 @@ from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.s5 import fetch_objects, list_with_s5cmd
 from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ModelSpec, Progress
 
@@ -42,21 +42,21 @@ def stage_prefix(  # noqa: PLR0917
         done = local_complete(dest, src.uri)
         if done is not None:
             return done
-        return copy_prefix_locked(make_client(), src, dest, opts, progress, what)
+        return copy_prefix_locked(make_client, src, dest, opts, progress, what)
 
 
 def copy_prefix_locked(  # noqa: PLR0917
-    client: Any, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
+    make_client: ClientFactory, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
 ) -> Manifest:
     """The copy itself; the caller holds `dir_lock(dest)`."""
-    objects = list_prefix(client, src)
+    objects = list_with_s5cmd(opts, src) or list_prefix(make_client(), src)
     staging = atomic.staging_path(dest)
     os.makedirs(staging, exist_ok=True)
     total = sum(o.size for o in objects)
     atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
     with ProgressMeter(what, total, progress) as meter:
-        fetched = fetch_objects(client, src.bucket, objects, staging, opts, meter, whole_prefix=True)
+        fetched = fetch_objects(make_client, src.bucket, objects, staging, opts, meter, whole_prefix=True)
     log.info("%s: fetched %d of %d files (others resumed from an earlier run)", what, fetched, len(objects))
     atomic.prune(staging, {o.rel for o in objects})
     files = tuple(FileEntry(o.rel, o.size, o.etag, o.key) for o in objects)
@@ -130,7 +130,7 @@ def _download_archive(
     os.makedirs(download_dir, exist_ok=True)
     atomic.check_free_space(download_dir, obj.size, src.uri)
     with ProgressMeter(f"model {src.uri}", obj.size, progress) as meter:
-        fetch_objects(client, src.bucket, [obj], download_dir, opts, meter)
+        fetch_objects(lambda: client, src.bucket, [obj], download_dir, opts, meter)
     return os.path.join(download_dir, name)
 
 
