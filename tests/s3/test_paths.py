@@ -76,3 +76,22 @@ def test_manifest_round_trip_and_rejections() -> None:
     ):
         with pytest.raises(StageError, match="invalid manifest"):
             parse_manifest(text, where="x")
+
+
+def test_cli_parser_does_not_import_the_s3_stack() -> None:
+    """`neuronserve plan` builds the whole parser: the stage/cache commands must keep boto3 out of it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys; from neuronserve import cli; cli.build_parser(); "
+        "heavy = ('boto3', 'botocore', 's3transfer', 'neuronserve.stage.transfer'); "
+        "bad = [m for m in heavy if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env={"PYTHONPATH": src}, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
