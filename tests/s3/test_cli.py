@@ -1,0 +1,71 @@
+"""`neuronserve stage` and `neuronserve cache push` as real subprocesses against the moto server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuronserve.stage import stage_all
+
+from .test_cache import compile_into, keyed_plan, tree
+
+pytestmark = pytest.mark.s3
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT / "src"), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "neuronserve", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+    )
+
+
+def test_stage_json_prints_the_three_fields(s3_env: dict[str, str], tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    proc = cli(
+        ["stage", "--json"], {**s3_env, "SM_VLLM_MODEL": str(model), "NEURONSERVE_WORK_DIR": str(tmp_path)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"model_dir": str(model), "artifacts_dir": None, "cache": "off"}
+
+
+def test_stage_missing_model_dir_is_a_clear_error(s3_env: dict[str, str], tmp_path: Path) -> None:
+    proc = cli(["stage"], {**s3_env, "SM_VLLM_MODEL": str(tmp_path / "nope")})
+    assert proc.returncode == 1
+    assert str(tmp_path / "nope") in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cache_push_needs_the_cache_uri(s3_env: dict[str, str], tmp_path: Path) -> None:
+    proc = cli(["cache", "push", str(tmp_path), "--key", "k1"], s3_env)
+    assert proc.returncode == 2
+    assert "NEURONSERVE_CACHE_URI" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cache_push_then_stage_is_a_hit(s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path) -> None:
+    built = tmp_path / "built"
+    files = compile_into(str(built), "P")
+    env = {**s3_env, "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache"}
+    proc = cli(["cache", "push", str(built), "--key", "k1", "--json"], env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["uri"] == f"s3://{bucket}/cache/k1/"
+    assert out["files"] == len(files)
+    assert "testing-secret-value" not in proc.stdout + proc.stderr
+    result = stage_all(keyed_plan(tmp_path, f"s3://{bucket}/cache/k1/"), s3_env)
+    assert result.cache == "hit"
+    assert tree(result.artifacts_dir or "") == files
