@@ -44,7 +44,8 @@ def test_stage_json_prints_the_three_fields(s3_env: dict[str, str], tmp_path: Pa
 
 def test_stage_missing_model_dir_is_a_clear_error(s3_env: dict[str, str], tmp_path: Path) -> None:
     proc = cli(["stage"], {**s3_env, "SM_VLLM_MODEL": str(tmp_path / "nope")})
-    assert proc.returncode == 1
+    # The plan already refuses a local path that does not exist: a configuration error, exit 2.
+    assert proc.returncode == 2
     assert str(tmp_path / "nope") in proc.stderr
     assert "Traceback" not in proc.stderr
 
