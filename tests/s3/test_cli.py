@@ -70,3 +70,43 @@ def test_cache_push_then_stage_is_a_hit(s3: Any, bucket: str, s3_env: dict[str, 
     result = stage_all(keyed_plan(tmp_path, f"s3://{bucket}/cache/k1/"), s3_env)
     assert result.cache == "hit"
     assert tree(result.artifacts_dir or "") == files
+
+
+def test_plan_then_stage_from_s3_with_keyed_cache(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The CLI path through the real plan: an s3:// model, a Neuron keyed cache: miss, push, hit."""
+    for rel, data in {"config.json": b'{"model_type": "llama"}', "model.safetensors": b"w" * 70_000}.items():
+        s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
+    env = {
+        **s3_env,
+        "SM_VLLM_MODEL": f"s3://{bucket}/models/tiny/",
+        "NEURONSERVE_DEVICE": "neuron",
+        "NEURON_RT_VISIBLE_CORES": "0-1",
+        "SM_VLLM_MAX_MODEL_LEN": "128",
+        "SM_VLLM_MAX_NUM_SEQS": "4",
+        "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache",
+        "NEURONSERVE_WORK_DIR": str(tmp_path / "work"),
+    }
+    plan = cli(["plan", "--json"], env)
+    assert plan.returncode == 0, plan.stderr
+    key = json.loads(plan.stdout)["cache_key"]
+    assert key and json.loads(plan.stdout)["env"]["NEURON_COMPILED_ARTIFACTS"].endswith(key)
+
+    first = cli(["stage", "--json"], env)
+    assert first.returncode == 0, first.stderr
+    staged = json.loads(first.stdout)
+    assert staged["cache"] == "miss"
+    assert staged["model_dir"] == str(tmp_path / "work" / "model")
+    assert (Path(staged["model_dir"]) / "model.safetensors").read_bytes() == b"w" * 70_000
+
+    built = tmp_path / "built"
+    files = compile_into(str(built), "AOT")
+    push = cli(["cache", "push", str(built)], env)  # key from the same plan
+    assert push.returncode == 0, push.stderr
+
+    second_env = {**env, "NEURONSERVE_WORK_DIR": str(tmp_path / "work2")}
+    second = cli(["stage", "--json"], second_env)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["cache"] == "hit"
+    assert tree(json.loads(second.stdout)["artifacts_dir"]) == files
