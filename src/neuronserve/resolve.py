@@ -28,6 +28,19 @@ def _flag_tokens(name: str, value: str) -> list[str]:
     return [flag, value]
 
 
+def _serve_options(environ: Mapping[str, str], port: int) -> ServeOptions:
+    """TEMPORARY: the front's settings (the full plan maps the same names with validation)."""
+    startup = environ.get("SAGEMAKER_STARTUP_TIMEOUT")
+    return ServeOptions(
+        port=port,
+        max_payload_mb=float(environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", "6")),
+        max_concurrency=int(environ.get("NEURONSERVE_MAX_CONCURRENCY", "256")),
+        request_timeout_s=float(environ.get("SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", "600")),
+        drain_grace_s=float(environ.get("NEURONSERVE_DRAIN_GRACE_S", "25")),
+        startup_timeout_s=float(startup) if startup else None,
+    )
+
+
 def resolve_plan(
     environ: Mapping[str, str],
     *,
@@ -56,7 +69,7 @@ def resolve_plan(
         cache_key=None,
         warnings=(),
         engine_port=engine_port,
-        serve=ServeOptions(port=port),
+        serve=_serve_options(environ, port),
         work_dir=work_dir,
         integration="cpu",
     )
