@@ -11,9 +11,11 @@ import dataclasses
 import json
 import logging
 import re
+import socket
 import sys
 from typing import Any
 
+from neuronserve.errors import EngineError
 from neuronserve.resolve import resolve_plan
 from neuronserve.types import LaunchPlan
 
@@ -50,6 +52,20 @@ def _setup_logging() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise EngineError(f"cannot listen on {host}:{port} ({err}): set SAGEMAKER_BIND_TO_PORT to a free port") from err
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock
+
+
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     _setup_logging()
     device = args.device or environ.get("NEURONSERVE_DEVICE") or None
@@ -58,6 +74,10 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     log.info("plan: %s", json.dumps(redacted_plan(plan), sort_keys=True))
     for warning in plan.warnings:
         log.warning("%s", warning)
+
+    # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
+    # into the backlog at once, and they are answered as soon as the app is up.
+    sock = _listen(plan.serve.host, plan.serve.port)
 
     import asyncio
 
@@ -71,4 +91,4 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     except ImportError:
         pass
     with asyncio.Runner(**runner_kwargs) as runner:
-        return runner.run(serve(plan, environ))
+        return runner.run(serve(plan, environ, sock))

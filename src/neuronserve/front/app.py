@@ -84,10 +84,14 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
         if resp.status_code != 200 or not req.stream:
             if resp.status_code != 200:
                 return await proxy.relay(resp)  # engine errors keep their status and message
-            data = await resp.aread()
-            await resp.aclose()
-            answer, _ = tgi.translate_response(req, json.loads(data))
+            try:
+                data = await resp.aread()
+            except httpx.TimeoutException:
+                raise FrontError(504, "the engine did not finish its answer in time") from None
+            finally:
+                await resp.aclose()
             engine_json = json.loads(data)
+            answer, _ = tgi.translate_response(req, engine_json)
             _record_tokens(request, engine_json.get("usage") or {})
             return JSONResponse(answer)
         jsonlines = "jsonlines" in accept
@@ -106,6 +110,7 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
             except httpx.HTTPError:
                 return
             finally:
+                await resp.aclose()
                 _record_tokens(request, translator.usage)
 
         media = "application/jsonlines" if jsonlines else "text/event-stream"

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -185,7 +186,7 @@ class Supervisor:
         return 1
 
 
-async def serve(plan: LaunchPlan, environ: Mapping[str, str]) -> int:
+async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socket | None = None) -> int:
     """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
     opts = plan.serve
     state = ServerState()
@@ -207,7 +208,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str]) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, supervisor.request_stop)
-    server_task = asyncio.create_task(server.serve())
+    server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
     try:
         code = await supervisor.run(server_task)
     finally:

@@ -64,6 +64,10 @@ async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:
             yield chunk
     except httpx.HTTPError:
         return  # the engine went away mid-stream: end the body; the client sees a short stream
+    finally:
+        # Also on client disconnect (the generator is closed): frees the pooled connection, and the
+        # engine aborts a generation nobody reads.
+        await resp.aclose()
 
 
 def is_stream(resp: httpx.Response) -> bool:

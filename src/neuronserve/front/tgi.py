@@ -84,7 +84,8 @@ def translate_request(body: dict[str, Any], model: str | None) -> tuple[TgiReque
     inputs = body.get("inputs")
     if not isinstance(inputs, str):
         raise _bad(f"'inputs' must be a string, got {type(inputs).__name__}")
-    params = body.get("parameters") or {}
+    params = body.get("parameters")
+    params = {} if params is None else params
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
     unknown = sorted(set(params) - set(ACCEPTED_PARAMETERS))

@@ -1,0 +1,168 @@
+"""Serving overhead benchmark (not a test): our front's /invocations vs the engine's own /invocations.
+
+One `neuronserve serve` is started; the same engine is measured directly (its internal port) and through
+the front, in alternating rounds (A B B A) so drift on a busy machine hits both sides alike. Reports
+latency p50/p99 ratios and throughput ratios at concurrency 1, 8 and 32, the streamed time-to-first-token
+ratio, and /ping p99 while the engine is saturated.
+
+    PYTHONPATH=src:. python bench/bench_serve.py [--model tiny|smollm2|PATH] [--requests N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.server import Server, base_env, start_server  # noqa: E402
+
+BODY = {"prompt": "The capital of France is", "max_tokens": 16, "temperature": 0, "ignore_eos": True}
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+async def load(client: httpx.AsyncClient, url: str, concurrency: int, total: int) -> tuple[list[float], float]:
+    """`total` requests, `concurrency` at a time; returns per-request latencies and requests/s."""
+    latencies: list[float] = []
+    queue = iter(range(total))
+
+    async def worker() -> None:
+        for _ in queue:
+            t0 = time.perf_counter()
+            r = await client.post(url, json=BODY)
+            r.raise_for_status()
+            latencies.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies, total / (time.perf_counter() - t0)
+
+
+async def ttft(client: httpx.AsyncClient, url: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        async with client.stream("POST", url, json={**BODY, "stream": True}) as r:
+            async for chunk in r.aiter_raw():
+                if b"data:" in chunk:
+                    out.append(time.perf_counter() - t0)
+                    break
+            async for _ in r.aiter_raw():
+                pass
+    return out
+
+
+async def ping_under_saturation(client: httpx.AsyncClient, front: str, seconds: float) -> list[float]:
+    body = {**BODY, "max_tokens": 200}
+    stop = time.monotonic() + seconds
+
+    async def flood() -> None:
+        while time.monotonic() < stop:
+            await client.post(f"{front}/invocations", json=body)
+
+    async def pinger() -> list[float]:
+        lat = []
+        async with httpx.AsyncClient(timeout=10) as pc:
+            await asyncio.sleep(1.0)  # let the flood fill the engine
+            while time.monotonic() < stop:
+                t0 = time.perf_counter()
+                r = await pc.get(f"{front}/ping")
+                lat.append(time.perf_counter() - t0)
+                assert r.status_code == 200, r.text
+                await asyncio.sleep(0.02)
+        return lat
+
+    floods = [asyncio.create_task(flood()) for _ in range(64)]
+    lat = await pinger()
+    await asyncio.gather(*floods)
+    return lat
+
+
+async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    results: dict[str, Any] = {"load": {}}
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        for base in (front, engine):  # warm up both paths
+            await load(client, f"{base}/invocations", 4, 8)
+        for conc in (1, 8, 32):
+            total = max(requests, 2 * conc)
+            lat: dict[str, list[float]] = {"front": [], "engine": []}
+            rps: dict[str, list[float]] = {"front": [], "engine": []}
+            for side in ("front", "engine", "engine", "front"):
+                base = front if side == "front" else engine
+                l, r = await load(client, f"{base}/invocations", conc, total)
+                lat[side] += l
+                rps[side].append(r)
+            row = {
+                side: {
+                    "p50_ms": 1000 * pct(lat[side], 50),
+                    "p99_ms": 1000 * pct(lat[side], 99),
+                    "rps": statistics.mean(rps[side]),
+                }
+                for side in lat
+            }
+            row["p50_ratio"] = row["front"]["p50_ms"] / row["engine"]["p50_ms"]
+            row["p99_ratio"] = row["front"]["p99_ms"] / row["engine"]["p99_ms"]
+            row["throughput_ratio"] = row["front"]["rps"] / row["engine"]["rps"]
+            results["load"][conc] = row
+            print(f"c={conc}: {json.dumps(row)}", file=sys.stderr)
+        t_front = await ttft(client, f"{front}/invocations", 20)
+        t_engine = await ttft(client, f"{engine}/invocations", 20)
+        t_front += await ttft(client, f"{front}/invocations", 20)
+        results["ttft"] = {
+            "front_p50_ms": 1000 * pct(t_front, 50),
+            "engine_p50_ms": 1000 * pct(t_engine, 50),
+            "ratio": pct(t_front, 50) / pct(t_engine, 50),
+        }
+        ping = await ping_under_saturation(client, front, 15.0)
+        results["ping_saturated"] = {"n": len(ping), "p50_ms": 1000 * pct(ping, 50), "p99_ms": 1000 * pct(ping, 99)}
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="tiny", help="tiny (test model), smollm2, or a model directory")
+    ap.add_argument("--requests", type=int, default=48, help="requests per round and concurrency level")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    if args.model == "tiny":
+        from tests.support.tiny_model import tiny_model_dir
+
+        model = tiny_model_dir()
+    elif args.model == "smollm2":
+        from neuronserve.models_local import smollm2_dir
+
+        model = smollm2_dir()
+    else:
+        model = Path(args.model)
+    work = Path(tempfile.mkdtemp(prefix="ns-bench-"))
+    env = base_env(model, work, SM_VLLM_MAX_MODEL_LEN="512", SM_VLLM_MAX_NUM_SEQS="32", SM_VLLM_DTYPE="float32")
+    server: Server = start_server(env, work / "server.log")
+    try:
+        server.wait_ready(300)
+        engine = f"http://127.0.0.1:{env['NEURONSERVE_ENGINE_PORT']}"
+        results = asyncio.run(run(server.url, engine, args.requests))
+    finally:
+        server.stop()
+    results["model"] = str(model)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
