@@ -11,8 +11,13 @@ pytestmark = pytest.mark.integration
 
 
 def test_front_answers_long_before_the_engine(server: Server) -> None:
-    assert server.first_answer_s is not None
-    assert server.first_answer_s < 3.0, f"front took {server.first_answer_s:.2f} s to answer /ping"
+    assert server.first_connect_s is not None and server.first_answer_s is not None
+    # Listening right after the plan (before the server stack is imported); bounds leave room for a
+    # loaded 2-core machine, where Python start-up alone can take most of a second.
+    assert server.first_connect_s < 2.0, f"front took {server.first_connect_s:.2f} s to accept"
+    assert server.first_answer_s < 6.0, f"front took {server.first_answer_s:.2f} s to answer /ping"
+    ready_s = server.ping_trace[-1][0]
+    assert ready_s > server.first_answer_s + 5.0  # long before the engine
     phases = [body["phase"] for _, status, body in server.ping_trace if status == 503 and body]
     assert phases, "never saw a not-ready /ping: the engine cannot have been ready that fast"
     assert set(phases) <= {"STAGING", "LOADING"}

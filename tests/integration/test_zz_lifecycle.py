@@ -18,16 +18,21 @@ from tests.support.server import Server, ServerPool, base_env
 pytestmark = pytest.mark.integration
 
 
-def _stream(url: str, results: list[tuple[str, object]]) -> None:
-    body = {"prompt": "hello", "max_tokens": 150, "ignore_eos": True, "stream": True}
+def _stream(url: str, results: list[tuple[str, object]], started: threading.Event) -> None:
+    body = {"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True}
+    events: list[str] = []
     with httpx.stream("POST", f"{url}/invocations", json=body, timeout=120) as r:
         parser = SSEParser()
-        events = [e for chunk in r.iter_raw() for e in parser.feed(chunk)] + parser.close()
+        for chunk in r.iter_raw():
+            events += parser.feed(chunk)
+            started.set()
+        events += parser.close()
+    started.set()
     results.append(("stream", (r.status_code, events)))
 
 
 def _plain(url: str, results: list[tuple[str, object]]) -> None:
-    r = httpx.post(f"{url}/invocations", json={"prompt": "hello", "max_tokens": 150, "ignore_eos": True}, timeout=120)
+    r = httpx.post(f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True}, timeout=120)
     results.append(("plain", (r.status_code, r.json())))
 
 
@@ -35,11 +40,15 @@ def test_sigterm_drains_in_flight_requests(server: Server, server_pool: ServerPo
     owned = server_pool.take("shared")
     assert owned is server
     results: list[tuple[str, object]] = []
-    threads = [threading.Thread(target=_stream, args=(server.url, results)) for _ in range(3)]
-    threads.append(threading.Thread(target=_plain, args=(server.url, results)))
-    for t in threads:
+    started = [threading.Event() for _ in range(3)]
+    threads = [threading.Thread(target=_plain, args=(server.url, results))]
+    threads += [threading.Thread(target=_stream, args=(server.url, results, ev)) for ev in started]
+    threads[0].start()
+    time.sleep(0.2)  # the plain request goes first; the streams' first bytes prove they are all in flight
+    for t in threads[1:]:
         t.start()
-    time.sleep(0.3)  # the requests are in flight
+    for ev in started:
+        assert ev.wait(timeout=60)
     server.proc.send_signal(signal.SIGTERM)
     time.sleep(0.1)
     ping = httpx.get(f"{server.url}/ping", timeout=2)
@@ -58,7 +67,7 @@ def test_sigterm_drains_in_flight_requests(server: Server, server_pool: ServerPo
             text_chunks = [json.loads(e) for e in payload[:-1]]
             assert any(c["choices"] and c["choices"][0]["finish_reason"] == "length" for c in text_chunks)
         else:
-            assert payload["usage"]["completion_tokens"] == 150
+            assert payload["usage"]["completion_tokens"] == 300
     with pytest.raises(ProcessLookupError):
         os.kill(server.engine_pid(), 0)
     server.stop()
@@ -87,7 +96,7 @@ def test_engine_death_turns_ping_503_and_exits_nonzero(
                 break
             time.sleep(0.02)
         assert status in (503, -1)
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 1.5  # loose: a loaded 2-core machine; the server itself polls at once
         code = server.proc.wait(timeout=10)
         assert code != 0
         log = server.log()

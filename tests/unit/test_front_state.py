@@ -73,3 +73,16 @@ def test_staging_body_has_progress_and_elapsed() -> None:
         "eta_s": 15.0,
     }
     assert body["elapsed_s"] == 3.0
+
+
+def test_engine_death_is_seen_at_once() -> None:
+    s = ServerState()
+    s.move(Phase.LOADING)
+    s.move(Phase.READY)
+    s.set_engine_health(True)
+    alive = [True]
+    s.engine_alive = lambda: alive[0]
+    assert s.ready()
+    alive[0] = False
+    assert not s.ready()
+    assert s.ping_body()["phase"] == "FAILED"

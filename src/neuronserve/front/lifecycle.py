@@ -97,6 +97,7 @@ class Supervisor:
             self.engine.start()
         except NeuronServeError as err:
             return self._fail(str(err))
+        self.state.engine_alive = lambda: self.engine.returncode() is None
         self.state.move(Phase.LOADING, f"engine pid {self.engine.pid}")
         health = asyncio.create_task(self._health_loop())
         started = time.monotonic()

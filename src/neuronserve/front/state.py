@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from neuronserve.types import Progress
@@ -61,6 +62,9 @@ class ServerState:
         self._detail = ""
         self._healthy = False
         self.model_name: str | None = None  # the engine's served model name, for TGI translation
+        # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
+        # death at once, without waiting for the supervisor's next poll.
+        self.engine_alive: Callable[[], bool] = lambda: True
 
     @property
     def phase(self) -> Phase:
@@ -90,7 +94,7 @@ class ServerState:
 
     def ready(self) -> bool:
         """True only when /ping may answer 200: READY and the engine's last health check passed."""
-        return self._phase == Phase.READY and self._healthy
+        return self._phase == Phase.READY and self._healthy and self.engine_alive()
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -100,7 +104,10 @@ class ServerState:
         """The small JSON body of a 503 /ping: the phase, and progress where known."""
         snap = self.snapshot()
         body: dict[str, Any] = {"phase": str(snap.phase)}
-        if snap.phase == Phase.READY and not snap.engine_healthy:
+        if snap.phase in (Phase.LOADING, Phase.READY) and not self.engine_alive():
+            body["phase"] = str(Phase.FAILED)
+            body["detail"] = "the engine process exited"
+        elif snap.phase == Phase.READY and not snap.engine_healthy:
             body["detail"] = "engine health check failing"
         elif snap.detail:
             body["detail"] = snap.detail
