@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.server import Server, base_env, start_server  # noqa: E402
+from tests.support.server import Server, base_env, start_server
 
 BODY = {"prompt": "The capital of France is", "max_tokens": 16, "temperature": 0, "ignore_eos": True}
 
@@ -34,7 +34,9 @@ def pct(values: list[float], p: float) -> float:
     return s[k]
 
 
-async def load(client: httpx.AsyncClient, url: str, concurrency: int, total: int) -> tuple[list[float], float]:
+async def load(
+    client: httpx.AsyncClient, url: str, concurrency: int, total: int
+) -> tuple[list[float], float]:
     """`total` requests, `concurrency` at a time; returns per-request latencies and requests/s."""
     latencies: list[float] = []
     queue = iter(range(total))
@@ -103,8 +105,8 @@ async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
             rps: dict[str, list[float]] = {"front": [], "engine": []}
             for side in ("front", "engine", "engine", "front"):
                 base = front if side == "front" else engine
-                l, r = await load(client, f"{base}/invocations", conc, total)
-                lat[side] += l
+                lats, r = await load(client, f"{base}/invocations", conc, total)
+                lat[side] += lats
                 rps[side].append(r)
             row = {
                 side: {
@@ -128,7 +130,11 @@ async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
             "ratio": pct(t_front, 50) / pct(t_engine, 50),
         }
         ping = await ping_under_saturation(client, front, 15.0)
-        results["ping_saturated"] = {"n": len(ping), "p50_ms": 1000 * pct(ping, 50), "p99_ms": 1000 * pct(ping, 99)}
+        results["ping_saturated"] = {
+            "n": len(ping),
+            "p50_ms": 1000 * pct(ping, 50),
+            "p99_ms": 1000 * pct(ping, 99),
+        }
     return results
 
 
@@ -139,17 +145,19 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     if args.model == "tiny":
-        from tests.support.tiny_model import tiny_model_dir
+        from tests.support.tiny_model import tiny_model_dir  # noqa: PLC0415
 
         model = tiny_model_dir()
     elif args.model == "smollm2":
-        from neuronserve.models_local import smollm2_dir
+        from neuronserve.models_local import smollm2_dir  # noqa: PLC0415
 
         model = smollm2_dir()
     else:
         model = Path(args.model)
     work = Path(tempfile.mkdtemp(prefix="ns-bench-"))
-    env = base_env(model, work, SM_VLLM_MAX_MODEL_LEN="512", SM_VLLM_MAX_NUM_SEQS="32", SM_VLLM_DTYPE="float32")
+    env = base_env(
+        model, work, SM_VLLM_MAX_MODEL_LEN="512", SM_VLLM_MAX_NUM_SEQS="32", SM_VLLM_DTYPE="float32"
+    )
     server: Server = start_server(env, work / "server.log")
     try:
         server.wait_ready(300)

@@ -26,7 +26,10 @@ _SECRET_FLAG = re.compile(r"^--[\w-]*(token|secret|password|api-key|key)[\w-]*$"
 def add_arguments(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve the SageMaker contract (/ping, /invocations) on :8080")
     p.add_argument(
-        "--device", choices=("neuron", "cpu"), default=None, help="engine device (default: NEURONSERVE_DEVICE or auto)"
+        "--device",
+        choices=("neuron", "cpu"),
+        default=None,
+        help="engine device (default: NEURONSERVE_DEVICE or auto)",
     )
 
 
@@ -60,7 +63,9 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as err:
         sock.close()
-        raise EngineError(f"cannot listen on {host}:{port} ({err}): set SAGEMAKER_BIND_TO_PORT to a free port") from err
+        raise EngineError(
+            f"cannot listen on {host}:{port} ({err}): set SAGEMAKER_BIND_TO_PORT to a free port"
+        ) from err
     sock.listen(2048)
     sock.set_inheritable(False)
     return sock
@@ -79,13 +84,13 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     # into the backlog at once, and they are answered as soon as the app is up.
     sock = _listen(plan.serve.host, plan.serve.port)
 
-    import asyncio
+    import asyncio  # noqa: PLC0415
 
-    from neuronserve.front.lifecycle import serve
+    from neuronserve.front.lifecycle import serve  # noqa: PLC0415
 
     runner_kwargs: dict[str, Any] = {}
     try:
-        import uvloop
+        import uvloop  # noqa: PLC0415
 
         runner_kwargs["loop_factory"] = uvloop.new_event_loop
     except ImportError:

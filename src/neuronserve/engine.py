@@ -8,6 +8,7 @@ ring buffer so that an engine death can be explained in one message when the ser
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -97,7 +98,5 @@ class EngineProcess:
 
     def _signal_group(self, sig: signal.Signals) -> None:
         assert self._proc is not None
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass

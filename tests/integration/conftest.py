@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.support.server import Server, ServerPool, base_env
 from tests.support.tiny_model import tiny_model_dir
 

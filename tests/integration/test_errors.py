@@ -9,7 +9,6 @@ import time
 
 import httpx
 import pytest
-
 from tests.support.server import Server
 
 pytestmark = pytest.mark.integration
@@ -23,7 +22,9 @@ def _assert_error(r: httpx.Response, status: int) -> str:
 
 
 def test_400_malformed_json_lists_the_accepted_shapes(server: Server) -> None:
-    r = httpx.post(f"{server.url}/invocations", content=b'{"prompt": ', headers={"content-type": "application/json"})
+    r = httpx.post(
+        f"{server.url}/invocations", content=b'{"prompt": ', headers={"content-type": "application/json"}
+    )
     msg = _assert_error(r, 400)
     assert "malformed JSON" in msg and "messages" in msg and "inputs" in msg
 
@@ -97,4 +98,9 @@ def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and httpx.get(f"{server.url}/ping").status_code != 200:
         time.sleep(0.2)
-    assert httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60).status_code == 200
+    assert (
+        httpx.post(
+            f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60
+        ).status_code
+        == 200
+    )

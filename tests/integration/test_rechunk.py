@@ -7,9 +7,9 @@ import random
 
 import httpx
 import pytest
+from tests.support.server import Server
 
 from neuronserve.front.sse import SSEParser
-from tests.support.server import Server
 
 pytestmark = pytest.mark.integration
 

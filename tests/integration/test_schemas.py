@@ -7,9 +7,9 @@ import time
 
 import httpx
 import pytest
+from tests.support.server import Server
 
 from neuronserve.front.sse import LineParser, SSEParser
-from tests.support.server import Server
 
 pytestmark = pytest.mark.integration
 
@@ -115,11 +115,15 @@ def test_tgi_stream_jsonlines(server: Server) -> None:
 def test_custom_attributes_route(server: Server) -> None:
     # A completion body sent to the chat route on purpose: the engine's own 400 proves the route was used.
     headers = {"X-Amzn-SageMaker-Custom-Attributes": "route=/v1/chat/completions"}
-    r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, headers=headers, timeout=60)
+    r = httpx.post(
+        f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, headers=headers, timeout=60
+    )
     assert r.status_code == 400
     assert "messages" in r.text
     headers = {"X-Amzn-SageMaker-Custom-Attributes": "trace=1; route=/v1/completions"}
-    r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, headers=headers, timeout=60)
+    r = httpx.post(
+        f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, headers=headers, timeout=60
+    )
     assert r.status_code == 200
     assert r.json()["object"] == "text_completion"
 
@@ -133,7 +137,9 @@ def test_openai_routes_and_metrics_on_the_same_port(server: Server) -> None:
         timeout=60,
     )
     assert r.status_code == 200 and r.json()["choices"]
-    r = httpx.post(f"{server.url}/v1/completions", json={"model": name, "prompt": "hi", "max_tokens": 3}, timeout=60)
+    r = httpx.post(
+        f"{server.url}/v1/completions", json={"model": name, "prompt": "hi", "max_tokens": 3}, timeout=60
+    )
     assert r.status_code == 200 and r.json()["choices"]
     metrics = httpx.get(f"{server.url}/metrics", timeout=30)
     assert metrics.status_code == 200 and "vllm:" in metrics.text

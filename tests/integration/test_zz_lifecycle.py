@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.support.server import Server, ServerPool, base_env
 
 from neuronserve.front.sse import SSEParser
-from tests.support.server import Server, ServerPool, base_env
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,9 @@ def _stream(url: str, results: list[tuple[str, object]], started: threading.Even
 
 
 def _plain(url: str, results: list[tuple[str, object]]) -> None:
-    r = httpx.post(f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True}, timeout=120)
+    r = httpx.post(
+        f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True}, timeout=120
+    )
     results.append(("plain", (r.status_code, r.json())))
 
 

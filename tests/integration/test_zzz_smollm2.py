@@ -6,7 +6,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from tests.support.server import ServerPool, base_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

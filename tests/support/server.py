@@ -6,6 +6,7 @@ one first, because two engines do not fit the 2-core test machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -94,15 +95,15 @@ class Server:
         # Belt and braces: never leave an engine behind (its own process group).
         m = ENGINE_PID.search(self.log())
         if m:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(m.group(1)), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         return int(self.proc.returncode)
 
 
 def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURONSERVE_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURONSERVE_"))
+    }
     env.update(
         PYTHONPATH=os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         HF_HUB_OFFLINE="1",

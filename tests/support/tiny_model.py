@@ -22,11 +22,47 @@ SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def _corpus() -> list[str]:
-    words = (
-        "the capital of france is paris and the sky is blue while a model answers questions "
-        "about numbers one two three four five six seven eight nine ten hello world serving "
-        "tokens stream fast slow engine server request response"
-    ).split()
+    words = [
+        "the",
+        "capital",
+        "of",
+        "france",
+        "is",
+        "paris",
+        "and",
+        "the",
+        "sky",
+        "is",
+        "blue",
+        "while",
+        "a",
+        "model",
+        "answers",
+        "questions",
+        "about",
+        "numbers",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "hello",
+        "world",
+        "serving",
+        "tokens",
+        "stream",
+        "fast",
+        "slow",
+        "engine",
+        "server",
+        "request",
+        "response",
+    ]
     return [" ".join(words[i:] + words[:i]) for i in range(len(words))] * 4
 
 
@@ -76,7 +112,9 @@ def build(dest: Path) -> None:
 
 def tiny_model_dir(cache_home: Path | None = None) -> Path:
     """The cached model directory; built atomically (temp dir + rename) on first use."""
-    root = cache_home or Path(os.environ.get("NEURONSERVE_CACHE_HOME", Path.home() / ".cache" / "neuronserve"))
+    root = cache_home or Path(
+        os.environ.get("NEURONSERVE_CACHE_HOME", Path.home() / ".cache" / "neuronserve")
+    )
     final = root / "test-models" / VERSION
     if (final / "config.json").exists():
         return final

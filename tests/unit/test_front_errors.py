@@ -17,12 +17,16 @@ def test_every_front_status_has_a_type_and_one_shape(status: int) -> None:
     assert json.loads(error_bytes(status, "why")) == body
 
 
-@pytest.mark.parametrize("ctype", [None, "", "application/json", "application/json; charset=utf-8", "application/vnd.x+json"])
+@pytest.mark.parametrize(
+    "ctype", [None, "", "application/json", "application/json; charset=utf-8", "application/vnd.x+json"]
+)
 def test_json_content_types_pass(ctype: str | None) -> None:
     schema.check_content_type(ctype)
 
 
-@pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"])
+@pytest.mark.parametrize(
+    "ctype", ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"]
+)
 def test_other_content_types_are_415(ctype: str) -> None:
     with pytest.raises(FrontError) as err:
         schema.check_content_type(ctype)

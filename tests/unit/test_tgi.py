@@ -17,7 +17,13 @@ def _tr(body: dict[str, Any]) -> tuple[tgi.TgiRequest, dict[str, Any]]:
 
 def test_defaults_are_greedy_with_tgi_max_new_tokens() -> None:
     req, out = _tr({"inputs": "hi"})
-    assert out == {"prompt": "hi", "max_tokens": 20, "model": "m", "temperature": 0.0, "return_token_ids": True}
+    assert out == {
+        "prompt": "hi",
+        "max_tokens": 20,
+        "model": "m",
+        "temperature": 0.0,
+        "return_token_ids": True,
+    }
     assert not req.stream and not req.details
 
 
@@ -102,7 +108,9 @@ def test_plain_answer_shape() -> None:
 def test_full_text_and_details() -> None:
     req, _ = _tr({"inputs": "Hi", "parameters": {"return_full_text": True, "details": True, "seed": 1}})
     logprobs = {"tokens": [" th", "ere"], "token_logprobs": [-0.5, -0.25], "top_logprobs": None}
-    answer, _ = tgi.translate_response(req, _completion(" there", "stop", logprobs=logprobs, token_ids=[11, 12]))
+    answer, _ = tgi.translate_response(
+        req, _completion(" there", "stop", logprobs=logprobs, token_ids=[11, 12])
+    )
     item = answer[0]
     assert item["generated_text"] == "Hi there"
     assert item["details"]["finish_reason"] == "eos_token"

@@ -23,13 +23,18 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
     """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit_bytes:
-        raise FrontError(413, f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)")
+        raise FrontError(
+            413,
+            f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)",
+        )
     parts: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit_bytes:
-            raise FrontError(413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)")
+            raise FrontError(
+                413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
+            )
         parts.append(chunk)
     return b"".join(parts)
 
@@ -121,7 +126,12 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
         raw = await read_limited(request, limit)
         headers = proxy.forward_headers(request.headers.items())
         resp = await proxy.send(
-            client, request.method, "/" + path, headers=headers, content=raw or None, params=request.url.query or None
+            client,
+            request.method,
+            "/" + path,
+            headers=headers,
+            content=raw or None,
+            params=request.url.query or None,
         )
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)

@@ -49,7 +49,9 @@ class Gate:
             self._log(scope, 503, start)
             return
         if self.max_concurrency and self.in_flight >= self.max_concurrency:
-            await _reject(send, 429, f"too many requests in flight (limit {self.max_concurrency}); retry later")
+            await _reject(
+                send, 429, f"too many requests in flight (limit {self.max_concurrency}); retry later"
+            )
             self._log(scope, 429, start)
             return
         status = [0]

@@ -34,7 +34,9 @@ log = logging.getLogger("neuronserve.serve")
 POLL_S = 0.1
 HEALTH_EVERY_S = 0.5
 HEALTH_TIMEOUT_S = 2.0
-HEALTH_TIMEOUTS_TOLERATED = 3  # a saturated engine may answer /health late; only repeated silence is unhealthy
+HEALTH_TIMEOUTS_TOLERATED = (
+    3  # a saturated engine may answer /health late; only repeated silence is unhealthy
+)
 
 
 class _Server(uvicorn.Server):
@@ -60,6 +62,7 @@ class Supervisor:
             base_url=f"http://{plan.engine_host}:{plan.engine_port}", timeout=HEALTH_TIMEOUT_S
         )
         self._stage_result: StageResult | None = None
+        self._publishing: asyncio.Future[None] | None = None
 
     def request_stop(self) -> None:
         if not self.stop_requested.is_set():
@@ -112,7 +115,9 @@ class Supervisor:
                 if server_task.done():
                     return self._front_died(server_task)
                 if timeout and self.state.phase == Phase.LOADING and time.monotonic() - started > timeout:
-                    return self._fail(f"the engine was not ready after {timeout:.0f} s (SAGEMAKER_STARTUP_TIMEOUT)")
+                    return self._fail(
+                        f"the engine was not ready after {timeout:.0f} s (SAGEMAKER_STARTUP_TIMEOUT)"
+                    )
                 await asyncio.sleep(POLL_S)
         finally:
             health.cancel()
@@ -147,7 +152,7 @@ class Supervisor:
         self.state.set_engine_health(True)
         self.state.move(Phase.READY, f"model {self.state.model_name}")
         if self._stage_result is not None:
-            asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
+            self._publishing = asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
 
     def _publish(self, result: StageResult) -> None:
         try:
@@ -178,7 +183,9 @@ class Supervisor:
 
     def _front_died(self, server_task: asyncio.Task[Any]) -> int:
         err = None if server_task.cancelled() else server_task.exception()
-        return self._fail(f"the front server stopped ({err or 'no error'}); is port {self.plan.serve.port} free?")
+        return self._fail(
+            f"the front server stopped ({err or 'no error'}); is port {self.plan.serve.port} free?"
+        )
 
     def _fail(self, message: str) -> int:
         if self.state.phase != Phase.FAILED:
@@ -191,7 +198,9 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
     opts = plan.serve
     state = ServerState()
-    client = make_client(f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency)
+    client = make_client(
+        f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency
+    )
     gate = Gate(create_app(state, opts, client), state, opts.max_concurrency)
     config = uvicorn.Config(
         gate,

@@ -17,8 +17,12 @@ from starlette.responses import Response, StreamingResponse
 from neuronserve.front.errors import FrontError
 
 # Hop-by-hop and framing headers are never copied; the server frames its own responses.
-_DROP_REQUEST = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"})
-_DROP_RESPONSE = frozenset({"content-length", "connection", "transfer-encoding", "date", "server", "keep-alive"})
+_DROP_REQUEST = frozenset(
+    {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
+)
+_DROP_RESPONSE = frozenset(
+    {"content-length", "connection", "transfer-encoding", "date", "server", "keep-alive"}
+)
 _STREAM_TYPES = ("text/event-stream", "application/jsonlines", "application/x-ndjson")
 
 

@@ -54,4 +54,6 @@ def classify(body: dict[str, Any]) -> tuple[Kind, str]:
         return "completion", "/v1/completions"
     if "inputs" in body:
         return "tgi", "/v1/completions"
-    raise FrontError(400, f"unknown request schema (keys: {sorted(body)[:10]}); accepted shapes: {ACCEPTED_SHAPES}")
+    raise FrontError(
+        400, f"unknown request schema (keys: {sorted(body)[:10]}); accepted shapes: {ACCEPTED_SHAPES}"
+    )

@@ -10,8 +10,8 @@ import enum
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.types import Progress

@@ -172,7 +172,8 @@ def _tokens(choice: dict[str, Any]) -> list[dict[str, Any]]:
 def _top_tokens(choice: dict[str, Any]) -> list[list[dict[str, Any]]]:
     top = (choice.get("logprobs") or {}).get("top_logprobs") or []
     return [
-        [{"id": None, "text": t, "logprob": v, "special": False} for t, v in (entry or {}).items()] for entry in top
+        [{"id": None, "text": t, "logprob": v, "special": False} for t, v in (entry or {}).items()]
+        for entry in top
     ]
 
 
