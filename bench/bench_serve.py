@@ -57,13 +57,13 @@ async def ttft(client: httpx.AsyncClient, url: str, n: int) -> list[float]:
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
+        first = None
         async with client.stream("POST", url, json={**BODY, "stream": True}) as r:
             async for chunk in r.aiter_raw():
-                if b"data:" in chunk:
-                    out.append(time.perf_counter() - t0)
-                    break
-            async for _ in r.aiter_raw():
-                pass
+                if first is None and b"data:" in chunk:
+                    first = time.perf_counter() - t0
+        assert first is not None
+        out.append(first)
     return out
 
 

@@ -73,8 +73,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     _setup_logging()
-    device = args.device or environ.get("NEURONSERVE_DEVICE") or None
-    plan = resolve_plan(environ, device=device, extra_args=tuple(args.extra_args))
+    plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
     log = logging.getLogger("neuronserve.serve")
     log.info("plan: %s", json.dumps(redacted_plan(plan), sort_keys=True))
     for warning in plan.warnings:
