@@ -67,30 +67,68 @@ async def ttft(client: httpx.AsyncClient, url: str, n: int) -> list[float]:
     return out
 
 
-async def ping_under_saturation(client: httpx.AsyncClient, front: str, seconds: float) -> list[float]:
+PINGER = """
+import http.client, json, sys, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+out, bad, stop = [], 0, time.monotonic() + seconds
+while time.monotonic() < stop:
+    t0 = time.perf_counter()
+    conn.request("GET", "/ping")
+    r = conn.getresponse()
+    r.read()
+    out.append(time.perf_counter() - t0)
+    bad += r.status != 200
+    time.sleep(0.02)
+print(json.dumps({"lat": out, "not_200": bad}))
+"""
+
+
+async def ping_under_saturation(client: httpx.AsyncClient, front: str, seconds: float) -> dict[str, Any]:
+    """64 long generations in flight through the front while a separate process pings it.
+
+    The pinger is its own process (stdlib http.client, one keep-alive connection) so the flood's
+    client work does not inflate the measured /ping latency.
+    """
     body = {**BODY, "max_tokens": 200}
-    stop = time.monotonic() + seconds
+    stop = time.monotonic() + seconds + 2.0
 
     async def flood() -> None:
         while time.monotonic() < stop:
             await client.post(f"{front}/invocations", json=body)
 
-    async def pinger() -> list[float]:
-        lat = []
-        async with httpx.AsyncClient(timeout=10) as pc:
-            await asyncio.sleep(1.0)  # let the flood fill the engine
-            while time.monotonic() < stop:
-                t0 = time.perf_counter()
-                r = await pc.get(f"{front}/ping")
-                lat.append(time.perf_counter() - t0)
-                assert r.status_code == 200, r.text
-                await asyncio.sleep(0.02)
-        return lat
-
     floods = [asyncio.create_task(flood()) for _ in range(64)]
-    lat = await pinger()
+    await asyncio.sleep(2.0)  # let the flood fill the engine
+    port = front.rsplit(":", 1)[1]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PINGER, port, str(seconds), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
     await asyncio.gather(*floods)
-    return lat
+    data = json.loads(out)
+    lat = data["lat"]
+    return {
+        "n": len(lat),
+        "not_200": data["not_200"],
+        "p50_ms": 1000 * pct(lat, 50),
+        "p99_ms": 1000 * pct(lat, 99),
+    }
+
+
+async def overhead(client: httpx.AsyncClient, front: str, engine: str, n: int) -> dict[str, float]:
+    """Absolute added latency of one hop through the front: 1-token requests, one at a time."""
+    body = {**BODY, "max_tokens": 1}
+    res = {}
+    for name, base in (("front", front), ("engine", engine), ("engine2", engine), ("front2", front)):
+        lat = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            (await client.post(f"{base}/invocations", json=body)).raise_for_status()
+            lat.append(time.perf_counter() - t0)
+        res[name] = lat
+    f = res["front"] + res["front2"]
+    e = res["engine"] + res["engine2"]
+    return {"front_p50_ms": 1000 * pct(f, 50), "engine_p50_ms": 1000 * pct(e, 50)}
 
 
 async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
@@ -129,12 +167,9 @@ async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
             "engine_p50_ms": 1000 * pct(t_engine, 50),
             "ratio": pct(t_front, 50) / pct(t_engine, 50),
         }
-        ping = await ping_under_saturation(client, front, 15.0)
-        results["ping_saturated"] = {
-            "n": len(ping),
-            "p50_ms": 1000 * pct(ping, 50),
-            "p99_ms": 1000 * pct(ping, 99),
-        }
+        results["one_token"] = await overhead(client, front, engine, 30)
+        print(f"one token: {json.dumps(results['one_token'])}", file=sys.stderr)
+        results["ping_saturated"] = await ping_under_saturation(client, front, 15.0)
     return results
 
 
