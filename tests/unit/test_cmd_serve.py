@@ -8,11 +8,13 @@ from neuronserve.cmd_serve import redacted_plan
 from neuronserve.types import LaunchPlan, ModelSpec
 
 
+ARGV = ("python", "-m", "vllm", "--model", "/m", "--api-key", "sk-123", "--hf-token", "hf_abc", "--port", "1")
+
+
 def test_secrets_are_redacted_in_the_logged_plan() -> None:
     plan = LaunchPlan(
         device="cpu",
-        argv=("python", "-m", "vllm", "--model", "/m", "--api-key", "sk-123")
-        + ("--hf-token", "hf_abc", "--port", "1"),
+        argv=ARGV,
         env={"HF_TOKEN": "hf_abc", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "VLLM_CPU_KVCACHE_SPACE": "1"},
         model=ModelSpec(source="local", uri="/m", local_path="/m"),
         neuron_override=None,
