@@ -7,7 +7,6 @@ import json
 from neuronserve.cmd_serve import redacted_plan
 from neuronserve.types import LaunchPlan, ModelSpec
 
-
 ARGV = ("python", "-m", "vllm", "--model", "/m", "--api-key", "sk-123", "--hf-token", "hf_abc", "--port", "1")
 
 
