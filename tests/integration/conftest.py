@@ -1,15 +1,23 @@
 """Session-scoped real servers: ONE shared `neuronserve serve` on the tiny model for most tests.
 
+The shared server takes its model the way a SageMaker/ECS user with weights in S3 does: SM_VLLM_MODEL
+is an s3:// prefix on the session's moto server, staged by the real stager before the engine starts.
+The GET of the weights file is held for a few seconds, so /ping is seen answering 503 STAGING with
+progress (the first phase) before LOADING and READY.
+
 Lifecycle tests (SIGTERM, engine kill) run last (test_zz_*) and take the shared server or start a
 fresh one; the pool never runs two engines at once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.support.s3server import ServerControl
 from tests.support.server import Server, ServerPool, base_env
 from tests.support.tiny_model import tiny_model_dir
 
@@ -38,9 +46,52 @@ def server_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool
     pool.close()
 
 
+STAGING_HOLD_S = 6.0  # how long the weights' GET is held: two progress ticks of the stager
+
+
 @pytest.fixture(scope="session")
-def shared_env(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return base_env(tiny_model, tmp_path_factory.mktemp("work"), **SHARED_SETTINGS)
+def s3_tiny_model(tiny_model: Path, s3_server: ServerControl) -> str:
+    """Upload the tiny model to the moto server once; returns its s3:// prefix."""
+    import boto3
+
+    client: Any = boto3.client(
+        "s3",
+        endpoint_url=s3_server.endpoint,
+        aws_access_key_id="testing-key-id",
+        aws_secret_access_key="testing-secret-value",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket="integration-models")
+    for path in sorted(tiny_model.rglob("*")):
+        if path.is_file():
+            key = f"tiny/{path.relative_to(tiny_model).as_posix()}"
+            client.upload_file(str(path), "integration-models", key)
+    return "s3://integration-models/tiny/"
+
+
+@pytest.fixture(scope="session")
+def shared_env(
+    tiny_model: Path,
+    s3_tiny_model: str,
+    s3_server: ServerControl,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, str]:
+    weights = "/integration-models/tiny/model.safetensors"
+    release = threading.Event()
+    s3_server.hold[weights] = release
+    # Released by time, not by a test: the server must get through STAGING on its own.
+    timer = threading.Timer(STAGING_HOLD_S, release.set)
+    timer.daemon = True
+    timer.start()
+    env = base_env(tiny_model, tmp_path_factory.mktemp("work"), **SHARED_SETTINGS)
+    env.update(
+        SM_VLLM_MODEL=s3_tiny_model,
+        AWS_ENDPOINT_URL_S3=s3_server.endpoint,
+        AWS_ACCESS_KEY_ID="testing-key-id",
+        AWS_SECRET_ACCESS_KEY="testing-secret-value",
+        AWS_REGION="us-east-1",
+    )
+    return env
 
 
 @pytest.fixture

@@ -24,6 +24,20 @@ def test_front_answers_long_before_the_engine(server: Server) -> None:
     assert server.ping_trace[-1][1] == 200
 
 
+def test_ping_shows_staging_progress_then_loading(server: Server) -> None:
+    """The shared server stages its model from S3 (one GET held a few seconds): STAGING comes first."""
+    phases = [body["phase"] for _, status, body in server.ping_trace if status == 503 and body]
+    assert phases[0] == "STAGING", phases[:5]
+    assert phases.index("LOADING") > phases.index("STAGING")
+    assert "STAGING" not in phases[phases.index("LOADING") :], "went back to STAGING after LOADING"
+    staging = [body for _, status, body in server.ping_trace if body and body["phase"] == "STAGING"]
+    with_progress = [b["progress"] for b in staging if "progress" in b]
+    assert with_progress, staging[:3]
+    last = with_progress[-1]
+    assert last["what"].startswith("model s3://integration-models/tiny/")
+    assert last["total_bytes"] and 0 <= last["done_bytes"] <= last["total_bytes"]
+
+
 def test_phase_changes_are_logged(server: Server) -> None:
     log = server.log()
     assert "phase STAGING -> LOADING" in log
