@@ -40,8 +40,9 @@ def sync(text: str, versions: dict[str, str]) -> str:
     for line in text.splitlines(keepends=True):
         match = _ARG.match(line.rstrip("\n"))
         if match and match.group(2) in versions:
-            line = f"{match.group(1)}{match.group(2)}={versions[match.group(2)]}\n"
-        out.append(line)
+            out.append(f"{match.group(1)}{match.group(2)}={versions[match.group(2)]}\n")
+        else:
+            out.append(line)
     return "".join(out)
 
 
@@ -62,7 +63,8 @@ def main(argv: list[str]) -> int:
             if argv == ["--write"]:
                 path.write_text(synced)
     if stale and argv == ["--check"]:
-        print(f"ARG defaults differ from versions.env in {', '.join(stale)}: run python3 docker/versions.py --write")
+        names = ", ".join(stale)
+        print(f"ARG defaults differ from versions.env in {names}: run python3 docker/versions.py --write")
         return 1
     return 0
 

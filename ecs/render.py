@@ -1,6 +1,9 @@
-"""`python ecs/render.py --image URI --instance-type inf2.xlarge --env-file sagemaker/envs/X.env > taskdef.json`
+"""Print an ECS task definition for a Neuron container instance. Usage:
 
-Prints an ECS task definition for a Neuron container instance (docs/DEPLOY.md, "ECS").
+    python ecs/render.py --image URI --instance-type inf2.xlarge \
+        --env-file sagemaker/envs/X.env > taskdef.json
+
+See docs/DEPLOY.md, "ECS".
 """
 
 from __future__ import annotations

@@ -86,7 +86,11 @@ def spec(**kw: object) -> DeploySpec:
 def test_requests_use_an_uncompressed_prefix_and_neuron_sized_timeouts() -> None:
     s = spec()
     assert container_request(s)["ModelDataSource"] == {
-        "S3DataSource": {"S3Uri": "s3://bucket/models/tiny/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+        "S3DataSource": {
+            "S3Uri": "s3://bucket/models/tiny/",
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+        }
     }
     variant = variant_request(s)
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
@@ -130,7 +134,10 @@ def test_autoscaling_requests() -> None:
     assert target["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
     policy = policy_request("ep", "AllTraffic", 12)
     config = policy["TargetTrackingScalingPolicyConfiguration"]
-    assert config["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+    assert (
+        config["PredefinedMetricSpecification"]["PredefinedMetricType"]
+        == "SageMakerVariantInvocationsPerInstance"
+    )
     assert config["TargetValue"] == 12.0
     with pytest.raises(ConfigError):
         scalable_target_request("ep", "AllTraffic", 3, 1)

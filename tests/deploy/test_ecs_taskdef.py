@@ -1,4 +1,4 @@
-"""The ECS task definition: devices per chip, IPC_LOCK, placement, health check; the checked-in sample is current."""
+"""The ECS task definition: devices per chip, IPC_LOCK, placement, health check; the sample is current."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from neuronserve.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("instance", "chips"), [("inf2.xlarge", 1), ("inf2.48xlarge", 12), ("trn1.32xlarge", 16)])
+@pytest.mark.parametrize(
+    ("instance", "chips"), [("inf2.xlarge", 1), ("inf2.48xlarge", 12), ("trn1.32xlarge", 16)]
+)
 def test_maps_one_device_per_chip(instance: str, chips: int) -> None:
     doc = task_definition("img", instance, {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
     container = doc["containerDefinitions"][0]
@@ -33,7 +35,7 @@ def test_maps_one_device_per_chip(instance: str, chips: int) -> None:
 
 
 def test_unknown_instance_type() -> None:
-    with pytest.raises(ConfigError, match="inf2.xlarge"):
+    with pytest.raises(ConfigError, match=r"inf2\.xlarge"):
         task_definition("img", "g5.xlarge", {})
 
 

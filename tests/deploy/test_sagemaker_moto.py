@@ -81,7 +81,11 @@ def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
     container = model["PrimaryContainer"]
     assert container["Image"] == IMAGE
     assert container["ModelDataSource"] == {
-        "S3DataSource": {"S3Uri": "s3://models/tinyllama/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+        "S3DataSource": {
+            "S3Uri": "s3://models/tinyllama/",
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+        }
     }
     assert container["Environment"] == {
         "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
@@ -131,7 +135,10 @@ def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert [p["ResourceId"] for p in policies] == ["endpoint/ns-tiny/variant/AllTraffic"]
     tracking = policies[0]["TargetTrackingScalingPolicyConfiguration"]
     assert tracking["TargetValue"] == 20.0
-    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+    assert (
+        tracking["PredefinedMetricSpecification"]["PredefinedMetricType"]
+        == "SageMakerVariantInvocationsPerInstance"
+    )
 
     assert run("delete", "--name", "ns-tiny") == 0
     assert capsys.readouterr().out.strip() == "deleted: endpoint, endpoint-config, model"
@@ -141,7 +148,9 @@ def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "nothing" in capsys.readouterr().out
 
 
-def test_deploy_refuses_tp_over_the_instance_before_any_call(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_deploy_refuses_tp_over_the_instance_before_any_call(
+    aws: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     import boto3
 
     code = run(

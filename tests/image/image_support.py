@@ -56,7 +56,10 @@ def podman_missing() -> str | None:
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:3])} failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd[:3])} failed ({result.returncode}):\n"
+            f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -67,7 +70,9 @@ def ensure_base_image() -> None:
     with tempfile.TemporaryDirectory(prefix="ns-rootfs-") as rootfs:
         _run(["debootstrap", "--variant=minbase", "bookworm", rootfs, "http://deb.debian.org/debian"], 600)
         tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run(["podman", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True, timeout=300)
+        imported = subprocess.run(
+            ["podman", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True, timeout=300
+        )
         tar.wait(timeout=60)
         if imported.returncode != 0:
             raise RuntimeError(f"podman import failed: {imported.stderr.decode()[-2000:]}")
@@ -85,7 +90,9 @@ def local_build_args() -> list[str]:
     return args
 
 
-def podman_build(tag: str = CPU_IMAGE, target: str | None = None, dockerfile: str = "docker/Dockerfile.cpu") -> float:
+def podman_build(
+    tag: str = CPU_IMAGE, target: str | None = None, dockerfile: str = "docker/Dockerfile.cpu"
+) -> float:
     """Build with podman (layer cache reused); returns the seconds it took."""
     ensure_base_image()
     start = time.monotonic()

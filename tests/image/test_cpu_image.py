@@ -61,7 +61,9 @@ def cpu_image(engine: str) -> str:
             for line in (ROOT / "docker" / "versions.env").read_text().splitlines()
             if line and not line.startswith("#")
         )
-        client.images.build(path=str(ROOT), dockerfile="docker/Dockerfile.cpu", tag=CPU_IMAGE, buildargs=versions, rm=True)
+        client.images.build(
+            path=str(ROOT), dockerfile="docker/Dockerfile.cpu", tag=CPU_IMAGE, buildargs=versions, rm=True
+        )
         return CPU_IMAGE
     seconds = podman_build()
     print(f"podman build of docker/Dockerfile.cpu: {seconds:.1f} s")
@@ -120,7 +122,9 @@ def _wait_ready(url: str, ctr: BuildahContainer, log: Path) -> float:
     while time.monotonic() - start < READY_TIMEOUT_S:
         assert ctr.proc is not None
         if ctr.proc.poll() is not None:
-            pytest.fail(f"serve exited with {ctr.proc.returncode} before it was ready:\n{log.read_text()[-4000:]}")
+            pytest.fail(
+                f"serve exited with {ctr.proc.returncode} before it was ready:\n{log.read_text()[-4000:]}"
+            )
         try:
             if httpx.get(f"{url}/ping", timeout=2).status_code == 200:
                 return time.monotonic() - start
@@ -187,7 +191,11 @@ def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
         detach=True,
         ports={"8080/tcp": ("127.0.0.1", port)},
         volumes={str(tiny_model()): {"bind": "/opt/ml/model", "mode": "ro"}},
-        environment={"SM_VLLM_MAX_MODEL_LEN": "512", "SM_VLLM_ENFORCE_EAGER": "true", "VLLM_CPU_KVCACHE_SPACE": "1"},
+        environment={
+            "SM_VLLM_MAX_MODEL_LEN": "512",
+            "SM_VLLM_ENFORCE_EAGER": "true",
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+        },
         shm_size="1g",
     )
     try:
@@ -200,7 +208,9 @@ def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
                 time.sleep(1)
         else:
             pytest.fail(ctr.logs()[-4000:].decode())
-        answer = httpx.post(f"http://127.0.0.1:{port}/invocations", json={"prompt": "hi", "max_tokens": 4}, timeout=70)
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/invocations", json={"prompt": "hi", "max_tokens": 4}, timeout=70
+        )
         assert answer.status_code == 200, answer.text
         ctr.stop(timeout=30)
         assert ctr.wait(timeout=30)["StatusCode"] in (0, 143)
@@ -209,7 +219,7 @@ def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
 
 
 def test_neuron_dockerfile_wheel_stage_builds(engine: str) -> None:
-    """The Neuron Dockerfile's stage that needs no Neuron repository, built for real (with a Debian base here)."""
+    """The Neuron Dockerfile's stage that needs no Neuron repository, really built (Debian base here)."""
     if engine != "podman":
         pytest.skip("the Neuron image is built by buildspec.yml where Docker runs")
     tag = "localhost/neuronserve:neuron-wheel-test"

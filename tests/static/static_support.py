@@ -12,7 +12,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILES = {"neuron": ROOT / "docker" / "Dockerfile", "cpu": ROOT / "docker" / "Dockerfile.cpu"}
-SHELL_SCRIPTS = [ROOT / "entrypoint" / "serve", ROOT / "scripts" / "image-deps", ROOT / "scripts" / "image-build"]
+SHELL_SCRIPTS = [
+    ROOT / "entrypoint" / "serve",
+    ROOT / "scripts" / "image-deps",
+    ROOT / "scripts" / "image-build",
+]
 
 
 def tool(name: str) -> str:

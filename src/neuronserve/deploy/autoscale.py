@@ -31,7 +31,10 @@ def scalable_target_request(endpoint: str, variant: str, min_count: int, max_cou
 
 
 def policy_request(
-    endpoint: str, variant: str, invocations_per_instance: float, scale_in_cooldown_s: int = 900,
+    endpoint: str,
+    variant: str,
+    invocations_per_instance: float,
+    scale_in_cooldown_s: int = 900,
     scale_out_cooldown_s: int = 120,
 ) -> dict[str, Any]:
     if invocations_per_instance <= 0:
@@ -44,7 +47,9 @@ def policy_request(
         "PolicyType": "TargetTrackingScaling",
         "TargetTrackingScalingPolicyConfiguration": {
             "TargetValue": float(invocations_per_instance),
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+            },
             "ScaleInCooldown": scale_in_cooldown_s,
             "ScaleOutCooldown": scale_out_cooldown_s,
         },

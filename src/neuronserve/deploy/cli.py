@@ -43,7 +43,10 @@ def _deploy(args: argparse.Namespace) -> int:
         volume_gb=args.volume_size,
     )
     tp = validate(spec)
-    print(f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})", file=sys.stderr)
+    print(
+        f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})",
+        file=sys.stderr,
+    )
     if args.dry_run:
         from neuronserve.deploy.endpoint import container_request, variant_request
 
@@ -66,7 +69,9 @@ def _describe(args: argparse.Namespace) -> int:
 def _invoke(args: argparse.Namespace) -> int:
     from neuronserve.deploy.invoke import invoke, invoke_stream, runtime_client
 
-    body = json.loads(args.body) if args.body else {"inputs": args.prompt, "parameters": {"max_new_tokens": 64}}
+    body = (
+        json.loads(args.body) if args.body else {"inputs": args.prompt, "parameters": {"max_new_tokens": 64}}
+    )
     client = runtime_client(_session(args), args.region)
     if args.stream:
         for text in invoke_stream(client, args.name, body):
@@ -130,7 +135,13 @@ def build_parser(action: str) -> argparse.ArgumentParser:
     return parser
 
 
-_ACTIONS = {"deploy": _deploy, "describe": _describe, "invoke": _invoke, "delete": _delete, "autoscale": _autoscale}
+_ACTIONS = {
+    "deploy": _deploy,
+    "describe": _describe,
+    "invoke": _invoke,
+    "delete": _delete,
+    "autoscale": _autoscale,
+}
 
 
 def main(action: str, argv: Sequence[str] | None = None) -> int:

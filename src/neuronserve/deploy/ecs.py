@@ -39,6 +39,7 @@ def task_definition(
     image: str,
     instance_type: str,
     env: Mapping[str, str],
+    *,
     family: str = "neuronserve",
     cache_volume: str = "/var/lib/neuronserve",
     log_group: str = "/ecs/neuronserve",
@@ -50,12 +51,16 @@ def task_definition(
         {"hostPath": f"/dev/neuron{i}", "containerPath": f"/dev/neuron{i}", "permissions": ["read", "write"]}
         for i in range(CHIPS[instance_type])
     ]
-    environment = [{"name": k, "value": v} for k, v in sorted({**env, "NEURONSERVE_DEVICE": "neuron"}.items())]
+    environment = [
+        {"name": k, "value": v} for k, v in sorted({**env, "NEURONSERVE_DEVICE": "neuron"}.items())
+    ]
     return {
         "family": family,
         "requiresCompatibilities": ["EC2"],
         "networkMode": "bridge",
-        "placementConstraints": [{"type": "memberOf", "expression": f"attribute:ecs.instance-type == {instance_type}"}],
+        "placementConstraints": [
+            {"type": "memberOf", "expression": f"attribute:ecs.instance-type == {instance_type}"}
+        ],
         "volumes": [{"name": "work", "host": {"sourcePath": cache_volume}}],
         "containerDefinitions": [
             {
@@ -74,7 +79,12 @@ def task_definition(
                 "ulimits": [{"name": "memlock", "softLimit": -1, "hardLimit": -1}],
                 "mountPoints": [{"sourceVolume": "work", "containerPath": "/var/lib/neuronserve"}],
                 "healthCheck": {
-                    "command": ["CMD", "python3", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/ping', timeout=4)"],
+                    "command": [
+                        "CMD",
+                        "python3",
+                        "-c",
+                        "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/ping', timeout=4)",
+                    ],
                     "interval": 30,
                     "timeout": 5,
                     "retries": 3,

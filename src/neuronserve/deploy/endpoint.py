@@ -7,7 +7,7 @@ timeouts and volume) and Endpoint. Names derive from one base name so `delete` c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,13 +63,18 @@ def validate(spec: DeploySpec) -> int:
             f"--model-data {spec.model_data_s3}: must be an s3:// prefix ending with '/' "
             "(SageMaker copies every key below it into /opt/ml/model)"
         )
-    for label, value in (("--startup-timeout", spec.startup_timeout_s), ("--download-timeout", spec.download_timeout_s)):
+    for label, value in (
+        ("--startup-timeout", spec.startup_timeout_s),
+        ("--download-timeout", spec.download_timeout_s),
+    ):
         if not 60 <= value <= 3600:
             raise ConfigError(f"{label} {value}: SageMaker accepts 60 to 3600 seconds")
     if not 1 <= spec.volume <= 512:
         raise ConfigError(f"--volume-size {spec.volume}: SageMaker accepts 1 to 512 GB")
     if spec.model_data_s3 is None and not (spec.env.get("SM_VLLM_MODEL") or spec.env.get("HF_MODEL_ID")):
-        raise ConfigError("no model: pass --model-data s3://bucket/prefix/ or set SM_VLLM_MODEL / HF_MODEL_ID")
+        raise ConfigError(
+            "no model: pass --model-data s3://bucket/prefix/ or set SM_VLLM_MODEL / HF_MODEL_ID"
+        )
     return check_tensor_parallel(spec.env, spec.instance_type)
 
 
@@ -100,7 +105,12 @@ def deploy(spec: DeploySpec, session: Any = None, region: str | None = None, wai
     """Create model, endpoint config and endpoint; returns the sagemaker-core Endpoint resource."""
     validate(spec)
     from sagemaker.core.resources import Endpoint, EndpointConfig, Model
-    from sagemaker.core.shapes import ContainerDefinition, ModelDataSource, ProductionVariant, S3ModelDataSource
+    from sagemaker.core.shapes import (
+        ContainerDefinition,
+        ModelDataSource,
+        ProductionVariant,
+        S3ModelDataSource,
+    )
 
     data_source = None
     if spec.model_data_s3 is not None:
@@ -165,11 +175,15 @@ def delete(name: str, session: Any = None, region: str | None = None) -> list[st
     from sagemaker.core.resources import Endpoint, EndpointConfig, Model
 
     deleted: list[str] = []
-    for kind, getter in (
+    getters: list[tuple[str, Callable[[], Any]]] = [
         ("endpoint", lambda: Endpoint.get(endpoint_name=name, session=session, region=region)),
-        ("endpoint-config", lambda: EndpointConfig.get(endpoint_config_name=f"{name}-config", session=session, region=region)),
+        (
+            "endpoint-config",
+            lambda: EndpointConfig.get(endpoint_config_name=f"{name}-config", session=session, region=region),
+        ),
         ("model", lambda: Model.get(model_name=f"{name}-model", session=session, region=region)),
-    ):
+    ]
+    for kind, getter in getters:
         try:
             resource = getter()
         except ClientError as err:

@@ -22,7 +22,12 @@ NEURON_CORES: dict[str, int] = {
 }
 
 # Where users already put the tensor-parallel degree, in the order neuronserve reads them.
-TP_VARIABLES = ("SM_VLLM_TENSOR_PARALLEL_SIZE", "OPTION_TENSOR_PARALLEL_DEGREE", "TENSOR_PARALLEL_DEGREE", "HF_NUM_CORES")
+TP_VARIABLES = (
+    "SM_VLLM_TENSOR_PARALLEL_SIZE",
+    "OPTION_TENSOR_PARALLEL_DEGREE",
+    "TENSOR_PARALLEL_DEGREE",
+    "HF_NUM_CORES",
+)
 
 
 def neuron_cores(instance_type: str) -> int:

@@ -26,7 +26,7 @@ class LineBuffer:
         self._pending += part
         *complete, rest = self._pending.split(b"\n")
         self._pending = bytearray(rest)
-        return [line.removesuffix(b"\r") for line in complete]
+        return [bytes(line).removesuffix(b"\r") for line in complete]
 
     def flush(self) -> list[bytes]:
         """The last line when the stream did not end with a newline."""
@@ -52,7 +52,9 @@ def payload_parts(event_stream: Iterable[dict[str, Any]]) -> Iterator[bytes]:
         for kind in ("ModelStreamError", "InternalStreamFailure"):
             if kind in event:
                 detail = event[kind]
-                raise StreamError(f"{kind}: {detail.get('ErrorCode', '')} {detail.get('Message', '')}".strip())
+                raise StreamError(
+                    f"{kind}: {detail.get('ErrorCode', '')} {detail.get('Message', '')}".strip()
+                )
 
 
 def events(lines: Iterable[str]) -> Iterator[Any]:
@@ -73,7 +75,7 @@ def events(lines: Iterable[str]) -> Iterator[Any]:
 def text_of(event: Any) -> str:
     """The new text in one streamed event: OpenAI chat/completion chunks or TGI/LMI token events."""
     if isinstance(event, dict):
-        if "choices" in event and event["choices"]:
+        if event.get("choices"):
             choice = event["choices"][0]
             delta = choice.get("delta") or {}
             return str(delta.get("content") or choice.get("text") or "")
