@@ -15,7 +15,7 @@ DOCKERFILES = {"neuron": ROOT / "docker" / "Dockerfile", "cpu": ROOT / "docker" 
 SHELL_SCRIPTS = [
     ROOT / "entrypoint" / "serve",
     ROOT / "scripts" / "image-deps",
-    ROOT / "scripts" / "image-build",
+    ROOT / "scripts" / "deploy-venv",
 ]
 
 
