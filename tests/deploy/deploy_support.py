@@ -2,7 +2,7 @@
 
 1. moto's ProductionVariant instance-type list stops at ml.inf1.*: Neuron types inf2/trn1/trn2 are added.
 2. moto answers describe calls with empty `VpcConfig: {}` / `DataCaptureConfig: {}`, which the
-   sagemaker-core shapes reject: empty dicts are dropped from those responses.
+   sagemaker-core shapes reject: empty dicts are dropped from those HTTP responses.
 Both are applied with pytest's monkeypatch, so they end with the test that asked for the server.
 """
 
@@ -35,12 +35,17 @@ def patch_moto(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(models.FakeEndpointConfig, "validate_instance_type", validate_instance_type)
 
-    def drop_empty(original: Callable[..., Any]) -> Callable[..., Any]:
-        def response_object(self: Any) -> Any:
-            data = original.fget(self) if isinstance(original, property) else original(self)
-            return {k: v for k, v in data.items() if v != {}}
+    from moto.core.responses import ActionResult
+    from moto.sagemaker.responses import SageMakerResponse
 
-        return property(response_object) if isinstance(original, property) else response_object
+    def drop_empty(original: Callable[[Any], ActionResult]) -> Callable[[Any], ActionResult]:
+        def describe(self: Any) -> ActionResult:
+            result = original(self).result
+            assert isinstance(result, dict)
+            return ActionResult({k: v for k, v in result.items() if v != {}})
 
-    for cls in (models.Model, models.FakeEndpointConfig, models.FakeEndpoint):
-        monkeypatch.setattr(cls, "response_object", drop_empty(cls.__dict__["response_object"]))
+        return describe
+
+    # At the HTTP layer only: moto's own create_endpoint reads DataCaptureConfig from the stored config.
+    for action in ("describe_model", "describe_endpoint_config", "describe_endpoint"):
+        monkeypatch.setattr(SageMakerResponse, action, drop_empty(getattr(SageMakerResponse, action)))

@@ -96,7 +96,18 @@ def podman_build(
     """Build with podman (layer cache reused); returns the seconds it took."""
     ensure_base_image()
     start = time.monotonic()
-    cmd = ["podman", "build", "--isolation=chroot", "--layers", "-f", str(ROOT / dockerfile), "-t", tag]
+    cmd = [
+        "podman",
+        "build",
+        "--isolation=chroot",
+        "--layers",
+        "--format",
+        "docker",
+        "-f",
+        str(ROOT / dockerfile),
+        "-t",
+        tag,
+    ]
     if target:
         cmd += ["--target", target]
     cmd += [*local_build_args(), str(ROOT)]
