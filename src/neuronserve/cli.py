@@ -35,14 +35,14 @@ def _split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="neuronserve",
-        description="Serve LLMs with vLLM on AWS Inferentia2/Trainium (or the CPU) behind the SageMaker contract.",
+        description="Serve LLMs with vLLM on AWS Inferentia2/Trainium (or the CPU) "
+        "behind the SageMaker contract.",
         epilog="Arguments after `--` are passed verbatim to the vLLM engine.",
     )
     parser.add_argument("--version", action="version", version=f"neuronserve {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _COMMANDS:
-        module = importlib.import_module(_COMMANDS[name])
-        module.add_arguments(sub)
+    for module_name in _COMMANDS.values():
+        importlib.import_module(module_name).add_arguments(sub)
     return parser
 
 

@@ -1,16 +1,80 @@
-"""`neuronserve plan`: placeholder until its issue lands. Keep top-level imports light (stdlib only)."""
+"""`neuronserve plan`: print the launch plan (JSON or for a person) without touching network or devices.
+
+Top-level imports are stdlib and light neuronserve modules only, so an invalid configuration is
+answered in well under a second.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 from typing import Any
 
-from neuronserve.errors import NeuronServeError
+from neuronserve.redact import redact_argv, redact_env, redact_text, secret_values
+from neuronserve.types import LaunchPlan
 
 
 def add_arguments(sub: Any) -> None:
-    sub.add_parser("plan", help="(not implemented yet)")
+    p = sub.add_parser(
+        "plan",
+        help="print the engine command and environment neuronserve would run, then exit",
+        description="Resolve the configuration (env, serving.properties, arguments after `--`) into the "
+        "vLLM launch plan and print it. Touches no network and no device. Exit 2 on an invalid "
+        "configuration.",
+    )
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.add_argument(
+        "--device",
+        choices=("auto", "neuron", "cpu"),
+        default=None,
+        help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)",
+    )
+
+
+def plan_document(plan: LaunchPlan) -> dict[str, Any]:
+    """The JSON shape of `neuronserve plan --json` (exactly these keys; secrets redacted)."""
+    return {
+        "device": plan.device,
+        "argv": redact_argv(plan.argv),
+        "env": redact_env(plan.env),
+        "model": {"source": plan.model.source, "uri": plan.model.uri, "local_path": plan.model.local_path},
+        "neuron_override": plan.neuron_override,
+        "cache_key": plan.cache_key,
+        "warnings": list(plan.warnings),
+    }
+
+
+def render_text(plan: LaunchPlan) -> str:
+    """The same plan for a person: the argv as one shell-quoted line, plus where things will live."""
+    doc = plan_document(plan)
+    art = plan.artifacts
+    lines = [
+        f"device:      {doc['device']} ({plan.integration})",
+        f"model:       {plan.model.uri} ({plan.model.source}"
+        + (f", read from {plan.model.local_path})" if plan.model.local_path else ")"),
+        f"cache key:   {plan.cache_key or '-'}",
+        f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
+        f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
+        f"work dir:    {plan.work_dir}",
+        "command:",
+        "  " + shlex.join(doc["argv"]),
+    ]
+    if doc["env"]:
+        lines.append("environment:")
+        lines += [f"  {k}={shlex.quote(v)}" for k, v in sorted(doc["env"].items())]
+    if doc["neuron_override"] is not None:
+        lines.append("override_neuron_config: " + json.dumps(doc["neuron_override"], sort_keys=True))
+    if doc["warnings"]:
+        lines.append("warnings:")
+        lines += [f"  - {w}" for w in doc["warnings"]]
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    raise NeuronServeError("'plan' is not implemented yet")
+    from neuronserve.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
+
+    plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
+    text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
+    print(redact_text(text, secret_values(environ)))
+    return 0

@@ -1,31 +1,40 @@
 """resolve_plan: settings + host facts -> LaunchPlan, the one call serve/stage/plan commands make.
 
-TEMPORARY minimal version (CPU only, SM_VLLM_* flags, a local model directory) so the serve and stage
-work can start; the launch-plan issue replaces the body with the full settings/facts/plan pipeline.
-The signature is the contract and stays.
+The shell around the pure core: read serving.properties and host facts (the only I/O), parse the
+settings from the environment mapping the CLI read once, then `plan.build_plan`. Tests pass `facts=`
+to plan for any instance type on any machine.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 
-from neuronserve.errors import ConfigError
-from neuronserve.types import LaunchPlan, ModelSpec, ServeOptions
+from neuronserve import hostfacts
+from neuronserve.hostfacts import HostFacts
+from neuronserve.plan import build_plan
+from neuronserve.settings import Settings, parse_settings
+from neuronserve.types import LaunchPlan
 
 
-def _flag_tokens(name: str, value: str) -> list[str]:
-    flag = "--" + name.lower().replace("_", "-")
-    low = value.strip().lower()
-    if low in ("", "true"):
-        return [flag]
-    if low == "false":
-        return []
-    if value.strip().startswith("["):
-        items = json.loads(value)
-        return [flag, *[str(i) for i in items]] if items else []
-    return [flag, value]
+def read_settings(
+    environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
+) -> Settings:
+    model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
+    props = hostfacts.read_serving_properties(model_dir)
+    return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
+
+
+def _local_candidates(settings: Settings) -> list[str]:
+    paths = [str(m.value) for m in settings.models]
+    spec = settings.get("speculative-config")
+    try:
+        cfg = json.loads(spec) if isinstance(spec, str) else None
+    except ValueError:
+        cfg = None
+    if isinstance(cfg, dict) and isinstance(cfg.get("model"), str):
+        paths.append(cfg["model"])
+    return paths
 
 
 def resolve_plan(
@@ -33,30 +42,10 @@ def resolve_plan(
     *,
     device: str | None = None,
     extra_args: Sequence[str] = (),
+    facts: HostFacts | None = None,
 ) -> LaunchPlan:
     """Build the launch plan from an environment mapping (read once by the CLI) and CLI choices."""
-    model = environ.get("SM_VLLM_MODEL") or environ.get("HF_MODEL_ID")
-    if not model:
-        raise ConfigError("no model configured: set SM_VLLM_MODEL or HF_MODEL_ID", ("SM_VLLM_MODEL",))
-    port = int(environ.get("SAGEMAKER_BIND_TO_PORT", "8080"))
-    engine_port = int(environ.get("NEURONSERVE_ENGINE_PORT", "8081"))
-    work_dir = environ.get("NEURONSERVE_WORK_DIR", "/tmp/neuronserve")
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
-    argv += ["--host", "127.0.0.1", "--port", str(engine_port)]
-    for key in sorted(environ):
-        if key.startswith("SM_VLLM_") and key != "SM_VLLM_MODEL":
-            argv += _flag_tokens(key[len("SM_VLLM_") :], environ[key])
-    argv += list(extra_args)
-    return LaunchPlan(
-        device="cpu",
-        argv=tuple(argv),
-        env={},
-        model=ModelSpec(source="local", uri=model, local_path=model, origin="SM_VLLM_MODEL"),
-        neuron_override=None,
-        cache_key=None,
-        warnings=(),
-        engine_port=engine_port,
-        serve=ServeOptions(port=port),
-        work_dir=work_dir,
-        integration="cpu",
-    )
+    settings = read_settings(environ, device=device, extra_args=extra_args)
+    if facts is None:
+        facts = hostfacts.gather(environ, _local_candidates(settings))
+    return build_plan(settings, facts)

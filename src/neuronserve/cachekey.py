@@ -1,0 +1,51 @@
+"""The compiled-artifact cache key: a stable hash of everything that changes the compiled Neuron graph.
+
+The plugin loads whatever NEURON_COMPILED_ARTIFACTS holds without checking it matches the settings, so
+the key is our only guard: same inputs, same key on any machine (canonical JSON, no paths that differ
+between hosts, no timestamps); any change to the graph inputs or the compiler stack, a new key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from neuronserve.hostfacts import ModelFacts
+from neuronserve.types import ModelSpec
+
+SCHEMA = 1  # bump when the key's inputs change meaning
+KEY_VERSIONS = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
+
+
+def key_inputs(
+    model: ModelSpec,
+    model_facts: ModelFacts | None,
+    graph: Mapping[str, Any],
+    versions: Mapping[str, str | None],
+) -> dict[str, Any]:
+    """The exact document that is hashed (printed by tools that explain a cache miss)."""
+    return {
+        "schema": SCHEMA,
+        # Model identity: where it comes from and its revision; for local dirs the config.json digest,
+        # because /opt/ml/model is the same path for every model.
+        "model": {
+            "source": model.source,
+            "uri": model.uri,
+            "revision": model.revision,
+            "config_sha256": model_facts.config_sha256 if model_facts else None,
+        },
+        "graph": dict(graph),
+        "versions": {name: versions.get(name) for name in KEY_VERSIONS},
+    }
+
+
+def cache_key(
+    model: ModelSpec,
+    model_facts: ModelFacts | None,
+    graph: Mapping[str, Any],
+    versions: Mapping[str, str | None],
+) -> str:
+    doc = json.dumps(key_inputs(model, model_facts, graph, versions), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()[:32]

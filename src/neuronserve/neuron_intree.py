@@ -1,0 +1,78 @@
+"""vLLM's older in-tree Neuron support (0.9/0.10, V0) and how the plan chooses between it and the plugin.
+
+The seed documents describe both generations; an image may ship either. The in-tree dialect is
+`--device neuron --override-neuron-config` plus VLLM_NEURON_FRAMEWORK, and transformers-neuronx in it
+keeps one KV block per sequence and reads its buckets from the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronserve.errors import ConfigError
+from neuronserve.hostfacts import HostFacts
+from neuronserve.settings import Settings
+
+
+def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]) -> tuple[str, str | None]:
+    """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed."""
+    framework = settings.framework.value if settings.framework else None
+    if settings.integration is not None:
+        integration = str(settings.integration.value)
+    elif facts.versions.get("vllm-neuron"):
+        integration = "plugin"
+    elif _older_vllm(facts.versions.get("vllm")) or framework in ("transformers-neuronx", "optimum-neuron"):
+        integration = "in-tree"
+    else:
+        integration = "plugin"
+    if integration == "plugin" and framework:
+        warnings.append(
+            f"VLLM_NEURON_FRAMEWORK={framework} is read only by vLLM's in-tree Neuron support "
+            f"(0.9/0.10); the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)"
+        )
+        framework = None
+    if integration == "in-tree":
+        framework = framework or "neuronx-distributed-inference"
+    return integration, framework
+
+
+def _older_vllm(version: str | None) -> bool:
+    try:
+        major, minor = (int(x) for x in (version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < (0, 11)
+
+
+def tnx_kv(
+    settings: Settings, block: int | None, length: int, origins: dict[str, str]
+) -> tuple[list[str], dict[str, Any]]:
+    """transformers-neuronx keeps one block per sequence: block_size must equal max_model_len."""
+    if block is not None and block != length:
+        var = origins["block-size"]
+        raise ConfigError(
+            f"{var}={block}: transformers-neuronx needs block_size == max_model_len: set {var}={length} "
+            f"or unset it",
+            (var, origins["max-model-len"]),
+        )
+    if settings.get("enable-prefix-caching") is True:
+        var = origins["enable-prefix-caching"]
+        raise ConfigError(f"{var}: transformers-neuronx has no prefix caching: unset {var}", (var,))
+    return ["--no-enable-prefix-caching", "--block-size", str(length)], {
+        "mode": "contiguous",
+        "block_size": length,
+    }
+
+
+def tnx_env(settings: Settings, override: dict[str, Any]) -> dict[str, str]:
+    """transformers-neuronx reads its buckets from the environment, not from the override."""
+    env = {}
+    for var, key in (
+        ("NEURON_CONTEXT_LENGTH_BUCKETS", "context_encoding_buckets"),
+        ("NEURON_TOKEN_GEN_BUCKETS", "token_generation_buckets"),
+    ):
+        if isinstance(override.get(key), list):
+            env[var] = ",".join(str(b) for b in override[key])
+        elif var in settings.passthrough_env:
+            env[var] = settings.passthrough_env[var]
+    return env

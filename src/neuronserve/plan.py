@@ -1,0 +1,202 @@
+"""build_plan: Settings + HostFacts -> LaunchPlan. Pure: no environment, no files, no network.
+
+Everything later phases do (stage the model, fetch artifacts by key, start the engine, serve) is decided
+here, so `neuronserve plan` shows exactly what `serve` would do and every refusal happens before any
+download. The argv order is fixed (model, host/port, compiled-graph flags, user flags sorted by name,
+extra arguments last) so identical configurations give identical commands.
+"""
+
+from __future__ import annotations
+
+import json
+
+from neuronserve import cachekey
+from neuronserve.errors import ConfigError
+from neuronserve.hostfacts import HostFacts, ModelFacts
+from neuronserve.neuron import CONSUMED, neuron_engine
+from neuronserve.settings import Setting, Settings, flag_tokens
+from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
+
+ENGINE_HOST = "127.0.0.1"
+# Settings that exist only for Neuron: the CPU plan drops them, each with a warning.
+NEURON_ONLY_FLAGS = frozenset(
+    {"tensor-parallel-size", "num-gpu-blocks-override", "device", "override-neuron-config"}
+)
+# Handled by the plan itself, never passed through as a generic flag.
+PLAN_FLAGS = frozenset({"model", "host", "port", "revision", "served-model-name"})
+
+
+def choose_device(settings: Settings, facts: HostFacts) -> Device:
+    value = str(settings.device.value)
+    if value == "auto":
+        return "neuron" if facts.neuron_devices > 0 else "cpu"
+    return "neuron" if value == "neuron" else "cpu"
+
+
+def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: list[str]) -> ModelSpec:
+    """Source order: `-- --model`, SM_VLLM_MODEL, non-empty /opt/ml/model, HF_MODEL_ID, OPTION_MODEL_ID."""
+    candidates = [m for m in settings.models if m.origin in ("-- --model", "SM_VLLM_MODEL")]
+    if facts.sagemaker_model_dir_nonempty:
+        candidates.append(Setting(facts.sagemaker_model_dir, "SM_MODEL_DIR"))
+    candidates += [m for m in settings.models if m.origin not in ("-- --model", "SM_VLLM_MODEL")]
+    if not candidates:
+        raise ConfigError(
+            "no model configured: set SM_VLLM_MODEL (hub id, local dir, s3:// prefix or "
+            ".tar.gz), put the model in "
+            f"{facts.sagemaker_model_dir} (SM_MODEL_DIR), or set HF_MODEL_ID",
+            ("SM_VLLM_MODEL", "SM_MODEL_DIR", "HF_MODEL_ID", "OPTION_MODEL_ID"),
+        )
+    chosen = candidates[0]
+    ignored = [f"{c.origin}={c.value}" for c in candidates[1:] if c.value != chosen.value]
+    if ignored:
+        warnings.append(f"model from {chosen.origin}; also configured and ignored: {', '.join(ignored)}")
+    uri = str(chosen.value)
+    revision = settings.get("revision")
+    staged = f"{work_dir.rstrip('/')}/model"
+    local = facts.paths.get(uri)
+    if chosen.origin == "SM_MODEL_DIR":
+        spec = ModelSpec("sagemaker", uri, uri, None, chosen.origin)
+    elif uri.endswith((".tar.gz", ".tgz")):
+        if not uri.startswith("s3://") and (local is None or local.kind != "file"):
+            raise ConfigError(f"{chosen.origin}={uri}: no such archive on this host", (chosen.origin,))
+        spec = ModelSpec("archive", uri, staged, None, chosen.origin)
+    elif uri.startswith("s3://"):
+        spec = ModelSpec("s3", uri, staged, None, chosen.origin)
+    elif local is not None and local.kind == "dir":
+        spec = ModelSpec("local", uri, uri, None, chosen.origin)
+    elif uri.startswith(("/", ".", "~")) or (local is not None and local.kind == "file"):
+        raise ConfigError(f"{chosen.origin}={uri}: no such model directory on this host", (chosen.origin,))
+    else:
+        spec = ModelSpec("hub", uri, None, str(revision) if revision else None, chosen.origin)
+    if revision and spec.source != "hub":
+        warnings.append(f"{settings.origin('revision', 'revision')} ignored: {uri} is not a hub model")
+    return spec
+
+
+def _artifacts(settings: Settings, work_dir: str, key: str) -> ArtifactSpec:
+    local_dir = f"{work_dir.rstrip('/')}/artifacts/{key}"
+    given = settings.artifacts
+    if given is not None and settings.cache_uri:
+        raise ConfigError(
+            f"{given.origin}={given.value} and NEURONSERVE_CACHE_URI={settings.cache_uri} both "
+            "choose where compiled "
+            f"artifacts live: keep NEURONSERVE_CACHE_URI (keyed, safe) or the explicit location, not both",
+            (given.origin, "NEURONSERVE_CACHE_URI"),
+        )
+    if settings.cache_uri:
+        if not settings.cache_uri.startswith("s3://"):
+            raise ConfigError(
+                f"NEURONSERVE_CACHE_URI={settings.cache_uri} must be an s3:// prefix",
+                ("NEURONSERVE_CACHE_URI",),
+            )
+        remote = f"{settings.cache_uri.rstrip('/')}/{key}/"
+        return ArtifactSpec("keyed", local_dir, remote, settings.cache_read_only)
+    if given is not None:
+        value = str(given.value)
+        if value.startswith("s3://"):
+            return ArtifactSpec("explicit", local_dir, value, settings.cache_read_only)
+        return ArtifactSpec("local", value, None, settings.cache_read_only)
+    return ArtifactSpec("local", local_dir, None, settings.cache_read_only)
+
+
+def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnings: list[str]) -> list[str]:
+    """Every other configured engine flag, sorted by name (the AWS DLC's deterministic order)."""
+    out: list[str] = []
+    for key in sorted(settings.engine):
+        s = settings.engine[key]
+        if key in ("host", "port") and not s.origin.startswith("-- "):
+            warnings.append(
+                f"{s.origin} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind "
+                "the front server, whose port is SAGEMAKER_BIND_TO_PORT"
+            )
+            continue
+        if key in skip or key in PLAN_FLAGS or s.origin.startswith("-- "):
+            continue
+        if device == "cpu" and key in NEURON_ONLY_FLAGS:
+            warnings.append(f"{s.origin} is a Neuron setting: dropped for the CPU engine")
+            continue
+        out += flag_tokens(key, s.value)
+    return out
+
+
+def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
+    for name, s in sorted(settings.override.items()):
+        warnings.append(f"{s.origin} ({name}) is a Neuron setting: dropped for the CPU engine")
+    for name, present in (
+        (settings.artifacts.origin if settings.artifacts else "", settings.artifacts is not None),
+        ("NEURONSERVE_CACHE_URI", bool(settings.cache_uri)),
+        ("VLLM_NEURON_FRAMEWORK", settings.framework is not None),
+        ("NEURONSERVE_INTEGRATION", settings.integration is not None),
+        ("NEURON_RT_VISIBLE_CORES", bool(settings.visible_cores)),
+        ("NEURON_LOGICAL_NC_CONFIG", bool(settings.logical_nc_config)),
+    ):
+        if present:
+            warnings.append(f"{name} is a Neuron setting: dropped for the CPU engine")
+
+
+def _refuse_extra_override(extra: tuple[str, ...]) -> None:
+    """The plan merges the Neuron override itself; a second one after `--` would silently replace it."""
+    for tok in extra:
+        for flag, var in (
+            ("--additional-config", "SM_VLLM_ADDITIONAL_CONFIG"),
+            ("--override-neuron-config", "SM_NEURON_OVERRIDE_CONFIG"),
+        ):
+            if tok == flag or tok.startswith(flag + "="):
+                raise ConfigError(
+                    f"{flag} after `--` would replace the plan's Neuron override: set {var} "
+                    f"(or SM_NEURON_<KEY>) instead",
+                    (flag, var),
+                )
+
+
+def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
+    """The whole launch decision, computed from its two inputs only."""
+    warnings = list(settings.warnings)
+    device = choose_device(settings, facts)
+    work_dir = settings.work_dir
+    model = choose_model(settings, facts, work_dir, warnings)
+    model_facts: ModelFacts | None = facts.paths.get(model.uri) if model.local_path == model.uri else None
+    argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
+    if model.revision:
+        argv += ["--revision", model.revision]
+    served = settings.engine.get("served-model-name")
+    if served is not None and not served.origin.startswith("-- "):
+        argv += flag_tokens("served-model-name", served.value)
+    argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
+    if device == "neuron":
+        _refuse_extra_override(settings.extra_args)
+        engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
+        argv += engine.flags
+        argv += _user_flags(settings, CONSUMED, device, warnings)
+        key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
+        artifacts = _artifacts(settings, work_dir, key)
+        if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+            warnings.append(
+                "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
+                "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
+                "(larger upload, faster start)"
+            )
+        env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
+        override, integration = engine.override, engine.integration
+    else:
+        _cpu_warnings(settings, warnings)
+        argv += _user_flags(settings, frozenset({"additional-config"}), device, warnings)
+        if settings.additional_config:
+            argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
+        key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
+    argv += settings.extra_args
+    return LaunchPlan(
+        device=device,
+        argv=tuple(argv),
+        env=env,
+        model=model,
+        neuron_override=override,
+        cache_key=key,
+        warnings=tuple(dict.fromkeys(warnings)),
+        engine_host=ENGINE_HOST,
+        engine_port=settings.engine_port,
+        artifacts=artifacts,
+        serve=settings.serve,
+        work_dir=work_dir,
+        integration=integration,
+    )

@@ -1,0 +1,53 @@
+"""Redaction of secrets in anything neuronserve prints: env values, argv values, free text.
+
+HF_TOKEN and AWS credentials reach the engine by inheritance and never enter the plan's env; this is
+the second line of defence for what users put in SM_VLLM_* (e.g. an API key) or after `--`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+MASK = "***"
+# Environment names: the project rule is any name containing TOKEN, SECRET, PASSWORD or KEY.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|KEY", re.I)
+# Flags: whole words only, so --tokenizer or --max-num-batched-tokens stay readable.
+_SECRET_FLAG_WORD = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY)($|_)", re.I)
+_SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--ssl-keyfile-password"})
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name.replace("-", "_")))
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Mask values of secret-looking flags (`--api-key X`, `--api-key=X`, nargs=+ lists)."""
+    out: list[str] = []
+    masking = False
+    for tok in argv:
+        if tok.startswith("--"):
+            name, eq, _ = tok.partition("=")
+            secret = name in _SECRET_FLAGS or bool(_SECRET_FLAG_WORD.search(name[2:].replace("-", "_")))
+            out.append(f"{name}={MASK}" if secret and eq else tok)
+            masking = secret and not eq
+        elif masking:
+            out.append(MASK)
+        else:
+            out.append(tok)
+    return out
+
+
+def redact_text(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def secret_values(environ: Mapping[str, str]) -> list[str]:
+    """Values of secret-named variables, to scrub from any text that might echo them."""
+    return [v for k, v in environ.items() if is_secret_name(k) and v]

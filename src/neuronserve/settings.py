@@ -1,0 +1,297 @@
+"""Settings: the user's configuration, read once from an environment mapping (never at import time).
+
+Every source (SM_VLLM_*, SM_NEURON_*, LMI OPTION_* and serving.properties, TGI/HF names, engine
+arguments after `--`) is mapped onto the same engine setting names, each value remembering the
+variable it came from. Two sources that disagree are an error naming both: silently picking one is
+how a container compiles for 15 minutes with a batch size nobody asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronserve.errors import ConfigError
+from neuronserve.settings_compat import compat_sources
+from neuronserve.settings_serve import parse_bool, parse_serve
+from neuronserve.settings_table import DEFAULT_ON_FLAGS
+from neuronserve.types import ServeOptions
+
+EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens
+
+# Engine flags read from the arguments after `--` (so rules and conflicts see them too).
+_EXTRA_BOOL = frozenset(
+    {"enable-prefix-caching", "enable-chunked-prefill", "enable-lora", "trust-remote-code"}
+)
+_EXTRA_VALUE = frozenset(
+    {
+        "model",
+        "tensor-parallel-size",
+        "max-model-len",
+        "max-num-seqs",
+        "dtype",
+        "block-size",
+        "num-gpu-blocks-override",
+        "revision",
+        "task",
+        "runner",
+        "speculative-config",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A value and the variable that gave it (named in every message about it)."""
+
+    value: Any
+    origin: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the user configured, normalised; the plan adds host facts and defaults."""
+
+    engine: dict[str, Setting]  # vLLM flag name (no `--`) -> EngineValue
+    override: dict[str, Setting]  # override_neuron_config key -> JSON value
+    additional_config: dict[str, Any]  # SM_VLLM_ADDITIONAL_CONFIG without override_neuron_config
+    models: tuple[Setting, ...]  # model candidates in source order (the SageMaker dir is a host fact)
+    extra_args: tuple[str, ...]
+    device: Setting
+    integration: Setting | None
+    framework: Setting | None
+    artifacts: Setting | None  # NEURON_COMPILED_ARTIFACTS / OPTION_COMPILED_GRAPH_PATH
+    cache_uri: str | None
+    cache_read_only: bool
+    engine_port: int
+    work_dir: str
+    serve: ServeOptions
+    visible_cores: str | None
+    logical_nc_config: str | None
+    passthrough_env: dict[str, str]  # Neuron env the user set that the engine must see as is
+    warnings: tuple[str, ...] = field(default=())
+
+    def get(self, key: str) -> Any:
+        s = self.engine.get(key)
+        return None if s is None else s.value
+
+    def origin(self, key: str, fallback: str) -> str:
+        s = self.engine.get(key)
+        return fallback if s is None else s.origin
+
+
+def env_name(key: str) -> str:
+    """The SM_VLLM_* variable a user sets for an engine flag (named in messages)."""
+    return "SM_VLLM_" + key.upper().replace("-", "_")
+
+
+def _json_or_none(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _json_or_str(raw: str) -> Any:
+    """SM_NEURON_<KEY> values: JSON when they parse (numbers, booleans, null, objects), else the string."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def sm_vllm_value(raw: str) -> EngineValue:
+    """The AWS vLLM DLC mapping of one SM_VLLM_* value (documented in SERVING.md)."""
+    text = raw.strip()
+    if text == "" or text.lower() == "true":
+        return True
+    if text.lower() == "false":
+        return False
+    if text.startswith("[") or text.startswith("{"):
+        parsed = _json_or_none(text)
+        if isinstance(parsed, list):
+            return [p if isinstance(p, str) else json.dumps(p, sort_keys=True) for p in parsed]
+        if isinstance(parsed, dict):
+            return json.dumps(parsed, sort_keys=True)
+    return raw
+
+
+def flag_tokens(key: str, value: EngineValue) -> list[str]:
+    """Engine argv tokens for one setting."""
+    flag = "--" + key
+    if value is True:
+        return [flag]
+    if value is False:
+        return ["--no-" + key] if key in DEFAULT_ON_FLAGS else []
+    if isinstance(value, list):
+        return [flag, *value] if value else []
+    return [flag, value]
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        return text.lower() if text.lower() in ("true", "false", "max") else text
+    return value
+
+
+class _Collector:
+    """Adds values source by source (highest precedence first) and refuses disagreements."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Setting] = {}
+
+    def add(self, key: str, value: Any, origin: str) -> None:
+        old = self.values.get(key)
+        if old is None:
+            self.values[key] = Setting(value, origin)
+        elif _canon(old.value) != _canon(value):
+            raise ConfigError(
+                f"{old.origin}={_show(old.value)} and {origin}={_show(value)} both set {key} with different "
+                f"values: remove one of them or make them equal",
+                (old.origin, origin),
+            )
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Setting]) -> None:
+    """Read the flags the plan reasons about from the verbatim engine arguments."""
+    i = 0
+    while i < len(extra):
+        tok = extra[i]
+        i += 1
+        if not tok.startswith("--"):
+            continue
+        name, eq, inline = tok[2:].partition("=")
+        if name.startswith("no-") and name[3:] in _EXTRA_BOOL:
+            engine.add(name[3:], False, f"-- --{name}")
+        elif name in _EXTRA_BOOL:
+            engine.add(name, True, f"-- --{name}")
+        elif name in _EXTRA_VALUE:
+            if eq:
+                value = inline
+            elif i < len(extra):
+                value, i = extra[i], i + 1
+            else:
+                raise ConfigError(f"engine argument --{name} after `--` needs a value", (f"--{name}",))
+            if name == "model":
+                models.append(Setting(value, "-- --model"))
+            else:
+                engine.add(name, value, f"-- --{name}")
+
+
+def _neuron_override(environ: Mapping[str, str], additional: dict[str, Any]) -> dict[str, Setting]:
+    out = _Collector()
+    for key in sorted(environ):
+        if key.startswith("SM_NEURON_") and key != "SM_NEURON_OVERRIDE_CONFIG":
+            out.add(key[len("SM_NEURON_") :].lower(), _json_or_str(environ[key]), key)
+    for name, obj in (
+        ("SM_NEURON_OVERRIDE_CONFIG", _json_object(environ, "SM_NEURON_OVERRIDE_CONFIG")),
+        ("SM_VLLM_OVERRIDE_NEURON_CONFIG", _json_object(environ, "SM_VLLM_OVERRIDE_NEURON_CONFIG")),
+        ("SM_VLLM_ADDITIONAL_CONFIG", additional.pop("override_neuron_config", None) or {}),
+    ):
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{name}: override_neuron_config must be a JSON object", (name,))
+        for k, v in obj.items():
+            out.add(k, v, name)
+    return out.values
+
+
+def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return {}
+    parsed = _json_or_none(raw)
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"{name} must be a JSON object, e.g. '{{\"enable_bucketing\": false}}'", (name,))
+    return parsed
+
+
+def _choice(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> Setting | None:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return None
+    if raw not in allowed:
+        raise ConfigError(f"{name}={raw!r} is not one of: {', '.join(allowed)}", (name,))
+    return Setting(raw, name)
+
+
+def parse_settings(
+    environ: Mapping[str, str],
+    *,
+    device: str | None = None,
+    extra_args: Sequence[str] = (),
+    serving_properties: Mapping[str, str] | None = None,
+) -> Settings:
+    """Map every configuration source onto one Settings (pure: the caller read the env and the file)."""
+    warnings: list[str] = []
+    engine = _Collector()
+    models: list[Setting] = []
+    parse_extra_args(extra_args, engine, models)
+    if environ.get("SM_VLLM_MODEL", "").strip():
+        models.append(Setting(environ["SM_VLLM_MODEL"].strip(), "SM_VLLM_MODEL"))
+    additional = _json_object(environ, "SM_VLLM_ADDITIONAL_CONFIG")
+    for key in sorted(environ):
+        if key.startswith("SM_VLLM_") and key not in (
+            "SM_VLLM_MODEL",
+            "SM_VLLM_ADDITIONAL_CONFIG",
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG",
+        ):
+            engine.add(key[len("SM_VLLM_") :].lower().replace("_", "-"), sm_vllm_value(environ[key]), key)
+    override = _neuron_override(environ, additional)
+    artifacts = _Collector()
+    if environ.get("NEURON_COMPILED_ARTIFACTS", "").strip():
+        artifacts.add("artifacts", environ["NEURON_COMPILED_ARTIFACTS"].strip(), "NEURON_COMPILED_ARTIFACTS")
+    if environ.get("HF_MODEL_ID", "").strip():
+        models.append(Setting(environ["HF_MODEL_ID"].strip(), "HF_MODEL_ID"))
+    for key, value, origin in compat_sources(environ, serving_properties or {}, warnings):
+        if key == "<model>":
+            models.append(Setting(value, origin))
+        else:
+            (artifacts if key == "artifacts" else engine).add(key, value, origin)
+    dev = device or environ.get("NEURONSERVE_DEVICE", "").strip().lower() or "auto"
+    if dev not in ("auto", "neuron", "cpu"):
+        origin = "--device" if device else "NEURONSERVE_DEVICE"
+        raise ConfigError(f"{origin}={dev!r} is not one of: auto, neuron, cpu", (origin,))
+    serve, engine_port = parse_serve(environ)
+    passthrough = {
+        k: environ[k]
+        for k in (
+            "NEURON_CONTEXT_LENGTH_BUCKETS",
+            "NEURON_TOKEN_GEN_BUCKETS",
+            "DISABLE_NEURON_CUSTOM_SCHEDULER",
+            "NEURON_ON_DEVICE_SAMPLING_DISABLED",
+        )
+        if k in environ
+    }
+    return Settings(
+        engine=engine.values,
+        override=override,
+        additional_config=additional,
+        models=tuple(models),
+        extra_args=tuple(extra_args),
+        device=Setting(dev, "--device" if device else "NEURONSERVE_DEVICE"),
+        integration=_choice(environ, "NEURONSERVE_INTEGRATION", ("plugin", "in-tree")),
+        framework=_choice(
+            environ,
+            "VLLM_NEURON_FRAMEWORK",
+            ("neuronx-distributed-inference", "transformers-neuronx", "optimum-neuron"),
+        ),
+        artifacts=artifacts.values.get("artifacts"),
+        cache_uri=environ.get("NEURONSERVE_CACHE_URI", "").strip() or None,
+        cache_read_only=parse_bool(environ, "NEURONSERVE_CACHE_READ_ONLY"),
+        engine_port=engine_port,
+        work_dir=environ.get("NEURONSERVE_WORK_DIR", "").strip() or "/tmp/neuronserve",
+        serve=serve,
+        visible_cores=environ.get("NEURON_RT_VISIBLE_CORES", "").strip() or None,
+        logical_nc_config=environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip() or None,
+        passthrough_env=passthrough,
+        warnings=tuple(warnings),
+    )

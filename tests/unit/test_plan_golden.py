@@ -1,0 +1,376 @@
+"""Golden argv for the seed documents' examples, and the shape of CPU / in-tree / artifact plans."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from neuronserve.errors import ConfigError
+from neuronserve.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan import build_plan
+from neuronserve.settings import parse_settings
+from neuronserve.types import LaunchPlan
+
+PY = "/usr/bin/python3"
+MOD = "vllm.entrypoints.openai.api_server"
+VERSIONS = {
+    "vllm": "0.11.0",
+    "vllm-neuron": "0.2.2+lts",
+    "neuronx-distributed-inference": "0.7.14366",
+    "neuronx-cc": "2.22.12471.0",
+}
+
+
+def facts(cores: int | None = 32, **kw: object) -> HostFacts:
+    base: dict[str, object] = {
+        "python": PY,
+        "neuron_devices": 1 if cores else 0,
+        "visible_cores": cores,
+        "cores_source": "test",
+        "versions": dict(VERSIONS),
+    }
+    base.update(kw)
+    return HostFacts(**base)  # type: ignore[arg-type]
+
+
+def plan(
+    env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = (), device: str | None = None
+) -> LaunchPlan:
+    return build_plan(parse_settings(env, extra_args=extra, device=device), f or facts())
+
+
+HEAD = [PY, "-m", MOD]
+ENGINE = ["--host", "127.0.0.1", "--port", "8081"]
+
+
+def test_tinyllama_tp2_contiguous() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+            "SM_VLLM_MAX_MODEL_LEN": "128",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "SM_VLLM_BLOCK_SIZE": "32",
+        }
+    )
+    assert list(p.argv) == [
+        *HEAD,
+        "--model",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        *ENGINE,
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "128",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--no-enable-prefix-caching",
+        "--additional-config",
+        '{"override_neuron_config":{}}',
+    ]
+    assert any("SM_VLLM_BLOCK_SIZE ignored" in w for w in p.warnings)
+    assert p.env["NEURON_RT_VISIBLE_CORES"] == "0-1"
+    assert p.model.source == "hub" and p.model.local_path is None
+
+
+def test_tinyllama_tp2_prefix_block32() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+            "SM_VLLM_MAX_MODEL_LEN": "128",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "SM_VLLM_BLOCK_SIZE": "32",
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+        }
+    )
+    assert list(p.argv) == [
+        *HEAD,
+        "--model",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        *ENGINE,
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "128",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--enable-prefix-caching",
+        "--block-size",
+        "32",
+        "--num-gpu-blocks-override",
+        "16",
+        "--additional-config",
+        '{"override_neuron_config":{"is_block_kv_layout":true,"is_prefix_caching":true}}',
+    ]
+
+
+def test_llama31_8b_tp32_no_bucketing() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "meta-llama/Llama-3.1-8B-Instruct",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "32",
+            "SM_VLLM_MAX_MODEL_LEN": "128",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": false}',
+        },
+        facts(32),
+    )
+    assert list(p.argv) == [
+        *HEAD,
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        *ENGINE,
+        "--tensor-parallel-size",
+        "32",
+        "--max-model-len",
+        "128",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--no-enable-prefix-caching",
+        "--additional-config",
+        '{"override_neuron_config":{"enable_bucketing":false}}',
+    ]
+    assert p.neuron_override == {"enable_bucketing": False}
+    assert p.env["NEURON_RT_VISIBLE_CORES"] == "0-31"
+
+
+def test_llama31_8b_tp32_refused_on_inf2_48xlarge() -> None:
+    with pytest.raises(ConfigError) as err:
+        plan(
+            {
+                "SM_VLLM_MODEL": "meta-llama/Llama-3.1-8B-Instruct",
+                "SM_VLLM_TENSOR_PARALLEL_SIZE": "32",
+                "SM_VLLM_MAX_MODEL_LEN": "128",
+            },
+            facts(24),
+        )
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE=24" in str(err.value)
+
+
+def test_prefix_caching_4096_blocks_of_32() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+            "SM_VLLM_MAX_MODEL_LEN": "2048",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+            "SM_VLLM_BLOCK_SIZE": "32",
+            "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
+        },
+        facts(2),
+    )
+    assert list(p.argv) == [
+        *HEAD,
+        "--model",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        *ENGINE,
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "2048",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--enable-prefix-caching",
+        "--block-size",
+        "32",
+        "--num-gpu-blocks-override",
+        "4096",
+        "--additional-config",
+        '{"override_neuron_config":{"is_block_kv_layout":true,"is_prefix_caching":true}}',
+    ]
+
+
+def test_in_tree_transformers_neuronx_dialect() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+            "SM_VLLM_MAX_MODEL_LEN": "128",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "VLLM_NEURON_FRAMEWORK": "transformers-neuronx",
+            "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[64, 128]",
+            "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[128]",
+        },
+        facts(2, versions={"vllm": "0.10.1"}),
+    )
+    assert list(p.argv) == [
+        *HEAD,
+        "--model",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        *ENGINE,
+        "--device",
+        "neuron",
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "128",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--no-enable-prefix-caching",
+        "--block-size",
+        "128",
+        "--override-neuron-config",
+        '{"context_encoding_buckets":[64,128],"token_generation_buckets":[128]}',
+    ]
+    assert p.integration == "in-tree"
+    assert p.env["VLLM_NEURON_FRAMEWORK"] == "transformers-neuronx"
+    assert p.env["NEURON_CONTEXT_LENGTH_BUCKETS"] == "64,128"
+    assert p.env["NEURON_TOKEN_GEN_BUCKETS"] == "128"
+
+
+def test_in_tree_nxdi_selected_by_installed_vllm() -> None:
+    p = plan(
+        {
+            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "SM_VLLM_MAX_MODEL_LEN": "128",
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+            "SM_NEURON_ENABLE_BUCKETING": "false",
+        },
+        facts(2, versions={"vllm": "0.9.2"}),
+    )
+    assert p.integration == "in-tree"
+    assert p.argv[p.argv.index("--device") + 1] == "neuron"
+    assert json.loads(p.argv[p.argv.index("--override-neuron-config") + 1]) == {"enable_bucketing": False}
+    assert p.env["VLLM_NEURON_FRAMEWORK"] == "neuronx-distributed-inference"
+    assert "--additional-config" not in p.argv
+
+
+def test_explicit_integration_overrides_versions() -> None:
+    env = {"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128", "NEURONSERVE_INTEGRATION": "in-tree"}
+    assert plan(env).integration == "in-tree"
+    env["NEURONSERVE_INTEGRATION"] = "plugin"
+    assert plan(env, facts(2, versions={"vllm": "0.10.0"})).integration == "plugin"
+
+
+def test_cpu_plan_passes_settings_and_drops_neuron_ones() -> None:
+    env = {
+        "SM_VLLM_MODEL": "m/x",
+        "SM_VLLM_MAX_MODEL_LEN": "256",
+        "SM_VLLM_DTYPE": "float32",
+        "SM_VLLM_SERVED_MODEL_NAME": "tiny",
+        "SM_VLLM_ENFORCE_EAGER": "true",
+        "SM_VLLM_MAX_NUM_SEQS": "2",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_NEURON_ENABLE_BUCKETING": "false",
+        "NEURONSERVE_CACHE_URI": "s3://b/c",
+    }
+    p = plan(env, facts(None), extra=["--seed", "1"], device="cpu")
+    assert list(p.argv) == [
+        PY,
+        "-m",
+        MOD,
+        "--model",
+        "m/x",
+        "--served-model-name",
+        "tiny",
+        *ENGINE,
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-model-len",
+        "256",
+        "--max-num-seqs",
+        "2",
+        "--seed",
+        "1",
+    ]
+    assert p.device == "cpu" and p.cache_key is None and p.neuron_override is None and p.env == {}
+    assert p.artifacts.mode == "off"
+    dropped = " ".join(p.warnings)
+    for name in ("SM_VLLM_TENSOR_PARALLEL_SIZE", "SM_NEURON_ENABLE_BUCKETING", "NEURONSERVE_CACHE_URI"):
+        assert name in dropped
+
+
+def test_auto_device_follows_devices() -> None:
+    env = {"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128"}
+    assert plan(env, facts(2)).device == "neuron"
+    assert plan(env, facts(None)).device == "cpu"
+    assert plan({**env, "NEURONSERVE_DEVICE": "cpu"}, facts(2)).device == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("env", "mode", "local", "remote"),
+    [
+        ({}, "local", "/w/artifacts/{key}", None),
+        ({"NEURONSERVE_CACHE_URI": "s3://b/cache/"}, "keyed", "/w/artifacts/{key}", "s3://b/cache/{key}/"),
+        ({"NEURON_COMPILED_ARTIFACTS": "s3://b/fixed/"}, "explicit", "/w/artifacts/{key}", "s3://b/fixed/"),
+        ({"NEURON_COMPILED_ARTIFACTS": "/data/neff"}, "local", "/data/neff", None),
+        ({"OPTION_COMPILED_GRAPH_PATH": "s3://b/lmi/"}, "explicit", "/w/artifacts/{key}", "s3://b/lmi/"),
+    ],
+)
+def test_artifact_modes(env: dict[str, str], mode: str, local: str, remote: str | None) -> None:
+    p = plan({"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128", "NEURONSERVE_WORK_DIR": "/w", **env})
+    assert p.artifacts.mode == mode
+    assert p.artifacts.local_dir == local.format(key=p.cache_key)
+    assert p.artifacts.remote_uri == (remote.format(key=p.cache_key) if remote else None)
+    assert p.env["NEURON_COMPILED_ARTIFACTS"] == p.artifacts.local_dir
+
+
+def test_cache_uri_and_explicit_artifacts_conflict() -> None:
+    with pytest.raises(ConfigError) as err:
+        plan(
+            {
+                "SM_VLLM_MODEL": "m/x",
+                "SM_VLLM_MAX_MODEL_LEN": "128",
+                "NEURONSERVE_CACHE_URI": "s3://a/",
+                "NEURON_COMPILED_ARTIFACTS": "s3://b/",
+            }
+        )
+    assert set(err.value.variables) == {"NEURON_COMPILED_ARTIFACTS", "NEURONSERVE_CACHE_URI"}
+
+
+def test_cache_key_stable_and_sensitive() -> None:
+    env = {"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}
+    key = plan(env).cache_key
+    assert key is not None and len(key) == 32
+    # Things that do not change the graph do not change the key.
+    assert (
+        plan(
+            {**env, "NEURONSERVE_WORK_DIR": "/elsewhere", "SAGEMAKER_BIND_TO_PORT": "9000"},
+            facts(8, python="/other/python"),
+        ).cache_key
+        == key
+    )
+    changes = [
+        {"SM_VLLM_MAX_MODEL_LEN": "256"},
+        {"SM_VLLM_TENSOR_PARALLEL_SIZE": "1"},
+        {"SM_VLLM_MAX_NUM_SEQS": "4"},
+        {"SM_VLLM_DTYPE": "float16"},
+        {"SM_NEURON_ENABLE_BUCKETING": "false"},
+        {"SM_VLLM_MODEL": "m/y"},
+        {"SM_VLLM_REVISION": "abc"},
+        {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"},
+        {"SM_VLLM_QUANTIZATION": "fp8"},
+    ]
+    keys = {plan({**env, **c}).cache_key for c in changes}
+    assert key not in keys and len(keys) == len(changes)
+    newer_cc = facts(32, versions={**VERSIONS, "neuronx-cc": "2.23.0"})
+    assert plan(env, newer_cc).cache_key != key
+
+
+def test_cache_key_uses_config_digest_for_sagemaker_dir() -> None:
+    env = {"SM_VLLM_MAX_MODEL_LEN": "128"}
+    llama = {"model_type": "llama", "max_position_embeddings": 2048}
+
+    def with_digest(d: str) -> HostFacts:
+        return facts(
+            2, sagemaker_model_dir_nonempty=True, paths={"/opt/ml/model": ModelFacts("dir", llama, d, None)}
+        )
+
+    a, b = plan(env, with_digest("aa")), plan(env, with_digest("bb"))
+    assert a.model.source == "sagemaker" and a.model.local_path == "/opt/ml/model"
+    assert a.cache_key != b.cache_key
