@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,29 @@ def test_autoscaling_requests() -> None:
     assert config["TargetValue"] == 12.0
     with pytest.raises(ConfigError):
         scalable_target_request("ep", "AllTraffic", 3, 1)
+
+
+@pytest.mark.parametrize(("name", "instance"), SAMPLES.items())
+def test_sample_environments_pass_the_plan_for_neuron(name: str, instance: str) -> None:
+    """`neuronserve plan --device neuron` (every Neuron rule) accepts each sample on its instance's cores."""
+    import os
+    import subprocess
+    import sys
+
+    from neuronserve.deploy.instances import neuron_cores
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "OPTION_", "HF_", "NEURON"))}
+    env.update(load_env(str(ROOT / "sagemaker" / "envs" / name), []))
+    env["HF_MODEL_ID"] = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    env["NEURON_RT_VISIBLE_CORES"] = f"0-{neuron_cores(instance) - 1}"
+    env["PYTHONPATH"] = str(ROOT / "src")
+    result = subprocess.run(
+        [sys.executable, "-m", "neuronserve", "plan", "--json", "--device", "neuron"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    argv = json.loads(result.stdout)["argv"]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == env["SM_VLLM_TENSOR_PARALLEL_SIZE"]

@@ -95,6 +95,7 @@ def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
         "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
         "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[256,512,1024,2048]",
         "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[256,512,1024,2048]",
+        "SM_NEURON_SAVE_SHARDED_CHECKPOINT": "true",
         "NEURONSERVE_CACHE_URI": "s3://my-bucket/neuronserve-cache/",
     }
 
