@@ -76,7 +76,10 @@ def _inspect(engine: str, image: str) -> dict[str, Any]:
         attrs: dict[str, Any] = client.images.get(image).attrs["Config"]
         return attrs
     out = subprocess.run(["podman", "image", "inspect", image], capture_output=True, text=True, check=True)
-    config: dict[str, Any] = json.loads(out.stdout)[0]["Config"]
+    image = json.loads(out.stdout)[0]
+    config: dict[str, Any] = image["Config"]
+    # podman reports the health check beside Config (docker inside it).
+    config.setdefault("Healthcheck", image.get("Healthcheck"))
     return config
 
 
@@ -122,6 +125,8 @@ def _wait_ready(url: str, ctr: BuildahContainer, log: Path) -> float:
     while time.monotonic() - start < READY_TIMEOUT_S:
         assert ctr.proc is not None
         if ctr.proc.poll() is not None:
+            if "not implemented yet" in log.read_text():
+                pytest.skip("`neuronserve serve` is not merged into this branch yet")
             pytest.fail(
                 f"serve exited with {ctr.proc.returncode} before it was ready:\n{log.read_text()[-4000:]}"
             )
@@ -154,8 +159,6 @@ def test_serve_in_the_image_answers_ping_and_invocations(container: BuildahConta
     log = tmp_path / "serve.log"
     container.start(["serve"], env, log)
     url = f"http://127.0.0.1:{port}"
-    if "not implemented yet" in (log.read_text() if log.exists() else ""):
-        pytest.skip("`neuronserve serve` is not merged into this branch yet")
     ready = _wait_ready(url, container, log)
     print(f"serve in the image: /ping 200 after {ready:.1f} s")
 
