@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -135,17 +137,52 @@ class BuildahContainer:
         with log.open("wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
+    def main_pid(self) -> int | None:
+        """The container's first process (what Docker calls PID 1): the child of buildah-chroot-exec.
+
+        buildah does not forward SIGTERM (signalled, it kills its child outright), so `stop` signals
+        this process directly, as `docker stop` would.
+        """
+        if self.proc is None:
+            return None
+        comms: dict[int, tuple[int, str]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            try:
+                comm = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ppid, pgid = int(fields[1]), int(fields[2])
+            if pgid == self.proc.pid:
+                comms[int(entry.name)] = (ppid, comm)
+        for pid, (ppid, _) in comms.items():
+            if comms.get(ppid, (0, ""))[1] == "buildah-chroot-exec":
+                return pid
+        return None
+
     def stop(self, grace: float = 15) -> int | None:
-        """SIGTERM to the whole process group (what `docker stop` does), then SIGKILL after the grace."""
+        """SIGTERM to the container's main process (`docker stop`), SIGKILL to everything after the grace."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
+            main = self.main_pid()
+            if main is not None:
+                os.kill(main, signal.SIGTERM)
+            else:
+                os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # nothing of the container outlives the test
         return self.proc.returncode
 
     def remove(self) -> None:

@@ -177,7 +177,7 @@ def test_serve_in_the_image_answers_ping_and_invocations(container: BuildahConta
 
     code = container.stop(grace=30)
     assert code is not None
-    assert code in (0, 143, -15), log.read_text()[-3000:]
+    assert code in (0, 143), log.read_text()[-3000:]  # graceful: SIGTERM reached serve, not a kill
 
 
 def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
