@@ -1,16 +1,98 @@
-"""`neuronserve serve`: placeholder until its issue lands. Keep top-level imports light (stdlib only)."""
+"""`neuronserve serve`: settings -> plan -> front on :8080 -> stage -> engine -> READY -> publish.
+
+Top level imports only the stdlib and light modules; the server stack (fastapi, uvicorn, httpx) is
+imported inside `run`, so `neuronserve plan` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import logging
+import re
+import socket
+import sys
 from typing import Any
 
-from neuronserve.errors import NeuronServeError
+from neuronserve.errors import EngineError
+from neuronserve.resolve import resolve_plan
+from neuronserve.types import LaunchPlan
+
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+_SECRET_FLAG = re.compile(r"^--[\w-]*(token|secret|password|api-key|key)[\w-]*$", re.IGNORECASE)
 
 
 def add_arguments(sub: Any) -> None:
-    sub.add_parser("serve", help="(not implemented yet)")
+    p = sub.add_parser("serve", help="serve the SageMaker contract (/ping, /invocations) on :8080")
+    p.add_argument(
+        "--device",
+        choices=("neuron", "cpu"),
+        default=None,
+        help="engine device (default: NEURONSERVE_DEVICE or auto)",
+    )
+
+
+def redacted_plan(plan: LaunchPlan) -> dict[str, Any]:
+    """The plan as logged: secret-looking env values and flag values replaced by ***."""
+    data = dataclasses.asdict(plan)
+    data["env"] = {k: ("***" if _SECRET.search(k) else v) for k, v in plan.env.items()}
+    argv = list(plan.argv)
+    for i in range(1, len(argv)):
+        if _SECRET_FLAG.match(argv[i - 1]):
+            argv[i] = "***"
+    data["argv"] = argv
+    return data
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+        force=True,
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise EngineError(
+            f"cannot listen on {host}:{port} ({err}): set SAGEMAKER_BIND_TO_PORT to a free port"
+        ) from err
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    raise NeuronServeError("'serve' is not implemented yet")
+    _setup_logging()
+    plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
+    log = logging.getLogger("neuronserve.serve")
+    log.info("plan: %s", json.dumps(redacted_plan(plan), sort_keys=True))
+    for warning in plan.warnings:
+        log.warning("%s", warning)
+
+    # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
+    # into the backlog at once, and they are answered as soon as the app is up.
+    sock = _listen(plan.serve.host, plan.serve.port)
+
+    import asyncio  # noqa: PLC0415
+
+    from neuronserve.front.lifecycle import serve  # noqa: PLC0415
+
+    runner_kwargs: dict[str, Any] = {}
+    try:
+        import uvloop  # noqa: PLC0415
+
+        runner_kwargs["loop_factory"] = uvloop.new_event_loop
+    except ImportError:
+        pass
+    with asyncio.Runner(**runner_kwargs) as runner:
+        return runner.run(serve(plan, environ, sock))

@@ -1,16 +1,46 @@
-"""`neuronserve stage`: placeholder until its issue lands. Keep top-level imports light (stdlib only)."""
+"""`neuronserve stage`: stage the model and compiled artifacts, print where they are, exit.
+
+For pre-warming a volume and for ECS init containers: the serving container then finds complete
+copies (manifests present) and starts without a download. Top-level imports stay light (stdlib only).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import sys
 from typing import Any
-
-from neuronserve.errors import NeuronServeError
 
 
 def add_arguments(sub: Any) -> None:
-    sub.add_parser("stage", help="(not implemented yet)")
+    p = sub.add_parser(
+        "stage", help="stage the model and compiled artifacts (S3, archive, cache), print where"
+    )
+    p.add_argument(
+        "--json", action="store_true", help='print {"model_dir", "artifacts_dir", "cache"} as JSON'
+    )
+    p.add_argument("--device", choices=["neuron", "cpu"], default=None, help="plan for this device")
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    raise NeuronServeError("'stage' is not implemented yet")
+    from neuronserve.resolve import resolve_plan  # noqa: PLC0415
+    from neuronserve.stage import stage_all  # noqa: PLC0415
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        )
+    plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
+    result = stage_all(plan, environ)
+    if args.json:
+        print(
+            json.dumps(
+                {"model_dir": result.model_dir, "artifacts_dir": result.artifacts_dir, "cache": result.cache}
+            )
+        )
+    else:
+        print(f"model_dir: {result.model_dir}")
+        print(f"artifacts_dir: {result.artifacts_dir}")
+        print(f"cache: {result.cache}")
+    return 0

@@ -1,29 +1,79 @@
 """Staging: make the plan's local paths exist (model, compiled artifacts) and publish artifacts after READY.
 
-Placeholder until the staging issue lands: local sources pass through, remote ones are refused.
-The two functions below are the contract the serve command calls.
+The two functions below are the contract the serve command calls: `stage_all` before the engine
+starts (blocking, in a worker thread, progress fed to /ping) and `publish_artifacts` in the
+background once the engine is READY. Modules: `paths` (key -> path, safety), `client` (S3 client,
+error translation), `transfer` (parallel ranged downloads), `manifest`, `atomic` (temp dir + rename),
+`archive` (safe tar), `sources` (model kinds), `cache` (compile cache), `upload` (write-back),
+`progress` (log lines, bar, callback).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from neuronserve.errors import StageError
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
 ProgressCallback = Callable[[Progress], None]
+log = logging.getLogger("neuronserve.stage")
+
+
+def _client_factory(environ: Mapping[str, str], pool: int) -> Callable[[], Any]:
+    """Build the boto3 client only when a request is really needed (a complete copy needs none)."""
+    made: list[Any] = []
+
+    def make() -> Any:
+        from neuronserve.stage.client import make_client  # noqa: PLC0415
+
+        if not made:
+            made.append(make_client(environ, pool=pool))
+        return made[0]
+
+    return make
 
 
 def stage_all(
     plan: LaunchPlan, environ: Mapping[str, str], progress: ProgressCallback | None = None
 ) -> StageResult:
     """Fetch what the plan needs; blocking; raises StageError with the URI and the likely fix."""
-    if plan.model.source in ("s3", "archive"):
-        raise StageError(f"staging {plan.model.uri} is not implemented yet")
-    model_dir = plan.model.local_path
-    return StageResult(model_dir=model_dir, artifacts_dir=plan.artifacts.local_dir, cache="off")
+    from neuronserve.stage.cache import stage_artifacts  # noqa: PLC0415
+    from neuronserve.stage.sources import stage_model  # noqa: PLC0415
+    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
+
+    opts = options_from(environ)
+    make = _client_factory(environ, opts.concurrency + 4)
+    model_dir = stage_model(plan.model, make, opts, progress)
+    artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+    return StageResult(model_dir=model_dir, artifacts_dir=artifacts_dir, cache=cache)
 
 
 def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[str, str]) -> None:
-    """After READY on a cache miss: upload the compiled artifacts under the plan's key (no-op here)."""
-    return None
+    """After READY on a cache miss: upload the compiled artifacts under the plan's key.
+
+    A no-op unless the artifacts are keyed or explicit, the stage was a miss and the cache is
+    writable. Runs in the background of a serving endpoint, so failures are logged, never raised:
+    a cache that cannot be written must not take the model down.
+    """
+    spec = plan.artifacts
+    if spec.mode not in ("keyed", "explicit") or result.cache != "miss" or spec.read_only:
+        return
+    if not spec.remote_uri or not result.artifacts_dir:
+        return
+    from neuronserve.stage.atomic import list_files  # noqa: PLC0415
+    from neuronserve.stage.paths import parse_s3_uri  # noqa: PLC0415
+    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
+    from neuronserve.stage.upload import mark_local, publish_dir  # noqa: PLC0415
+
+    try:
+        if not list_files(result.artifacts_dir):
+            log.info("nothing compiled into %s: no write-back to %s", result.artifacts_dir, spec.remote_uri)
+            return
+        opts = options_from(environ)
+        client = _client_factory(environ, opts.concurrency + 4)()
+        manifest = publish_dir(client, result.artifacts_dir, parse_s3_uri(spec.remote_uri), opts)
+        mark_local(result.artifacts_dir, manifest)
+    except StageError as err:
+        log.warning("compile cache write-back failed (the server keeps running): %s", err)

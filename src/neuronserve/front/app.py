@@ -1,0 +1,141 @@
+"""Routes: /ping from state, /invocations by schema, everything else proxied to the engine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request
+from starlette.background import BackgroundTask
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from neuronserve.front import proxy, schema, tgi
+from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.gate import TOKENS_KEY
+from neuronserve.front.sse import SSEParser
+from neuronserve.front.state import ServerState
+from neuronserve.types import ServeOptions
+
+
+async def read_limited(request: Request, limit_bytes: int) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit_bytes:
+        raise FrontError(
+            413,
+            f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)",
+        )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise FrontError(
+                413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
+            )
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
+    if usage:
+        request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
+
+def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient) -> FastAPI:
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    limit = int(opts.max_payload_mb * 1024 * 1024)
+
+    @app.exception_handler(FrontError)
+    async def _front_error(_: Request, err: FrontError) -> JSONResponse:
+        return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+
+    @app.api_route("/ping", methods=["GET", "POST"])
+    async def ping() -> Response:
+        if state.ready():
+            return Response(status_code=200)
+        return JSONResponse(state.ping_body(), status_code=503)
+
+    @app.post("/invocations")
+    async def invocations(request: Request) -> Response:
+        schema.check_content_type(request.headers.get("content-type"))
+        raw = await read_limited(request, limit)
+        route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
+        body = schema.parse_body(raw)
+        headers = {"content-type": "application/json"}
+        accept = request.headers.get("accept")
+        if accept:
+            headers["accept"] = accept
+        if route is None:
+            kind, path = schema.classify(body)
+            if kind == "tgi":
+                return await _generate(request, body, accept or "")
+        else:
+            path = route
+        resp = await proxy.send(client, "POST", path, headers=headers, content=raw)
+        usage: dict[str, Any] = {}
+        out = await proxy.relay(resp, usage)
+        _record_tokens(request, usage)
+        return out
+
+    async def _generate(request: Request, body: dict[str, Any], accept: str) -> Response:
+        req, engine_body = tgi.translate_request(body, state.model_name)
+        content = json.dumps(engine_body).encode()
+        resp = await proxy.send(
+            client, "POST", "/v1/completions", headers={"content-type": "application/json"}, content=content
+        )
+        if resp.status_code != 200 or not req.stream:
+            if resp.status_code != 200:
+                return await proxy.relay(resp)  # engine errors keep their status and message
+            try:
+                data = await resp.aread()
+            except httpx.TimeoutException:
+                raise FrontError(504, "the engine did not finish its answer in time") from None
+            finally:
+                await resp.aclose()
+            engine_json = json.loads(data)
+            answer, _ = tgi.translate_response(req, engine_json)
+            _record_tokens(request, engine_json.get("usage") or {})
+            return JSONResponse(answer)
+        jsonlines = "jsonlines" in accept
+        translator = tgi.StreamTranslator(req)
+
+        async def events() -> AsyncIterator[bytes]:
+            parser = SSEParser()
+            try:
+                async for chunk in resp.aiter_raw():
+                    for data in parser.feed(chunk):
+                        for event in translator.feed(data):
+                            yield tgi.encode_event(event, jsonlines)
+                for data in parser.close():
+                    for event in translator.feed(data):
+                        yield tgi.encode_event(event, jsonlines)
+            except httpx.HTTPError:
+                return
+            finally:
+                await resp.aclose()
+                _record_tokens(request, translator.usage)
+
+        media = "application/jsonlines" if jsonlines else "text/event-stream"
+        return StreamingResponse(events(), media_type=media, background=BackgroundTask(resp.aclose))
+
+    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    async def engine_route(request: Request, path: str) -> Response:
+        raw = await read_limited(request, limit)
+        headers = proxy.forward_headers(request.headers.items())
+        resp = await proxy.send(
+            client,
+            request.method,
+            "/" + path,
+            headers=headers,
+            content=raw or None,
+            params=request.url.query or None,
+        )
+        usage: dict[str, Any] = {}
+        out = await proxy.relay(resp, usage)
+        _record_tokens(request, usage)
+        return out
+
+    return app

@@ -1,0 +1,230 @@
+"""The serve lifecycle on one event loop: front up first, then stage -> engine -> READY -> publish.
+
+The supervisor owns every phase change. It polls the engine process (a non-blocking waitpid every
+100 ms), so an engine death turns /ping 503 at once and ends the server non-zero with the engine's last
+lines; a background task refreshes the cached engine health so /ping never waits on the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+import uvicorn
+
+from neuronserve import stage
+from neuronserve.engine import EngineProcess
+from neuronserve.errors import NeuronServeError
+from neuronserve.front.app import create_app
+from neuronserve.front.gate import Gate
+from neuronserve.front.proxy import make_client
+from neuronserve.front.state import Phase, ServerState
+from neuronserve.types import LaunchPlan, StageResult
+
+log = logging.getLogger("neuronserve.serve")
+
+POLL_S = 0.1
+HEALTH_EVERY_S = 0.5
+HEALTH_TIMEOUT_S = 2.0
+HEALTH_TIMEOUTS_TOLERATED = (
+    3  # a saturated engine may answer /health late; only repeated silence is unhealthy
+)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: SIGTERM means drain, which the supervisor does."""
+
+    def install_signal_handlers(self) -> None:
+        return None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Supervisor:
+    def __init__(self, plan: LaunchPlan, environ: Mapping[str, str], state: ServerState, gate: Gate) -> None:
+        self.plan = plan
+        self.environ = environ
+        self.state = state
+        self.gate = gate
+        self.engine = EngineProcess(plan, environ)
+        self.stop_requested = asyncio.Event()
+        self._health = httpx.AsyncClient(
+            base_url=f"http://{plan.engine_host}:{plan.engine_port}", timeout=HEALTH_TIMEOUT_S
+        )
+        self._stage_result: StageResult | None = None
+        self._publishing: asyncio.Future[None] | None = None
+
+    def request_stop(self) -> None:
+        if not self.stop_requested.is_set():
+            log.info("stop requested (SIGTERM): draining")
+            self.stop_requested.set()
+            # At once, not at the next poll: /ping and new requests must see DRAINING immediately.
+            if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
+                self.state.move(Phase.DRAINING, f"{self.gate.in_flight} request(s) in flight")
+
+    async def run(self, server_task: asyncio.Task[Any]) -> int:
+        try:
+            return await self._run(server_task)
+        finally:
+            await self._health.aclose()
+            if self.engine.pid is not None:  # also after a death: its workers may survive it
+                await asyncio.to_thread(self.engine.stop)
+
+    async def _run(self, server_task: asyncio.Task[Any]) -> int:
+        staging = asyncio.ensure_future(
+            asyncio.to_thread(stage.stage_all, self.plan, self.environ, self.state.set_progress)
+        )
+        while not staging.done():
+            if server_task.done():
+                return self._front_died(server_task)
+            if self.stop_requested.is_set():
+                return 0  # the staging thread is abandoned; the process exits
+            await asyncio.sleep(POLL_S)
+        try:
+            self._stage_result = staging.result()
+        except NeuronServeError as err:
+            return self._fail(f"staging failed: {err}")
+        except Exception as err:
+            return self._fail(f"staging failed unexpectedly: {type(err).__name__}: {err}")
+        try:
+            self.engine.start()
+        except NeuronServeError as err:
+            return self._fail(str(err))
+        self.state.engine_alive = lambda: self.engine.returncode() is None
+        self.state.move(Phase.LOADING, f"engine pid {self.engine.pid}")
+        health = asyncio.create_task(self._health_loop())
+        started = time.monotonic()
+        timeout = self.plan.serve.startup_timeout_s
+        try:
+            while True:
+                if self.stop_requested.is_set():
+                    return await self._drain()
+                rc = self.engine.returncode()
+                if rc is not None:
+                    return self._engine_died(rc)
+                if server_task.done():
+                    return self._front_died(server_task)
+                if timeout and self.state.phase == Phase.LOADING and time.monotonic() - started > timeout:
+                    return self._fail(
+                        f"the engine was not ready after {timeout:.0f} s (SAGEMAKER_STARTUP_TIMEOUT)"
+                    )
+                await asyncio.sleep(POLL_S)
+        finally:
+            health.cancel()
+
+    async def _health_loop(self) -> None:
+        timeouts = 0
+        while True:
+            try:
+                resp = await self._health.get("/health")
+                ok = resp.status_code == 200
+                timeouts = 0
+            except httpx.TimeoutException:
+                timeouts += 1
+                ok = timeouts < HEALTH_TIMEOUTS_TOLERATED and self.state.ready()
+            except httpx.HTTPError:
+                ok = False  # connection refused: still loading (or gone; the process poll decides)
+            phase = self.state.phase
+            if phase == Phase.LOADING and ok:
+                await self._became_ready()
+            elif phase == Phase.READY:
+                if ok != self.state.ready():
+                    log.warning("engine health check %s", "passes again" if ok else "FAILS")
+                self.state.set_engine_health(ok)
+            await asyncio.sleep(HEALTH_EVERY_S)
+
+    async def _became_ready(self) -> None:
+        try:
+            models = (await self._health.get("/v1/models")).json()
+            self.state.model_name = models["data"][0]["id"]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
+            log.warning("could not read the engine's model name from /v1/models: %s", err)
+        self.state.set_engine_health(True)
+        self.state.move(Phase.READY, f"model {self.state.model_name}")
+        if self._stage_result is not None:
+            self._publishing = asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
+
+    def _publish(self, result: StageResult) -> None:
+        try:
+            stage.publish_artifacts(self.plan, result, self.environ)
+        except Exception as err:  # publishing is best effort: serving goes on
+            log.warning("publishing compiled artifacts failed: %s", err)
+
+    async def _drain(self) -> int:
+        grace = self.plan.serve.drain_grace_s
+        log.info("draining %d request(s), grace %.0f s", self.gate.in_flight, grace)
+        try:
+            await asyncio.wait_for(self.gate.idle.wait(), timeout=grace)
+            log.info("drained: no request in flight")
+        except TimeoutError:
+            log.warning("grace period over with %d request(s) still in flight", self.gate.in_flight)
+        rc = await asyncio.to_thread(self.engine.stop)
+        log.info("engine stopped (exit %s)", rc)
+        return 0
+
+    def _engine_died(self, rc: int) -> int:
+        lines = self.engine.last_lines()
+        self.state.move(Phase.FAILED, f"engine exited with code {rc}")
+        print(f"neuronserve serve: error: the engine exited with code {rc}; its last lines:", file=sys.stderr)
+        for line in lines:
+            print(f"  | {line}", file=sys.stderr)
+        sys.stderr.flush()
+        return 1
+
+    def _front_died(self, server_task: asyncio.Task[Any]) -> int:
+        err = None if server_task.cancelled() else server_task.exception()
+        return self._fail(
+            f"the front server stopped ({err or 'no error'}); is port {self.plan.serve.port} free?"
+        )
+
+    def _fail(self, message: str) -> int:
+        if self.state.phase != Phase.FAILED:
+            self.state.move(Phase.FAILED, message)
+        print(f"neuronserve serve: error: {message}", file=sys.stderr)
+        return 1
+
+
+async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socket | None = None) -> int:
+    """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
+    opts = plan.serve
+    state = ServerState()
+    client = make_client(
+        f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency
+    )
+    gate = Gate(create_app(state, opts, client), state, opts.max_concurrency)
+    config = uvicorn.Config(
+        gate,
+        host=opts.host,
+        port=opts.port,
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        backlog=2048,
+        timeout_keep_alive=75,
+        timeout_graceful_shutdown=3,
+    )
+    server = _Server(config)
+    supervisor = Supervisor(plan, environ, state, gate)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, supervisor.request_stop)
+    server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
+    try:
+        code = await supervisor.run(server_task)
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(server_task, timeout=5.0)
+        await client.aclose()
+    log.info("exit %d", code)
+    return code

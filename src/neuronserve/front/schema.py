@@ -1,0 +1,59 @@
+"""Which request shape a /invocations body is, and which engine route serves it. Pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from neuronserve.front.errors import ACCEPTED_SHAPES, FrontError
+
+Kind = Literal["chat", "completion", "tgi", "routed"]
+
+_JSON_TYPES = ("application/json", "text/json")
+
+
+def check_content_type(content_type: str | None) -> None:
+    """JSON only (a missing type is taken as JSON, as SageMaker clients often omit it)."""
+    if not content_type:
+        return
+    mime = content_type.split(";", 1)[0].strip().lower()
+    if mime in _JSON_TYPES or (mime.startswith("application/") and mime.endswith("+json")):
+        return
+    raise FrontError(415, f"unsupported content type {mime!r}: send application/json")
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise FrontError(400, f"malformed JSON body ({err}); accepted shapes: {ACCEPTED_SHAPES}") from None
+    if not isinstance(body, dict):
+        raise FrontError(400, f"the body must be a JSON object; accepted shapes: {ACCEPTED_SHAPES}")
+    return body
+
+
+def route_from_attributes(custom_attributes: str | None) -> str | None:
+    """`X-Amzn-SageMaker-Custom-Attributes: route=/v1/...` (other `k=v` pairs, `;`-separated, ignored)."""
+    if not custom_attributes:
+        return None
+    for part in custom_attributes.split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key.strip() == "route":
+            route = value.strip()
+            if not route.startswith("/v1/") or ".." in route:
+                raise FrontError(400, f"custom attribute route={route!r}: the route must start with /v1/")
+            return route
+    return None
+
+
+def classify(body: dict[str, Any]) -> tuple[Kind, str]:
+    """(kind, engine path). Chat first, then completion, then TGI, as vLLM's own /invocations does."""
+    if "messages" in body:
+        return "chat", "/v1/chat/completions"
+    if "prompt" in body:
+        return "completion", "/v1/completions"
+    if "inputs" in body:
+        return "tgi", "/v1/completions"
+    raise FrontError(
+        400, f"unknown request schema (keys: {sorted(body)[:10]}); accepted shapes: {ACCEPTED_SHAPES}"
+    )

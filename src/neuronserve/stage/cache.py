@@ -1,0 +1,152 @@
+"""The compile cache: fetch a verified entry (hit) or hand the engine a fresh directory (miss).
+
+An entry counts only if its manifest parses and every file it names arrives with the right size
+and SHA-256; anything else is a warning and a miss (the engine compiles, and write-back replaces the
+bad entry). Errors reading a keyed cache never stop the server: they are logged and treated as a
+miss. An explicit `NEURON_COMPILED_ARTIFACTS=s3://...` is different: the user asked for exactly that
+location, so its errors are fatal, and a prefix without our manifest is copied as is.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any, Literal
+
+from neuronserve.errors import StageError
+from neuronserve.stage import atomic
+from neuronserve.stage.client import translate
+from neuronserve.stage.manifest import Manifest, local_complete, parse_manifest, sha256_file
+from neuronserve.stage.paths import MANIFEST_NAME, S3Uri, parse_s3_uri
+from neuronserve.stage.progress import ProgressMeter
+from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.sources import copy_prefix_locked
+from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
+from neuronserve.types import ArtifactSpec, Progress
+
+log = logging.getLogger("neuronserve.stage")
+CacheState = Literal["hit", "miss", "off"]
+
+
+def read_remote_manifest(client: Any, remote: S3Uri) -> Manifest | None:
+    """The entry's manifest; None when absent; StageError when unreadable or invalid."""
+    key = remote.key + MANIFEST_NAME
+    try:
+        body = client.get_object(Bucket=remote.bucket, Key=key)["Body"].read()
+    except Exception as err:
+        code = getattr(err, "response", {}).get("Error", {}).get("Code", "")
+        if code in ("NoSuchKey", "404"):
+            return None
+        raise translate(err, remote.uri) from err
+    manifest = parse_manifest(body, where=f"s3://{remote.bucket}/{key}")
+    if not manifest.upload_id:
+        raise StageError(f"invalid manifest at s3://{remote.bucket}/{key}: no upload id")
+    return manifest
+
+
+def fetch_entry(  # noqa: PLR0917
+    client: Any,
+    remote: S3Uri,
+    manifest: Manifest,
+    local_dir: str,
+    opts: TransferOptions,
+    progress: Callable[[Progress], None] | None,
+) -> None:
+    """Download and verify every file the manifest names, then swap the directory into place."""
+    objects = []
+    for f in manifest.files:
+        key = f.key or f"{remote.key}uploads/{manifest.upload_id}/{f.path}"
+        if not key.startswith(remote.key):
+            raise StageError(f"manifest of {remote.uri} points outside the entry: {key}")
+        objects.append(RemoteObject(key, f.path, f.size, f.etag))
+    wanted = {f.path: f for f in manifest.files}
+
+    def verify(obj: RemoteObject, path: str) -> None:
+        want = wanted[obj.rel].sha256
+        if want and sha256_file(path) != want:
+            raise StageError(f"{remote.uri}{obj.rel}: content does not match the manifest's SHA-256")
+
+    staging = atomic.staging_path(local_dir)
+    shutil.rmtree(staging, ignore_errors=True)  # never resume into a tree from another upload id
+    os.makedirs(staging)
+    atomic.check_free_space(staging, manifest.total_bytes, remote.uri)
+    with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, progress) as meter:
+        fetch_objects(lambda: client, remote.bucket, objects, staging, opts, meter, verify, whole_prefix=True)
+    atomic.prune(staging, set(wanted))
+    atomic.commit(staging, local_dir, manifest)
+
+
+def fresh_dir(local_dir: str) -> None:
+    """A miss compiles into an empty directory: leftovers of a killed compile must not be loaded."""
+    shutil.rmtree(local_dir, ignore_errors=True)
+    os.makedirs(local_dir)
+
+
+def stage_artifacts(
+    spec: ArtifactSpec,
+    make_client: Callable[[], Any],
+    opts: TransferOptions,
+    progress: Callable[[Progress], None] | None,
+) -> tuple[str | None, CacheState]:
+    """Make `spec.local_dir` hold usable artifacts (hit) or be empty for the compiler (miss)."""
+    if spec.mode in ("off", "local") or not spec.remote_uri:
+        if spec.local_dir:
+            os.makedirs(spec.local_dir, exist_ok=True)
+        return spec.local_dir, "off"
+    if not spec.local_dir:
+        raise StageError(f"no local artifacts directory planned for {spec.remote_uri}")
+    remote = parse_s3_uri(spec.remote_uri).as_prefix()
+    if local_complete(spec.local_dir, remote.uri) is not None:
+        log.info("compile cache hit: %s already holds %s", spec.local_dir, remote.uri)
+        return spec.local_dir, "hit"
+    with atomic.dir_lock(spec.local_dir):
+        if local_complete(spec.local_dir, remote.uri) is not None:
+            return spec.local_dir, "hit"
+        client = make_client()
+        try:
+            manifest = read_remote_manifest(client, remote)
+            if manifest is not None:
+                fetch_entry(client, remote, manifest, spec.local_dir, opts, progress)
+                log.info(
+                    "compile cache hit: %s -> %s (upload %s)", remote.uri, spec.local_dir, manifest.upload_id
+                )
+                return spec.local_dir, "hit"
+            if spec.mode == "explicit" and _plain_copy(client, remote, spec.local_dir, opts, progress):
+                return spec.local_dir, "hit"
+            log.info(
+                "compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, spec.local_dir
+            )
+        except StageError as err:
+            if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
+                raise
+            log.warning("ignoring compile cache entry %s (treated as a miss): %s", remote.uri, err)
+            shutil.rmtree(atomic.staging_path(spec.local_dir), ignore_errors=True)
+    fresh_dir(spec.local_dir)
+    return spec.local_dir, "miss"
+
+
+def _plain_copy(
+    client: Any,
+    remote: S3Uri,
+    local_dir: str,
+    opts: TransferOptions,
+    progress: Callable[[Progress], None] | None,
+) -> bool:
+    """An explicit location without our manifest (e.g. `aws s3 cp` of a compiled dir): copy it as is."""
+    try:
+        objects = list_prefix(client, remote)
+    except StageError as err:
+        if str(err).startswith("no objects under"):
+            return False
+        raise
+    if any(o.rel.startswith("uploads/") for o in objects):
+        log.warning("%s has uploads but no manifest (a writer died or is still writing): a miss", remote.uri)
+        return False
+    copy_prefix_locked(lambda: client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
+    return True
+
+
+def parse_remote(uri: str) -> S3Uri:
+    return parse_s3_uri(uri).as_prefix()

@@ -1,0 +1,106 @@
+"""Every error status the front produces, with the one JSON error shape; engine errors pass through."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+from tests.support.server import Server
+
+pytestmark = pytest.mark.integration
+
+
+def _assert_error(r: httpx.Response, status: int) -> str:
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["code"] == status and isinstance(err["type"], str)
+    return str(err["message"])
+
+
+def test_400_malformed_json_lists_the_accepted_shapes(server: Server) -> None:
+    r = httpx.post(
+        f"{server.url}/invocations", content=b'{"prompt": ', headers={"content-type": "application/json"}
+    )
+    msg = _assert_error(r, 400)
+    assert "malformed JSON" in msg and "messages" in msg and "inputs" in msg
+
+
+def test_400_unknown_schema(server: Server) -> None:
+    msg = _assert_error(httpx.post(f"{server.url}/invocations", json={"text": "hi"}), 400)
+    assert "unknown request schema" in msg and "prompt" in msg
+
+
+def test_413_over_the_payload_limit(server: Server) -> None:
+    big = {"prompt": "x" * (1024 * 1024 + 10)}  # the shared server's limit is 1 MB
+    msg = _assert_error(httpx.post(f"{server.url}/invocations", json=big, timeout=30), 413)
+    assert "SAGEMAKER_MAX_PAYLOAD_IN_MB" in msg
+
+
+def test_415_wrong_content_type(server: Server) -> None:
+    r = httpx.post(f"{server.url}/invocations", content=b"hello", headers={"content-type": "text/plain"})
+    _assert_error(r, 415)
+
+
+def test_422_invalid_tgi_parameters(server: Server) -> None:
+    for params in ({"temperature": -1}, {"max_new_tokens": 0}, {"top_p": 1.5}, {"nonsense": 1}):
+        r = httpx.post(f"{server.url}/invocations", json={"inputs": "hi", "parameters": params})
+        _assert_error(r, 422)
+
+
+def test_engine_errors_keep_their_status_and_message(server: Server) -> None:
+    r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": -3}, timeout=30)
+    assert r.status_code == 400
+    assert "max_tokens" in r.json()["error"]["message"]
+
+
+def test_429_over_the_concurrency_limit(server: Server) -> None:
+    # The shared server allows 6 in flight; 14 long requests at once must see some 429s.
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        body = {"prompt": "hello", "max_tokens": 200, "ignore_eos": True}
+        r = httpx.post(f"{server.url}/invocations", json=body, timeout=120)
+        with lock:
+            statuses.append(r.status_code)
+            if r.status_code == 429:
+                assert r.json()["error"]["code"] == 429
+
+    threads = [threading.Thread(target=one) for _ in range(14)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert statuses.count(429) >= 1, statuses
+    assert statuses.count(200) >= 6, statuses
+    assert set(statuses) <= {200, 429}
+
+
+def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
+    # Freeze the engine's API process: the front's 8 s deadline (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS) hits.
+    pid = server.engine_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
+        took = time.monotonic() - t0
+        _assert_error(r, 504)
+        assert 7.0 < took < 20.0
+        ping = httpx.get(f"{server.url}/ping", timeout=2)
+        assert ping.elapsed.total_seconds() < 1.0  # /ping never waits on the engine
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # It recovers: health passes again and requests succeed.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and httpx.get(f"{server.url}/ping").status_code != 200:
+        time.sleep(0.2)
+    assert (
+        httpx.post(
+            f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60
+        ).status_code
+        == 200
+    )

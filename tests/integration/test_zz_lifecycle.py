@@ -1,0 +1,107 @@
+"""SIGTERM drains without losing a request; an engine death fails fast. Runs last (it ends servers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.support.server import Server, ServerPool, base_env
+
+from neuronserve.front.sse import SSEParser
+
+pytestmark = pytest.mark.integration
+
+
+def _stream(url: str, results: list[tuple[str, object]], started: threading.Event) -> None:
+    body = {"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True}
+    events: list[str] = []
+    with httpx.stream("POST", f"{url}/invocations", json=body, timeout=120) as r:
+        parser = SSEParser()
+        for chunk in r.iter_raw():
+            events += parser.feed(chunk)
+            started.set()
+        events += parser.close()
+    started.set()
+    results.append(("stream", (r.status_code, events)))
+
+
+def _plain(url: str, results: list[tuple[str, object]]) -> None:
+    r = httpx.post(
+        f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True}, timeout=120
+    )
+    results.append(("plain", (r.status_code, r.json())))
+
+
+def test_sigterm_drains_in_flight_requests(server: Server, server_pool: ServerPool) -> None:
+    owned = server_pool.take("shared")
+    assert owned is server
+    results: list[tuple[str, object]] = []
+    started = [threading.Event() for _ in range(3)]
+    threads = [threading.Thread(target=_plain, args=(server.url, results))]
+    threads += [threading.Thread(target=_stream, args=(server.url, results, ev)) for ev in started]
+    threads[0].start()
+    time.sleep(0.2)  # the plain request goes first; the streams' first bytes prove they are all in flight
+    for t in threads[1:]:
+        t.start()
+    for ev in started:
+        assert ev.wait(timeout=60)
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    ping = httpx.get(f"{server.url}/ping", timeout=2)
+    assert ping.status_code == 503 and ping.json()["phase"] == "DRAINING"
+    late = httpx.post(f"{server.url}/invocations", json={"prompt": "hi"}, timeout=5)
+    assert late.status_code == 503 and "draining" in late.json()["error"]["message"]
+    code = server.proc.wait(timeout=30)
+    for t in threads:
+        t.join(timeout=30)
+    assert code == 0
+    assert len(results) == 4
+    for kind, (status, payload) in results:  # type: ignore[misc]
+        assert status == 200
+        if kind == "stream":
+            assert payload[-1] == "[DONE]"
+            text_chunks = [json.loads(e) for e in payload[:-1]]
+            assert any(c["choices"] and c["choices"][0]["finish_reason"] == "length" for c in text_chunks)
+        else:
+            assert payload["usage"]["completion_tokens"] == 300
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.engine_pid(), 0)
+    server.stop()
+
+
+def test_engine_death_turns_ping_503_and_exits_nonzero(
+    server_pool: ServerPool, tiny_model: Path, tmp_path: Path
+) -> None:
+    env = base_env(tiny_model, tmp_path / "work", SM_VLLM_MAX_MODEL_LEN="256")
+    server = server_pool.get("victim", env)
+    server_pool.take("victim")
+    try:
+        assert httpx.get(f"{server.url}/ping").status_code == 200
+        os.kill(server.engine_pid(), signal.SIGKILL)  # the API process only, as an OOM kill would
+        t0 = time.monotonic()
+        status = 200
+        while time.monotonic() - t0 < 2.0:
+            try:
+                r = httpx.get(f"{server.url}/ping", timeout=1)
+            except httpx.TransportError:
+                status = -1  # already gone: also not healthy
+                break
+            status = r.status_code
+            if status == 503:
+                assert r.json()["phase"] == "FAILED"
+                break
+            time.sleep(0.02)
+        assert status in (503, -1)
+        assert time.monotonic() - t0 < 1.5  # loose: a loaded 2-core machine; the server itself polls at once
+        code = server.proc.wait(timeout=10)
+        assert code != 0
+        log = server.log()
+        assert "the engine exited with code" in log and "  | " in log  # its last lines are printed
+    finally:
+        server.stop()

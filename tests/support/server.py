@@ -1,0 +1,168 @@
+"""Start the real `neuronserve serve` as a subprocess and talk to it over real HTTP.
+
+`ServerPool` keeps at most ONE server (one vLLM engine) alive: asking for another stops the current
+one first, because two engines do not fit the 2-core test machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_PID = re.compile(r"phase STAGING -> LOADING after [\d.]+ s: engine pid (\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    started: float
+    ping_trace: list[tuple[float, int, dict[str, Any] | None]] = field(default_factory=list)
+    first_connect_s: float | None = None  # the kernel accepts (what SageMaker's 250 ms rule is about)
+    first_answer_s: float | None = None  # the first HTTP answer to /ping
+    not_ready_invocation: tuple[int, dict[str, Any]] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def engine_pid(self) -> int:
+        m = ENGINE_PID.search(self.log())
+        assert m, "the server never logged the engine pid"
+        return int(m.group(1))
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Poll /ping from the very start, recording every answer (the phase trace tests check)."""
+        deadline = time.monotonic() + timeout_s
+        while self.first_connect_s is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+                self.first_connect_s = time.monotonic() - self.started
+            except OSError:
+                time.sleep(0.01)
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+                t = time.monotonic() - self.started
+                try:
+                    r = client.get(f"{self.url}/ping")
+                except httpx.TransportError:
+                    time.sleep(0.05)
+                    continue
+                if self.first_answer_s is None:
+                    self.first_answer_s = t
+                body = r.json() if r.status_code != 200 else None
+                self.ping_trace.append((t, r.status_code, body))
+                if r.status_code == 200:
+                    return
+                if self.not_ready_invocation is None:
+                    inv = client.post(f"{self.url}/invocations", json={"prompt": "hi", "max_tokens": 2})
+                    self.not_ready_invocation = (inv.status_code, inv.json())
+                time.sleep(0.25)
+        raise TimeoutError(f"server not ready in {timeout_s} s:\n{self.log()[-4000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 40.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # Belt and braces: never leave an engine behind (its own process group).
+        m = ENGINE_PID.search(self.log())
+        if m:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(m.group(1)), signal.SIGKILL)
+        return int(self.proc.returncode)
+
+
+def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURONSERVE_"))
+    }
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+        SM_VLLM_MODEL=str(model_dir),
+        SM_VLLM_ENFORCE_EAGER="true",
+        SAGEMAKER_BIND_TO_PORT=str(free_port()),
+        NEURONSERVE_ENGINE_PORT=str(free_port()),
+        NEURONSERVE_WORK_DIR=str(work_dir),
+    )
+    env.update(extra)
+    return env
+
+
+def start_server(env: dict[str, str], log_path: Path) -> Server:
+    log_file = log_path.open("wb")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neuronserve", "serve", "--device", "cpu"],
+        env=env,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        cwd=str(REPO),
+    )
+    log_file.close()
+    return Server(proc, int(env["SAGEMAKER_BIND_TO_PORT"]), log_path, started)
+
+
+class ServerPool:
+    """At most one live server; `get(name, ...)` reuses it by name or replaces it."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.current: tuple[str, Server] | None = None
+
+    def get(self, name: str, env: dict[str, str], ready_timeout_s: float = 240.0) -> Server:
+        if self.current and self.current[0] == name and self.current[1].proc.poll() is None:
+            return self.current[1]
+        self.close()
+        server = start_server(env, self.log_dir / f"{name}.log")
+        self.current = (name, server)
+        try:
+            server.wait_ready(ready_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        return server
+
+    def take(self, name: str) -> Server | None:
+        """Hand the named live server to a test that will end it (SIGTERM / kill tests)."""
+        if self.current and self.current[0] == name:
+            server = self.current[1]
+            self.current = None
+            return server
+        return None
+
+    def close(self) -> None:
+        if self.current:
+            self.current[1].stop()
+            self.current = None

@@ -1,0 +1,163 @@
+"""TGI/LMI generate schema <-> OpenAI completions: request translation, validation, answer shapes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from neuronserve.front import tgi
+from neuronserve.front.errors import FrontError
+
+
+def _tr(body: dict[str, Any]) -> tuple[tgi.TgiRequest, dict[str, Any]]:
+    return tgi.translate_request(body, "m")
+
+
+def test_defaults_are_greedy_with_tgi_max_new_tokens() -> None:
+    req, out = _tr({"inputs": "hi"})
+    assert out == {
+        "prompt": "hi",
+        "max_tokens": 20,
+        "model": "m",
+        "temperature": 0.0,
+        "return_token_ids": True,
+    }
+    assert not req.stream and not req.details
+
+
+def test_every_parameter_is_translated() -> None:
+    params = {
+        "max_new_tokens": 7,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "top_k": 40,
+        "repetition_penalty": 1.1,
+        "do_sample": True,
+        "stop": ["\n\n", "###"],
+        "seed": 3,
+        "return_full_text": True,
+        "details": True,
+        "decoder_input_details": True,
+        "top_n_tokens": 3,
+    }
+    assert set(params) == set(tgi.ACCEPTED_PARAMETERS)
+    req, out = _tr({"inputs": "hi", "parameters": params, "stream": True})
+    assert out["max_tokens"] == 7
+    assert (out["temperature"], out["top_p"], out["top_k"]) == (0.5, 0.9, 40)
+    assert out["repetition_penalty"] == 1.1
+    assert out["stop"] == ["\n\n", "###"] and out["seed"] == 3
+    assert out["logprobs"] == 3 and out["prompt_logprobs"] == 0
+    assert out["stream"] is True and out["stream_options"] == {"include_usage": True}
+    assert req.full_text and req.details and req.top_n == 3 and req.seed == 3
+
+
+def test_do_sample_false_forces_greedy_and_sampling_knob_enables_sampling() -> None:
+    _, out = _tr({"inputs": "x", "parameters": {"do_sample": False, "temperature": 0.7}})
+    assert out["temperature"] == 0.0
+    _, out = _tr({"inputs": "x", "parameters": {"temperature": 0.7}})
+    assert out["temperature"] == 0.7
+
+
+def test_stop_string_becomes_a_list() -> None:
+    _, out = _tr({"inputs": "x", "parameters": {"stop": "END"}})
+    assert out["stop"] == ["END"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"inputs": 5},
+        {"inputs": ["a", "b"]},
+        {"inputs": "x", "parameters": []},
+        {"inputs": "x", "stream": "yes"},
+        {"inputs": "x", "parameters": {"max_new_tokens": 0}},
+        {"inputs": "x", "parameters": {"max_new_tokens": 2.5}},
+        {"inputs": "x", "parameters": {"temperature": -0.1}},
+        {"inputs": "x", "parameters": {"temperature": "hot"}},
+        {"inputs": "x", "parameters": {"top_p": 0}},
+        {"inputs": "x", "parameters": {"top_p": 1.01}},
+        {"inputs": "x", "parameters": {"top_k": 0}},
+        {"inputs": "x", "parameters": {"repetition_penalty": 0}},
+        {"inputs": "x", "parameters": {"do_sample": 1}},
+        {"inputs": "x", "parameters": {"stop": [1]}},
+        {"inputs": "x", "parameters": {"seed": -1}},
+        {"inputs": "x", "parameters": {"best_of": 2}},
+    ],
+)
+def test_invalid_requests_are_422(body: dict[str, Any]) -> None:
+    with pytest.raises(FrontError) as err:
+        _tr(body)
+    assert err.value.status == 422
+
+
+def _completion(text: str, finish: str = "length", **choice: Any) -> dict[str, Any]:
+    return {
+        "choices": [{"text": text, "finish_reason": finish, **choice}],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 3},
+    }
+
+
+def test_plain_answer_shape() -> None:
+    req, _ = _tr({"inputs": "Hi"})
+    answer, n = tgi.translate_response(req, _completion(" there"))
+    assert answer == [{"generated_text": " there"}] and n == 3
+
+
+def test_full_text_and_details() -> None:
+    req, _ = _tr({"inputs": "Hi", "parameters": {"return_full_text": True, "details": True, "seed": 1}})
+    logprobs = {"tokens": [" th", "ere"], "token_logprobs": [-0.5, -0.25], "top_logprobs": None}
+    answer, _ = tgi.translate_response(
+        req, _completion(" there", "stop", logprobs=logprobs, token_ids=[11, 12])
+    )
+    item = answer[0]
+    assert item["generated_text"] == "Hi there"
+    assert item["details"]["finish_reason"] == "eos_token"
+    assert item["details"]["generated_tokens"] == 3 and item["details"]["seed"] == 1
+    assert item["details"]["tokens"] == [
+        {"id": 11, "text": " th", "logprob": -0.5, "special": False},
+        {"id": 12, "text": "ere", "logprob": -0.25, "special": False},
+    ]
+
+
+def test_stop_sequence_finish_reason() -> None:
+    req, _ = _tr({"inputs": "Hi", "parameters": {"stop": ["###"], "details": True}})
+    answer, _ = tgi.translate_response(req, _completion("a", "stop", stop_reason="###"))
+    assert answer[0]["details"]["finish_reason"] == "stop_sequence"
+
+
+def _chunk(text: str, finish: str | None = None, ids: list[int] | None = None) -> str:
+    return json.dumps({"choices": [{"text": text, "finish_reason": finish, "token_ids": ids}]})
+
+
+def test_stream_events() -> None:
+    req, _ = _tr({"inputs": "Hi", "parameters": {"details": True}, "stream": True})
+    st = tgi.StreamTranslator(req)
+    events = []
+    for data in [_chunk(" a", ids=[5]), _chunk("", None), _chunk(" b", "length", ids=[6])]:
+        events += st.feed(data)
+    events += st.feed(json.dumps({"choices": [], "usage": {"completion_tokens": 2}}))
+    events += st.feed("[DONE]")
+    assert [e["token"]["text"] for e in events] == [" a", " b"]
+    assert [e["token"]["id"] for e in events] == [5, 6]
+    assert events[0]["generated_text"] is None and events[0]["details"] is None
+    assert events[-1]["generated_text"] == " a b"
+    assert events[-1]["details"] == {"finish_reason": "length", "generated_tokens": 2, "seed": None}
+    assert st.usage == {"completion_tokens": 2}
+
+
+def test_stream_empty_final_chunk_is_a_special_token() -> None:
+    req, _ = _tr({"inputs": "Hi", "parameters": {"return_full_text": True}, "stream": True})
+    st = tgi.StreamTranslator(req)
+    events = st.feed(_chunk(" a")) + st.feed(_chunk("", "stop"))
+    assert events[-1]["token"]["special"] is True
+    assert events[-1]["generated_text"] == "Hi a"
+
+
+def test_encode_event() -> None:
+    event = {"token": {"text": "\u2713"}, "generated_text": None, "details": None}
+    assert tgi.encode_event(event, jsonlines=False).startswith(b"data:{")
+    assert tgi.encode_event(event, jsonlines=False).endswith(b"\n\n")
+    line = tgi.encode_event(event, jsonlines=True)
+    assert line.endswith(b"\n") and json.loads(line) == event
