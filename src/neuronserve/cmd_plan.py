@@ -11,7 +11,7 @@ import json
 import shlex
 from typing import Any
 
-from neuronserve.redact import redact_argv, redact_env, redact_text, secret_values
+from neuronserve.redact import redact_plan_fields, redact_text, secret_values
 from neuronserve.types import LaunchPlan
 
 
@@ -34,10 +34,11 @@ def add_arguments(sub: Any) -> None:
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
     """The JSON shape of `neuronserve plan --json` (exactly these keys; secrets redacted)."""
+    argv, env = redact_plan_fields(plan.argv, plan.env)
     return {
         "device": plan.device,
-        "argv": redact_argv(plan.argv),
-        "env": redact_env(plan.env),
+        "argv": argv,
+        "env": env,
         "model": {"source": plan.model.source, "uri": plan.model.uri, "local_path": plan.model.local_path},
         "neuron_override": plan.neuron_override,
         "cache_key": plan.cache_key,

@@ -10,17 +10,14 @@ import argparse
 import dataclasses
 import json
 import logging
-import re
 import socket
 import sys
 from typing import Any
 
 from neuronserve.errors import EngineError
+from neuronserve.redact import redact_plan_fields, redact_text, secret_values
 from neuronserve.resolve import resolve_plan
 from neuronserve.types import LaunchPlan
-
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
-_SECRET_FLAG = re.compile(r"^--[\w-]*(token|secret|password|api-key|key)[\w-]*$", re.IGNORECASE)
 
 
 def add_arguments(sub: Any) -> None:
@@ -36,12 +33,7 @@ def add_arguments(sub: Any) -> None:
 def redacted_plan(plan: LaunchPlan) -> dict[str, Any]:
     """The plan as logged: secret-looking env values and flag values replaced by ***."""
     data = dataclasses.asdict(plan)
-    data["env"] = {k: ("***" if _SECRET.search(k) else v) for k, v in plan.env.items()}
-    argv = list(plan.argv)
-    for i in range(1, len(argv)):
-        if _SECRET_FLAG.match(argv[i - 1]):
-            argv[i] = "***"
-    data["argv"] = argv
+    data["argv"], data["env"] = redact_plan_fields(plan.argv, plan.env)
     return data
 
 
@@ -75,7 +67,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     _setup_logging()
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
     log = logging.getLogger("neuronserve.serve")
-    log.info("plan: %s", json.dumps(redacted_plan(plan), sort_keys=True))
+    log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))
     for warning in plan.warnings:
         log.warning("%s", warning)
 

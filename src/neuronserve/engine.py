@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import IO
 
 from neuronserve.errors import EngineError
+from neuronserve.redact import redact_text, secret_values
 from neuronserve.types import LaunchPlan
 
 LOG_LINES_KEPT = 100
@@ -31,6 +32,8 @@ class EngineProcess:
     def __init__(self, plan: LaunchPlan, environ: Mapping[str, str], out: IO[str] | None = None) -> None:
         self._plan = plan
         self._env = {**environ, **plan.env}
+        # The engine may echo its arguments or environment: scrub secret values from what we relay.
+        self._secrets = secret_values(self._env)
         self._out = out if out is not None else sys.stdout
         self._proc: subprocess.Popen[bytes] | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
@@ -60,7 +63,7 @@ class EngineProcess:
     def _pump_log(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         for raw in self._proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
+            line = redact_text(raw.decode("utf-8", "replace").rstrip("\n"), self._secrets)
             self._tail.append(line)
             if _QUIET in line:
                 continue  # our own health polls, twice a second: kept in the tail, not printed

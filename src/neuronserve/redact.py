@@ -10,8 +10,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 MASK = "***"
-# Environment names: the project rule is any name containing TOKEN, SECRET, PASSWORD or KEY.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|KEY", re.I)
+# Environment names: a secret word as the name's last word (HF_TOKEN, AWS_SESSION_TOKEN,
+# AWS_SECRET_ACCESS_KEY, SM_VLLM_API_KEY, ..._PASSWORD), or before _ID (AWS_ACCESS_KEY_ID), or SECRET
+# anywhere. Whole words only: SM_NEURON_TOKEN_GENERATION_BUCKETS and SM_VLLM_MAX_NUM_BATCHED_TOKENS
+# are settings, and masking their values would also blank every equal number in the text.
+_SECRET_NAME = re.compile(
+    r"(^|_)(TOKEN|PASSWORD|PASSWD|CREDENTIALS?|KEY|APIKEY)(_ID)?$|(^|_)SECRET(_|$)", re.I
+)
 # Flags: whole words only, so --tokenizer or --max-num-batched-tokens stay readable.
 _SECRET_FLAG_WORD = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY)($|_)", re.I)
 _SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--ssl-keyfile-password"})
@@ -40,6 +45,11 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
         else:
             out.append(tok)
     return out
+
+
+def redact_plan_fields(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The plan's argv and env as printed or logged (one rule for `plan` and `serve`)."""
+    return redact_argv(argv), redact_env(env)
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:

@@ -17,7 +17,7 @@ import pytest
 from neuronserve import configdoc
 from neuronserve.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan import build_plan
-from neuronserve.redact import redact_argv, redact_env
+from neuronserve.redact import is_secret_name, redact_argv, redact_env
 from neuronserve.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +183,47 @@ def test_every_variable_the_code_reads_is_documented() -> None:
     assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True),
+        ("HUGGING_FACE_HUB_TOKEN", True),
+        ("AWS_SESSION_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("AWS_ACCESS_KEY_ID", True),
+        ("SM_VLLM_API_KEY", True),
+        ("SM_VLLM_SSL_KEYFILE_PASSWORD", True),
+        ("MY_SECRET_THING", True),
+        ("SM_NEURON_TOKEN_GENERATION_BUCKETS", False),
+        ("SM_VLLM_MAX_NUM_BATCHED_TOKENS", False),
+        ("SM_VLLM_TOKENIZER", False),
+        ("NEURONSERVE_CACHE_URI", False),
+        ("SM_VLLM_KEY_VALUE_CACHE_DTYPE", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_plan_output_keeps_settings_whose_names_mention_tokens() -> None:
+    """Values of TOKEN-mentioning settings are not secrets: masking them blanked equal numbers."""
+    proc = run_cli(
+        ["--json"],
+        {
+            "SM_VLLM_MODEL": "org/model",
+            "NEURONSERVE_DEVICE": "cpu",
+            "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "4096",
+            "SM_VLLM_MAX_MODEL_LEN": "4096",
+            "HF_TOKEN": "hf_abcdefgh",
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["argv"][doc["argv"].index("--max-model-len") + 1] == "4096"
+    assert doc["argv"][doc["argv"].index("--max-num-batched-tokens") + 1] == "4096"
+    assert "hf_abcdefgh" not in proc.stdout + proc.stderr
 
 
 def test_redaction() -> None:
