@@ -96,7 +96,7 @@ def _artifacts(settings: Settings, work_dir: str, key: str) -> ArtifactSpec:
         if value.startswith("s3://"):
             return ArtifactSpec("explicit", local_dir, value, settings.cache_read_only)
         return ArtifactSpec("local", value, None, settings.cache_read_only)
-    return ArtifactSpec("local", local_dir, None, settings.cache_read_only)
+    return ArtifactSpec("local", local_dir, None, settings.cache_read_only, owned=True)
 
 
 def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnings: list[str]) -> list[str]:

@@ -42,6 +42,9 @@ class ArtifactSpec:
     local_dir: str | None = None  # the NEURON_COMPILED_ARTIFACTS the engine sees
     remote_uri: str | None = None  # s3://.../<cache_key>/ for "keyed", the user's URI for "explicit"
     read_only: bool = False  # never write back (NEURONSERVE_CACHE_READ_ONLY)
+    # local_dir is neuronserve's own (<work_dir>/artifacts/<key>), not a directory the user named:
+    # staging may clear it when it holds an unfinished compile.
+    owned: bool = False
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,18 @@ def stage_all(
 def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[str, str]) -> None:
     """After READY on a cache miss: upload the compiled artifacts under the plan's key.
 
-    A no-op unless the artifacts are keyed or explicit, the stage was a miss and the cache is
-    writable. Runs in the background of a serving endpoint, so failures are logged, never raised:
-    a cache that cannot be written must not take the model down.
+    Without a remote cache, neuronserve's own local directory is marked complete instead, so the
+    next start on this host (a persistent work dir) reuses it. Otherwise a no-op unless the
+    artifacts are keyed or explicit, the stage was a miss and the cache is writable. Runs in the
+    background of a serving endpoint, so failures are logged, never raised: a cache that cannot
+    be written must not take the model down.
     """
     spec = plan.artifacts
+    if spec.mode == "local" and spec.owned and result.cache == "miss" and result.artifacts_dir:
+        from neuronserve.stage.upload import mark_compiled  # noqa: PLC0415
+
+        mark_compiled(result.artifacts_dir)
+        return
     if spec.mode not in ("keyed", "explicit") or result.cache != "miss" or spec.read_only:
         return
     if not spec.remote_uri or not result.artifacts_dir:

@@ -18,7 +18,13 @@ from typing import Any, Literal
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic
 from neuronserve.stage.client import translate
-from neuronserve.stage.manifest import Manifest, local_complete, parse_manifest, sha256_file
+from neuronserve.stage.manifest import (
+    LOCAL_COMPILE_SOURCE,
+    Manifest,
+    local_complete,
+    parse_manifest,
+    sha256_file,
+)
 from neuronserve.stage.paths import MANIFEST_NAME, S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.s5 import fetch_objects
@@ -84,6 +90,21 @@ def fresh_dir(local_dir: str) -> None:
     os.makedirs(local_dir)
 
 
+def stage_owned_local(local_dir: str) -> tuple[str, CacheState]:
+    """No remote cache: reuse this host's earlier compile only if it was marked complete after READY.
+
+    Without the marker the directory is what a killed compile left behind: cleared, so the plugin
+    compiles from scratch instead of loading half-written artifacts.
+    """
+    if local_complete(local_dir, LOCAL_COMPILE_SOURCE) is not None:
+        log.info("compiled artifacts from an earlier start on this host: %s", local_dir)
+        return local_dir, "hit"
+    if os.path.isdir(local_dir) and os.listdir(local_dir):
+        log.warning("clearing %s: an unfinished compile (no completion manifest) was left there", local_dir)
+    fresh_dir(local_dir)
+    return local_dir, "miss"
+
+
 def stage_artifacts(
     spec: ArtifactSpec,
     make_client: Callable[[], Any],
@@ -91,6 +112,8 @@ def stage_artifacts(
     progress: Callable[[Progress], None] | None,
 ) -> tuple[str | None, CacheState]:
     """Make `spec.local_dir` hold usable artifacts (hit) or be empty for the compiler (miss)."""
+    if spec.mode == "local" and spec.owned and spec.local_dir:
+        return stage_owned_local(spec.local_dir)
     if spec.mode in ("off", "local") or not spec.remote_uri:
         if spec.local_dir:
             os.makedirs(spec.local_dir, exist_ok=True)

@@ -17,6 +17,7 @@ from neuronserve.errors import StageError
 from neuronserve.stage.paths import MANIFEST_NAME, safe_relpath
 
 FORMAT = "neuronserve-manifest/1"
+LOCAL_COMPILE_SOURCE = "local-compile"  # the source of artifacts compiled on this host (no remote cache)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from s3transfer.subscribers import BaseSubscriber
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic
 from neuronserve.stage.client import translate
-from neuronserve.stage.manifest import FileEntry, Manifest, sha256_file, write_local
+from neuronserve.stage.manifest import LOCAL_COMPILE_SOURCE, FileEntry, Manifest, sha256_file, write_local
 from neuronserve.stage.paths import MANIFEST_NAME, S3Uri
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.transfer import TransferOptions
@@ -98,6 +98,17 @@ def publish_dir(client: Any, local_dir: str, remote: S3Uri, opts: TransferOption
         raise translate(err, remote.uri) from err
     log.info("published %s (upload %s)", remote.uri, upload_id)
     return manifest
+
+
+def mark_compiled(local_dir: str) -> None:
+    """Mark a directory the engine compiled into (and then served from) as complete, manifest last."""
+    rels = atomic.list_files(local_dir)
+    if not rels:
+        log.info("nothing compiled into %s: not marked complete", local_dir)
+        return
+    files = tuple(FileEntry(path=rel, size=os.path.getsize(os.path.join(local_dir, rel))) for rel in rels)
+    write_local(local_dir, Manifest(source=LOCAL_COMPILE_SOURCE, files=files))
+    log.info("marked %s complete (%d files): the next start on this host reuses it", local_dir, len(rels))
 
 
 def mark_local(local_dir: str, manifest: Manifest) -> None:
