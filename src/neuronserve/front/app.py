@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +18,8 @@ from neuronserve.front.gate import TOKENS_KEY
 from neuronserve.front.sse import SSEParser
 from neuronserve.front.state import ServerState
 from neuronserve.types import ServeOptions
+
+log = logging.getLogger("neuronserve.front")
 
 
 async def read_limited(request: Request, limit_bytes: int) -> bytes:
@@ -112,8 +115,12 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
                 for data in parser.close():
                     for event in translator.feed(data):
                         yield tgi.encode_event(event, jsonlines)
-            except httpx.HTTPError:
-                return
+            except httpx.HTTPError as err:
+                # TGI's own in-band error event: the 200 is already sent, so the stream says why it ends.
+                status, message = proxy.stream_failure(err)
+                log.warning("TGI stream from the engine broke: %s", message)
+                error_type = "overloaded" if status == 503 else "incomplete_generation"
+                yield tgi.encode_event({"error": message, "error_type": error_type}, jsonlines)
             finally:
                 await resp.aclose()
                 _record_tokens(request, translator.usage)

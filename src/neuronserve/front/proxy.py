@@ -7,6 +7,7 @@ the pool lets hundreds of concurrent generations share warm connections to 127.0
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -14,7 +15,9 @@ import httpx
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
-from neuronserve.front.errors import FrontError
+from neuronserve.front.errors import FrontError, error_body
+
+log = logging.getLogger("neuronserve.front")
 
 # Hop-by-hop and framing headers are never copied; the server frames its own responses.
 _DROP_REQUEST = frozenset(
@@ -62,12 +65,29 @@ async def send(
         raise FrontError(503, f"the engine is unreachable ({type(err).__name__}); retry later") from None
 
 
+def stream_failure(err: httpx.HTTPError) -> tuple[int, str]:
+    """Why a stream broke after its 200 was sent: the status and message of the in-band error."""
+    if isinstance(err, httpx.TimeoutException):
+        return 504, "the engine stopped sending (no data within SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS)"
+    return 502, f"the engine connection broke mid-stream ({type(err).__name__})"
+
+
+def error_event(status: int, message: str, jsonlines: bool) -> bytes:
+    """The one error shape, as a final SSE event or JSON line: a stream can no longer change its status."""
+    body = json.dumps(error_body(status, message))
+    return (body + "\n").encode() if jsonlines else f"data: {body}\n\n".encode()
+
+
 async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in resp.aiter_raw():
             yield chunk
-    except httpx.HTTPError:
-        return  # the engine went away mid-stream: end the body; the client sees a short stream
+    except httpx.HTTPError as err:
+        # The engine stalled or went away mid-stream: say so in-band (SageMaker turns it into a
+        # ModelStreamError for the client) rather than ending the body as if it were complete.
+        status, message = stream_failure(err)
+        log.warning("stream from the engine broke: %s", message)
+        yield error_event(status, message, "event-stream" not in resp.headers.get("content-type", ""))
     finally:
         # Also on client disconnect (the generator is closed): frees the pooled connection, and the
         # engine aborts a generation nobody reads.

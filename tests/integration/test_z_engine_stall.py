@@ -1,0 +1,86 @@
+"""Engine stalls, provoked by freezing the engine's API process (SIGSTOP) on the shared server.
+
+Kept in a file that runs after the other shared-server tests (a frozen and thawed engine is slow for
+a few seconds), and before the lifecycle tests (test_zz_*) that end the shared server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from tests.support.server import Server
+
+pytestmark = pytest.mark.integration
+
+
+def _assert_error(r: httpx.Response, status: int) -> str:
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["code"] == status and isinstance(err["type"], str)
+    return str(err["message"])
+
+
+@contextmanager
+def frozen(server: Server) -> Iterator[None]:
+    pid = server.engine_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _wait_healthy(server)
+
+
+def _wait_healthy(server: Server) -> None:
+    """After a thaw: /ping 200 and a quick answer again (the engine needs a moment)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if httpx.get(f"{server.url}/ping").status_code == 200:
+            r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
+            if r.status_code == 200 and r.elapsed.total_seconds() < 2.0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("the engine did not recover within 60 s of SIGCONT")
+
+
+@pytest.mark.parametrize("schema", ["openai", "tgi"])
+def test_stream_that_stalls_ends_with_an_error_event(server: Server, schema: str) -> None:
+    """A stream cannot change its 200 once sent: a stall must end it with an in-band error, not silently."""
+    if schema == "openai":
+        body = {"prompt": "hello", "max_tokens": 400, "ignore_eos": True, "stream": True}
+    else:
+        body = {"inputs": "hello", "parameters": {"max_new_tokens": 400}, "stream": True}
+    lines: list[str] = []
+    with httpx.stream("POST", f"{server.url}/invocations", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        it = r.iter_lines()
+        lines.append(next(line for line in it if line.startswith("data:")))  # the stream is flowing
+        with frozen(server):
+            lines += [line for line in it if line.startswith("data:")]
+    last = json.loads(lines[-1][len("data:") :])
+    if schema == "openai":
+        assert last["error"]["code"] == 504
+        assert "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS" in last["error"]["message"]
+    else:
+        assert last["error_type"] == "incomplete_generation" and last["error"]
+
+
+def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
+    # Freeze the engine's API process: the front's 8 s deadline (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS) hits.
+    with frozen(server):
+        t0 = time.monotonic()
+        r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
+        took = time.monotonic() - t0
+        _assert_error(r, 504)
+        assert 7.0 < took < 20.0
+        ping = httpx.get(f"{server.url}/ping", timeout=2)
+        assert ping.elapsed.total_seconds() < 1.0  # /ping never waits on the engine
+    # It recovers (frozen() waited for /ping 200 and a quick answer): requests succeed again.
+    assert httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}).status_code == 200
