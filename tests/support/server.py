@@ -134,6 +134,34 @@ def start_server(env: dict[str, str], log_path: Path) -> Server:
     return Server(proc, int(env["SAGEMAKER_BIND_TO_PORT"]), log_path, started)
 
 
+# Sampling paths that vLLM on the CPU compiles with torch inductor on first use (gcc, ~10 s on 2 cores,
+# cached per torch install in /tmp/torchinductor_<user>): logprobs, prompt logprobs, top-k/top-p,
+# penalties, seeds. A fresh venv would otherwise pay that inside the first test that asks, past the
+# shared server's short request deadline. Sent to the engine's own port so the front's counters and
+# deadlines are untouched.
+WARM_UP_BODIES: tuple[dict[str, Any], ...] = (
+    {"prompt": "hi", "max_tokens": 2, "logprobs": 1, "prompt_logprobs": 0, "stream": True},
+    {
+        "prompt": "hi",
+        "max_tokens": 2,
+        "logprobs": 2,
+        "temperature": 0.7,
+        "top_k": 5,
+        "top_p": 0.9,
+        "repetition_penalty": 1.1,
+        "seed": 1,
+    },
+)
+
+
+def warm_up(engine_port: int) -> None:
+    with httpx.Client(base_url=f"http://127.0.0.1:{engine_port}", timeout=300.0) as client:
+        model = client.get("/v1/models").json()["data"][0]["id"]
+        for body in WARM_UP_BODIES:
+            r = client.post("/v1/completions", json={"model": model, **body})
+            assert r.status_code == 200, r.text
+
+
 class ServerPool:
     """At most one live server; `get(name, ...)` reuses it by name or replaces it."""
 
@@ -149,6 +177,7 @@ class ServerPool:
         self.current = (name, server)
         try:
             server.wait_ready(ready_timeout_s)
+            warm_up(int(env["NEURONSERVE_ENGINE_PORT"]))
         except BaseException:
             self.close()
             raise
