@@ -25,7 +25,7 @@ from image_support import (
     podman_missing,
 )
 
-pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.image, pytest.mark.timeout(2400)]
 
 READY_TIMEOUT_S = 150
 
