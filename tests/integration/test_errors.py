@@ -6,46 +6,39 @@ import threading
 
 import httpx
 import pytest
-from tests.support.server import Server
+from tests.support.server import Server, assert_error
 
 pytestmark = pytest.mark.integration
-
-
-def _assert_error(r: httpx.Response, status: int) -> str:
-    assert r.status_code == status, r.text
-    err = r.json()["error"]
-    assert err["code"] == status and isinstance(err["type"], str)
-    return str(err["message"])
 
 
 def test_400_malformed_json_lists_the_accepted_shapes(server: Server) -> None:
     r = httpx.post(
         f"{server.url}/invocations", content=b'{"prompt": ', headers={"content-type": "application/json"}
     )
-    msg = _assert_error(r, 400)
+    msg = assert_error(r, 400)
     assert "malformed JSON" in msg and "messages" in msg and "inputs" in msg
 
 
 def test_400_unknown_schema(server: Server) -> None:
-    msg = _assert_error(httpx.post(f"{server.url}/invocations", json={"text": "hi"}), 400)
+    msg = assert_error(httpx.post(f"{server.url}/invocations", json={"text": "hi"}), 400)
     assert "unknown request schema" in msg and "prompt" in msg
 
 
 def test_413_over_the_payload_limit(server: Server) -> None:
     big = {"prompt": "x" * (1024 * 1024 + 10)}  # the shared server's limit is 1 MB
-    msg = _assert_error(httpx.post(f"{server.url}/invocations", json=big, timeout=30), 413)
+    msg = assert_error(httpx.post(f"{server.url}/invocations", json=big, timeout=30), 413)
     assert "SAGEMAKER_MAX_PAYLOAD_IN_MB" in msg
 
 
 def test_415_wrong_content_type(server: Server) -> None:
     r = httpx.post(f"{server.url}/invocations", content=b"hello", headers={"content-type": "text/plain"})
-    _assert_error(r, 415)
+    assert_error(r, 415)
 
 
 def test_422_invalid_tgi_parameters(server: Server) -> None:
     for params in ({"temperature": -1}, {"max_new_tokens": 0}, {"top_p": 1.5}, {"nonsense": 1}):
         r = httpx.post(f"{server.url}/invocations", json={"inputs": "hi", "parameters": params})
-        _assert_error(r, 422)
+        assert_error(r, 422)
 
 
 def test_engine_errors_keep_their_status_and_message(server: Server) -> None:

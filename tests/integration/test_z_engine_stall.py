@@ -15,16 +15,9 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
-from tests.support.server import Server
+from tests.support.server import Server, assert_error
 
 pytestmark = pytest.mark.integration
-
-
-def _assert_error(r: httpx.Response, status: int) -> str:
-    assert r.status_code == status, r.text
-    err = r.json()["error"]
-    assert err["code"] == status and isinstance(err["type"], str)
-    return str(err["message"])
 
 
 @contextmanager
@@ -78,7 +71,7 @@ def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
         t0 = time.monotonic()
         r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
         took = time.monotonic() - t0
-        _assert_error(r, 504)
+        assert_error(r, 504)
         assert 7.0 < took < 20.0
         ping = httpx.get(f"{server.url}/ping", timeout=2)
         assert ping.elapsed.total_seconds() < 1.0  # /ping never waits on the engine

@@ -100,6 +100,14 @@ class Server:
         return int(self.proc.returncode)
 
 
+def assert_error(r: httpx.Response, status: int) -> str:
+    """The front's one error shape with the expected status; returns the message."""
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["code"] == status and isinstance(err["type"], str)
+    return str(err["message"])
+
+
 def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURONSERVE_"))
