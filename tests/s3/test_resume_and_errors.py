@@ -226,3 +226,40 @@ def test_throttling_and_dropped_connections_are_retried(  # noqa: PLR0917
     got = read_tree(str(tmp_path / "model"))
     got.pop(MANIFEST_NAME)
     assert got == files
+
+
+@pytest.mark.parametrize("late_key", ["m/late.bin", "m/../late-escape.txt"], ids=["inside", "dotdot"])
+def test_key_added_after_the_listing_stops_the_s5cmd_copy(  # noqa: PLR0917
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, late_key: str
+) -> None:
+    """s5cmd lists the prefix again for its wildcard copy; an object our checked listing lacked is fatal.
+
+    The listing is taken first, then a key is added, then the copy runs: exactly the window between
+    our listing and s5cmd's. s5cmd itself writes a `..` key outside its destination, so the stray
+    file is detected and named, and nothing is committed.
+    """
+    from neuronserve.stage.paths import parse_s3_uri
+    from neuronserve.stage.progress import ProgressMeter
+    from neuronserve.stage.s5 import download_with_s5cmd, list_with_s5cmd, s5cmd_binary
+    from neuronserve.stage.transfer import options_from
+
+    binary = s5cmd_binary()
+    if binary is None:
+        pytest.skip("the s5cmd package is not installed")
+    put_tree(s3, bucket, "m/", sample_files(5))
+    opts = options_from(s3_env)
+    listed = list_with_s5cmd(opts, parse_s3_uri(f"s3://{bucket}/m/"))
+    assert listed is not None and len(listed) == len(sample_files(5))
+    s3.put_object(Bucket=bucket, Key=late_key, Body=b"late")
+    staging = tmp_path / "deep" / "model.partial"
+    staging.mkdir(parents=True)
+    with ProgressMeter("test", sum(o.size for o in listed), None) as meter:
+        with pytest.raises(StageError) as err:
+            download_with_s5cmd(binary, s3_env, bucket, listed, str(staging), opts, meter, whole_prefix=True)
+    assert late_key.rsplit("/", 1)[-1] in str(err.value)
+    if ".." in late_key:
+        assert "OUTSIDE the staging directory" in str(err.value)
+        assert str(tmp_path / "deep" / "late-escape.txt") in str(err.value)
+    else:
+        assert "appeared under the prefix after it was listed" in str(err.value)
+        assert not (staging / "late.bin").exists()

