@@ -5,7 +5,7 @@ the front, in alternating rounds (A B B A) so drift on a busy machine hits both 
 latency p50/p99 ratios and throughput ratios at concurrency 1, 8 and 32, the streamed time-to-first-token
 ratio, and /ping p99 while the engine is saturated.
 
-    PYTHONPATH=src:. python bench/bench_serve.py [--model tiny|smollm2|PATH] [--requests N]
+    PYTHONPATH=src:. python bench/bench_serve.py [--model tiny|smollm2|PATH] [--requests N] [--levels 1,8,32]
 """
 
 from __future__ import annotations
@@ -131,14 +131,16 @@ async def overhead(client: httpx.AsyncClient, front: str, engine: str, n: int) -
     return {"front_p50_ms": 1000 * pct(f, 50), "engine_p50_ms": 1000 * pct(e, 50)}
 
 
-async def run(front: str, engine: str, requests: int) -> dict[str, Any]:
+async def run(front: str, engine: str, requests: int, levels: list[int], per_worker: int) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     results: dict[str, Any] = {"load": {}}
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         for base in (front, engine):  # warm up both paths
             await load(client, f"{base}/invocations", 4, 8)
-        for conc in (1, 8, 32):
-            total = max(requests, 2 * conc)
+        for conc in levels:
+            # at least `per_worker` requests per connection: with one wave per round the p99 of a
+            # level would be the slowest request of a single batch, i.e. a max, not a percentile
+            total = max(requests, per_worker * conc)
             lat: dict[str, list[float]] = {"front": [], "engine": []}
             rps: dict[str, list[float]] = {"front": [], "engine": []}
             for side in ("front", "engine", "engine", "front"):
@@ -177,6 +179,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tiny", help="tiny (test model), smollm2, or a model directory")
     ap.add_argument("--requests", type=int, default=48, help="requests per round and concurrency level")
+    ap.add_argument("--levels", default="1,8,32", help="concurrency levels, comma-separated")
+    ap.add_argument(
+        "--per-worker", type=int, default=6, help="at least this many requests per connection and round"
+    )
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     if args.model == "tiny":
@@ -197,7 +203,8 @@ def main() -> int:
     try:
         server.wait_ready(300)
         engine = f"http://127.0.0.1:{env['NEURONSERVE_ENGINE_PORT']}"
-        results = asyncio.run(run(server.url, engine, args.requests))
+        levels = [int(x) for x in args.levels.split(",") if x.strip()]
+        results = asyncio.run(run(server.url, engine, args.requests, levels, args.per_worker))
     finally:
         server.stop()
     results["model"] = str(model)

@@ -115,7 +115,9 @@ def main() -> None:
     ap.add_argument("--workdir", default=None, help="scratch directory (default: a temp dir)")
     ap.add_argument("--concurrency", default=None, help="NEURONSERVE_S3_CONCURRENCY for neuronserve")
     ap.add_argument("--part-mb", default=None, help="NEURONSERVE_S3_PART_MB for neuronserve")
-    ap.add_argument("--only", default="", help="comma-separated subset of: neuronserve,ns-python,s5cmd,s5cmd-ls+cp")
+    ap.add_argument(
+        "--only", default="", help="comma-separated subset of: neuronserve,ns-python,s5cmd,s5cmd-ls+cp"
+    )
     args = ap.parse_args()
 
     s5 = s5cmd_path()

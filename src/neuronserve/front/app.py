@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 from fastapi import FastAPI, Request
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -47,7 +46,7 @@ def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
         request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
-def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient) -> FastAPI:
+def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClient) -> FastAPI:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     limit = int(opts.max_payload_mb * 1024 * 1024)
 
@@ -55,13 +54,11 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
     async def _front_error(_: Request, err: FrontError) -> JSONResponse:
         return JSONResponse(error_body(err.status, err.message), status_code=err.status)
 
-    @app.api_route("/ping", methods=["GET", "POST"])
-    async def ping() -> Response:
+    async def ping(_: Request) -> Response:
         if state.ready():
             return Response(status_code=200)
         return JSONResponse(state.ping_body(), status_code=503)
 
-    @app.post("/invocations")
     async def invocations(request: Request) -> Response:
         schema.check_content_type(request.headers.get("content-type"))
         raw = await read_limited(request, limit)
@@ -89,16 +86,10 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
         resp = await proxy.send(
             client, "POST", "/v1/completions", headers={"content-type": "application/json"}, content=content
         )
-        if resp.status_code != 200 or not req.stream:
-            if resp.status_code != 200:
-                return await proxy.relay(resp)  # engine errors keep their status and message
-            try:
-                data = await resp.aread()
-            except httpx.TimeoutException:
-                raise FrontError(504, "the engine did not finish its answer in time") from None
-            finally:
-                await resp.aclose()
-            engine_json = json.loads(data)
+        if resp.status != 200:
+            return await proxy.relay(resp)  # engine errors keep their status and message
+        if not req.stream:
+            engine_json = json.loads(await proxy.read_body(resp))
             answer, _ = tgi.translate_response(req, engine_json)
             _record_tokens(request, engine_json.get("usage") or {})
             return JSONResponse(answer)
@@ -108,34 +99,33 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
         async def events() -> AsyncIterator[bytes]:
             parser = SSEParser()
             try:
-                async for chunk in resp.aiter_raw():
+                async for chunk in proxy.chunks(resp):
                     for data in parser.feed(chunk):
                         for event in translator.feed(data):
                             yield tgi.encode_event(event, jsonlines)
                 for data in parser.close():
                     for event in translator.feed(data):
                         yield tgi.encode_event(event, jsonlines)
-            except httpx.HTTPError as err:
+            except proxy.StreamBroken as err:
                 # TGI's own in-band error event: the 200 is already sent, so the stream says why it ends.
-                status, message = proxy.stream_failure(err)
-                log.warning("TGI stream from the engine broke: %s", message)
-                error_type = "overloaded" if status == 503 else "incomplete_generation"
-                yield tgi.encode_event({"error": message, "error_type": error_type}, jsonlines)
+                log.warning("TGI stream from the engine broke: %s", err.message)
+                error_type = "overloaded" if err.status == 503 else "incomplete_generation"
+                yield tgi.encode_event({"error": err.message, "error_type": error_type}, jsonlines)
             finally:
-                await resp.aclose()
+                proxy.done(resp)
                 _record_tokens(request, translator.usage)
 
         media = "application/jsonlines" if jsonlines else "text/event-stream"
-        return StreamingResponse(events(), media_type=media, background=BackgroundTask(resp.aclose))
+        return StreamingResponse(events(), media_type=media, background=BackgroundTask(proxy.done, resp))
 
-    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
-    async def engine_route(request: Request, path: str) -> Response:
+    async def engine_route(request: Request) -> Response:
         raw = await read_limited(request, limit)
         headers = proxy.forward_headers(request.headers.items())
+        path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
             client,
             request.method,
-            "/" + path,
+            path.decode("latin-1"),
             headers=headers,
             content=raw or None,
             params=request.url.query or None,
@@ -145,4 +135,10 @@ def create_app(state: ServerState, opts: ServeOptions, client: httpx.AsyncClient
         _record_tokens(request, usage)
         return out
 
+    # Plain Starlette routes inside the FastAPI app: FastAPI's per-request dependency solving and
+    # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
+    # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
+    app.add_route("/ping", ping, methods=["GET", "POST"])
+    app.add_route("/invocations", invocations, methods=["POST"])
+    app.add_route("/{path:path}", engine_route, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
     return app

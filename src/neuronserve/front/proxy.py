@@ -1,7 +1,13 @@
 """The one shared HTTP client to the engine, and streaming passthrough of engine responses.
 
-Why one client with a large pool: a client per request costs a TCP connect and kills keep-alive;
+Why aiohttp: the front sits on every request, and on a small host it shares the CPU with the
+engine. Measured with the front alone in front of an instant engine (docs/PERFORMANCE.md,
+"Serving overhead"), httpx's pure-Python HTTP/1.1 stack was most of the front's CPU per request;
+aiohttp parses in C and cut that by about half. vLLM depends on aiohttp, so the image already has it.
+
+Why one session with a large pool: a client per request costs a TCP connect and kills keep-alive;
 the pool lets hundreds of concurrent generations share warm connections to 127.0.0.1.
+Callers see only this module's names: `send`, `relay`, `read_body`, `chunks`, `StreamBroken`.
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-import httpx
+import aiohttp
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
+from yarl import URL
 
 from neuronserve.front.errors import FrontError, error_body
 
 log = logging.getLogger("neuronserve.front")
+
+EngineResponse = aiohttp.ClientResponse
 
 # Hop-by-hop and framing headers are never copied; the server frames its own responses.
 _DROP_REQUEST = frozenset(
@@ -29,47 +38,112 @@ _DROP_RESPONSE = frozenset(
 _STREAM_TYPES = ("text/event-stream", "application/jsonlines", "application/x-ndjson")
 
 
-def make_client(base_url: str, timeout_s: float, max_connections: int) -> httpx.AsyncClient:
-    pool = max(64, max_connections or 1024)
-    return httpx.AsyncClient(
-        base_url=base_url,
-        timeout=httpx.Timeout(timeout_s, connect=5.0),
-        limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-    )
+class EngineClient:
+    """The engine's base URL, timeouts and pool; the aiohttp session is made on first use.
+
+    aiohttp binds a session to the running event loop, so it cannot be built before the server's
+    loop runs; building it lazily keeps construction synchronous for the caller.
+    """
+
+    def __init__(self, base_url: str, timeout_s: float, max_connections: int) -> None:
+        self.base_url = base_url.rstrip("/")
+        # sock_read: the longest the engine may stay silent (whole answer, or between stream chunks)
+        self.timeout = aiohttp.ClientTimeout(total=None, connect=5.0, sock_read=timeout_s)
+        self.pool = max(64, max_connections or 1024)
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.pool, limit_per_host=0, keepalive_timeout=75),
+                timeout=self.timeout,
+                auto_decompress=False,  # bytes pass through as the engine sent them
+                skip_auto_headers=("User-Agent", "Accept-Encoding"),
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def make_client(base_url: str, timeout_s: float, max_connections: int) -> EngineClient:
+    return EngineClient(base_url, timeout_s, max_connections)
 
 
 def forward_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {k: v for k, v in headers if k.lower() not in _DROP_REQUEST}
 
 
-def response_headers(resp: httpx.Response) -> dict[str, str]:
+def response_headers(resp: EngineResponse) -> dict[str, str]:
     return {k: v for k, v in resp.headers.items() if k.lower() not in _DROP_RESPONSE}
 
 
 async def send(
-    client: httpx.AsyncClient,
+    client: EngineClient,
     method: str,
     path: str,
     *,
     headers: dict[str, str] | None = None,
     content: bytes | None = None,
-    params: Any = None,
-) -> httpx.Response:
-    """Send with streaming on; engine trouble becomes 504 (timeout) or 503 (unreachable)."""
-    req = client.build_request(method, path, headers=headers, content=content, params=params)
+    params: str | None = None,
+) -> EngineResponse:
+    """Send; the body is left unread. Engine trouble becomes 504 (timeout) or 503 (unreachable)."""
+    # already percent-encoded (a fixed route, or the client's raw path and query): sent as is
+    url = URL(client.base_url + path + (f"?{params}" if params else ""), encoded=True)
     try:
-        return await client.send(req, stream=True)
-    except httpx.TimeoutException:
+        return await client.session().request(method, url, headers=headers, data=content)
+    except TimeoutError:
         raise FrontError(504, f"the engine did not answer {path} in time") from None
-    except httpx.TransportError as err:
+    except aiohttp.ClientError as err:
         raise FrontError(503, f"the engine is unreachable ({type(err).__name__}); retry later") from None
 
 
-def stream_failure(err: httpx.HTTPError) -> tuple[int, str]:
-    """Why a stream broke after its 200 was sent: the status and message of the in-band error."""
-    if isinstance(err, httpx.TimeoutException):
-        return 504, "the engine stopped sending (no data within SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS)"
-    return 502, f"the engine connection broke mid-stream ({type(err).__name__})"
+class StreamBroken(Exception):
+    """The engine stalled or went away after the response started: the in-band error to send."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _broken(err: BaseException) -> StreamBroken:
+    if isinstance(err, TimeoutError):
+        return StreamBroken(
+            504, "the engine stopped sending (no data within SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS)"
+        )
+    return StreamBroken(502, f"the engine connection broke mid-stream ({type(err).__name__})")
+
+
+async def chunks(resp: EngineResponse) -> AsyncIterator[bytes]:
+    """The body as it arrives; library errors become StreamBroken. The caller closes `resp`."""
+    try:
+        async for chunk in resp.content.iter_any():
+            yield chunk
+    except (TimeoutError, aiohttp.ClientError) as err:
+        raise _broken(err) from None
+
+
+async def read_body(resp: EngineResponse) -> bytes:
+    """The whole (small) body; a stall is 504, a broken connection 503. Always frees the connection."""
+    try:
+        return await resp.read()
+    except TimeoutError:
+        raise FrontError(504, "the engine did not finish its answer in time") from None
+    except aiohttp.ClientError as err:
+        raise FrontError(503, f"the engine connection broke ({type(err).__name__})") from None
+    finally:
+        resp.release()
+
+
+def done(resp: EngineResponse) -> None:
+    """After a stream: a fully read body returns its connection to the pool; an abandoned one is
+    closed, which is how the engine learns that nobody reads the generation and aborts it."""
+    if resp.content.at_eof():
+        resp.release()
+    else:
+        resp.close()
 
 
 def error_event(status: int, message: str, jsonlines: bool) -> bytes:
@@ -78,46 +152,36 @@ def error_event(status: int, message: str, jsonlines: bool) -> bytes:
     return (body + "\n").encode() if jsonlines else f"data: {body}\n\n".encode()
 
 
-async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:
+async def _raw(resp: EngineResponse) -> AsyncIterator[bytes]:
     try:
-        async for chunk in resp.aiter_raw():
+        async for chunk in chunks(resp):
             yield chunk
-    except httpx.HTTPError as err:
+    except StreamBroken as err:
         # The engine stalled or went away mid-stream: say so in-band (SageMaker turns it into a
         # ModelStreamError for the client) rather than ending the body as if it were complete.
-        status, message = stream_failure(err)
-        log.warning("stream from the engine broke: %s", message)
-        yield error_event(status, message, "event-stream" not in resp.headers.get("content-type", ""))
+        log.warning("stream from the engine broke: %s", err.message)
+        yield error_event(err.status, err.message, "event-stream" not in resp.headers.get("content-type", ""))
     finally:
-        # Also on client disconnect (the generator is closed): frees the pooled connection, and the
-        # engine aborts a generation nobody reads.
-        await resp.aclose()
+        done(resp)  # also on client disconnect (the generator is closed)
 
 
-def is_stream(resp: httpx.Response) -> bool:
+def is_stream(resp: EngineResponse) -> bool:
     ctype = resp.headers.get("content-type", "")
     return any(t in ctype for t in _STREAM_TYPES)
 
 
-async def relay(resp: httpx.Response, usage_sink: dict[str, Any] | None = None) -> Response:
+async def relay(resp: EngineResponse, usage_sink: dict[str, Any] | None = None) -> Response:
     """Engine response -> our response: streams flow chunk by chunk, small bodies in one piece."""
     headers = response_headers(resp)
     if is_stream(resp):
         return StreamingResponse(
-            _raw(resp), status_code=resp.status_code, headers=headers, background=BackgroundTask(resp.aclose)
+            _raw(resp), status_code=resp.status, headers=headers, background=BackgroundTask(done, resp)
         )
-    try:
-        data = await resp.aread()
-    except httpx.TimeoutException:
-        raise FrontError(504, "the engine did not finish its answer in time") from None
-    except httpx.HTTPError as err:
-        raise FrontError(503, f"the engine connection broke ({type(err).__name__})") from None
-    finally:
-        await resp.aclose()
-    if usage_sink is not None and resp.status_code == 200 and b'"usage"' in data:
+    data = await read_body(resp)
+    if usage_sink is not None and resp.status == 200 and b'"usage"' in data:
         try:
             usage = json.loads(data).get("usage") or {}
             usage_sink.update(usage)
         except (ValueError, AttributeError):
             pass
-    return Response(data, status_code=resp.status_code, headers=headers)
+    return Response(data, status_code=resp.status, headers=headers)
