@@ -53,17 +53,28 @@ async def load(
     return latencies, total / (time.perf_counter() - t0)
 
 
-async def ttft(client: httpx.AsyncClient, url: str, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        first = None
-        async with client.stream("POST", url, json={**BODY, "stream": True}) as r:
-            async for chunk in r.aiter_raw():
-                if first is None and b"data:" in chunk:
-                    first = time.perf_counter() - t0
-        assert first is not None
-        out.append(first)
+async def first_token(client: httpx.AsyncClient, url: str) -> float:
+    """Seconds from sending a streamed request to the first SSE event (the whole stream is read)."""
+    t0 = time.perf_counter()
+    first = None
+    # 4 tokens: the first is what is timed; the rest only makes the stream a real one
+    async with client.stream("POST", url, json={**BODY, "max_tokens": 4, "stream": True}) as r:
+        async for chunk in r.aiter_raw():
+            if first is None and b"data:" in chunk:
+                first = time.perf_counter() - t0
+    assert first is not None
+    return first
+
+
+async def ttft(client: httpx.AsyncClient, front: str, engine: str, n: int) -> dict[str, list[float]]:
+    """`n` streamed requests per side, one at a time, alternating front and engine request by
+    request (ABBA), so that drift on a shared machine hits both sides alike."""
+    out: dict[str, list[float]] = {"front": [], "engine": []}
+    for i in range(n):
+        order = ("front", "engine") if i % 2 == 0 else ("engine", "front")
+        for side in order:
+            base = front if side == "front" else engine
+            out[side].append(await first_token(client, f"{base}/invocations"))
     return out
 
 
@@ -131,7 +142,9 @@ async def overhead(client: httpx.AsyncClient, front: str, engine: str, n: int) -
     return {"front_p50_ms": 1000 * pct(f, 50), "engine_p50_ms": 1000 * pct(e, 50)}
 
 
-async def run(front: str, engine: str, requests: int, levels: list[int], per_worker: int) -> dict[str, Any]:
+async def run(  # noqa: PLR0917
+    front: str, engine: str, requests: int, levels: list[int], per_worker: int, ttft_n: int
+) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     results: dict[str, Any] = {"load": {}}
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
@@ -161,14 +174,15 @@ async def run(front: str, engine: str, requests: int, levels: list[int], per_wor
             row["throughput_ratio"] = row["front"]["rps"] / row["engine"]["rps"]
             results["load"][conc] = row
             print(f"c={conc}: {json.dumps(row)}", file=sys.stderr)
-        t_front = await ttft(client, f"{front}/invocations", 20)
-        t_engine = await ttft(client, f"{engine}/invocations", 20)
-        t_front += await ttft(client, f"{front}/invocations", 20)
+        times = await ttft(client, front, engine, ttft_n)
+        t_front, t_engine = times["front"], times["engine"]
         results["ttft"] = {
+            "n_per_side": ttft_n,
             "front_p50_ms": 1000 * pct(t_front, 50),
             "engine_p50_ms": 1000 * pct(t_engine, 50),
             "ratio": pct(t_front, 50) / pct(t_engine, 50),
         }
+        print(f"ttft: {json.dumps(results['ttft'])}", file=sys.stderr)
         results["one_token"] = await overhead(client, front, engine, 30)
         print(f"one token: {json.dumps(results['one_token'])}", file=sys.stderr)
         results["ping_saturated"] = await ping_under_saturation(client, front, 15.0)
@@ -183,6 +197,7 @@ def main() -> int:
     ap.add_argument(
         "--per-worker", type=int, default=6, help="at least this many requests per connection and round"
     )
+    ap.add_argument("--ttft-requests", type=int, default=60, help="streamed requests per side for TTFT")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     if args.model == "tiny":
@@ -204,7 +219,9 @@ def main() -> int:
         server.wait_ready(300)
         engine = f"http://127.0.0.1:{env['NEURONSERVE_ENGINE_PORT']}"
         levels = [int(x) for x in args.levels.split(",") if x.strip()]
-        results = asyncio.run(run(server.url, engine, args.requests, levels, args.per_worker))
+        results = asyncio.run(
+            run(server.url, engine, args.requests, levels, args.per_worker, args.ttft_requests)
+        )
     finally:
         server.stop()
     results["model"] = str(model)
