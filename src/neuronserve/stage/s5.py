@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -113,6 +114,7 @@ class S5Run:
     """One running s5cmd whose JSON lines are read on a thread, so a full pipe never stalls it."""
 
     def __init__(self, argv: list[str], environ: Mapping[str, str], stdin: str = "") -> None:
+        self.prefix: str | None = None  # for a wildcard copy: the key prefix it copies
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -192,7 +194,32 @@ def start_prefix_copy(  # noqa: PLR0917
         f"s3://{bucket}/{prefix}*",
         staging_dir.rstrip("/") + "/",
     ]
-    return S5Run(argv, environ)
+    run = S5Run(argv, environ)
+    run.prefix = prefix
+    return run
+
+
+def start_early_copy(
+    environ: Mapping[str, str], src: S3Uri, staging_dir: str, opts: TransferOptions
+) -> S5Run | None:
+    """Start the wildcard copy of a whole prefix before our listing is back, when that is safe.
+
+    Listing first, then copying, puts the listing's round trips (and a second s5cmd start) in
+    front of the first byte. For a fresh copy the two can overlap: the staging directory does not
+    exist yet (nothing to resume, nothing stale to delete), SAFETY_EXCLUDES keep s5cmd from writing
+    `..` keys or our bookkeeping names, so it can only write inside the new staging directory, and
+    nothing it writes is trusted before our checked listing is: `_collect` refuses any file the
+    listing lacks, and the caller kills the copy and removes the directory when the listing fails,
+    refuses a key, or the disk is too small. Returns None (list first, as before) otherwise.
+    """
+    prefix = src.as_prefix()
+    if os.path.lexists(staging_dir) or any(c in prefix.key for c in '*?[]{}"\\\n'):
+        return None
+    binary = choose_engine(environ, [])
+    if binary is None:
+        return None
+    os.makedirs(staging_dir)
+    return start_prefix_copy(binary, environ, prefix.bucket, prefix.key, staging_dir, opts)
 
 
 def download_with_s5cmd(  # noqa: PLR0917
@@ -206,6 +233,7 @@ def download_with_s5cmd(  # noqa: PLR0917
     verify: Callable[[RemoteObject, str], None] | None = None,
     *,
     whole_prefix: bool = False,
+    early: S5Run | None = None,
 ) -> int:
     """Fetch the objects not yet journaled; returns how many were fetched. Same journal as the Python engine.
 
@@ -217,7 +245,16 @@ def download_with_s5cmd(  # noqa: PLR0917
     Files not in the journal are deleted first, so what s5cmd skips (`--if-size-differ`) is exactly
     the set of files a previous run finished; s5cmd writes each file to a temporary name and renames
     it when complete, so a final name in the staging dir never holds a partial file.
+
+    `early` is a wildcard copy `start_early_copy` began into a fresh staging dir while the listing
+    ran: it is adopted when it copies exactly these objects' prefix, else stopped and its files
+    removed before anything else is fetched.
     """
+    prefix = common_prefix(objects) if whole_prefix else None
+    if early is not None and (prefix is None or early.prefix != prefix):
+        early.kill()
+        _clear(staging_dir)
+        early = None
     journal = Journal(staging_dir)
     finished = journal.load()
     todo: dict[str, RemoteObject] = {}
@@ -228,16 +265,16 @@ def download_with_s5cmd(  # noqa: PLR0917
             base += obj.size
         else:
             todo[path] = obj
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            if early is None:  # a fresh dir holds nothing stale; the early copy's files are not
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
     meter.add(base)
     if not todo:
         return 0
-    prefix = common_prefix(objects) if whole_prefix else None
     if prefix is None:
         return _per_key(binary, environ, bucket, todo, staging_dir, opts, meter, verify, journal, base)
     # one listing-driven copy: no per-key HEAD request
-    run = start_prefix_copy(binary, environ, bucket, prefix, staging_dir, opts, resume=bool(base))
+    run = early or start_prefix_copy(binary, environ, bucket, prefix, staging_dir, opts, resume=bool(base))
     landed = _collect(run, bucket, todo, staging_dir, meter, base, verify, journal)
     left = {dest: obj for dest, obj in todo.items() if dest not in landed}
     if left:  # excluded by SAFETY_EXCLUDES, or added after s5cmd's own listing
@@ -343,6 +380,12 @@ def _unexpected(
     )
 
 
+def _clear(directory: str) -> None:
+    """Empty a staging dir that only an abandoned early copy wrote to (it is ours alone: we hold its lock)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory, exist_ok=True)
+
+
 def _die_with_parent() -> None:
     """In the child: SIGKILL it when we die, so a killed stager never leaves s5cmd writing on."""
     with contextlib.suppress(OSError, AttributeError):
@@ -392,9 +435,17 @@ def fetch_objects(  # noqa: PLR0917
     verify: Callable[[RemoteObject, str], None] | None = None,
     *,
     whole_prefix: bool = False,
+    early: S5Run | None = None,
 ) -> int:
-    """Download with the engine `NEURONSERVE_S3_ENGINE` picks (s5cmd when installed, else Python)."""
+    """Download with the engine `NEURONSERVE_S3_ENGINE` picks (s5cmd when installed, else Python).
+
+    An `early` copy (see `start_early_copy`) is adopted by the s5cmd engine, or stopped and its
+    files removed when these objects need the other engine.
+    """
     binary = choose_engine(opts.environ, objects)
+    if binary is None and early is not None:
+        early.kill()
+        _clear(staging_dir)
     if binary is not None:
         return download_with_s5cmd(
             binary,
@@ -406,6 +457,7 @@ def fetch_objects(  # noqa: PLR0917
             meter,
             verify,
             whole_prefix=whole_prefix,
+            early=early,
         )
     return download_objects(make_client(), bucket, objects, staging_dir, opts, meter, verify)
 

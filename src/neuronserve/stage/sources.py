@@ -20,7 +20,7 @@ from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import fetch_objects, list_with_s5cmd
+from neuronserve.stage.s5 import fetch_objects, list_with_s5cmd, start_early_copy
 from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ModelSpec, Progress
 
@@ -48,15 +48,32 @@ def stage_prefix(  # noqa: PLR0917
 def copy_prefix_locked(  # noqa: PLR0917
     make_client: ClientFactory, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
 ) -> Manifest:
-    """The copy itself; the caller holds `dir_lock(dest)`."""
-    objects = list_with_s5cmd(opts, src) or list_prefix(make_client(), src)
+    """The copy itself; the caller holds `dir_lock(dest)`.
+
+    A fresh copy starts transferring while the prefix is listed (`start_early_copy`); whatever
+    goes wrong before the listing has been checked stops that copy and removes what it wrote.
+    """
     staging = atomic.staging_path(dest)
-    os.makedirs(staging, exist_ok=True)
-    total = sum(o.size for o in objects)
-    atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
+    early = start_early_copy(opts.environ, src, staging, opts)
+    try:
+        objects = list_with_s5cmd(opts, src) or list_prefix(make_client(), src)
+        os.makedirs(staging, exist_ok=True)
+        total = sum(o.size for o in objects)
+        atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
+    except BaseException:
+        if early is not None:
+            early.kill()
+            remove_tree(staging)
+        raise
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
-    with ProgressMeter(what, total, progress) as meter:
-        fetched = fetch_objects(make_client, src.bucket, objects, staging, opts, meter, whole_prefix=True)
+    try:
+        with ProgressMeter(what, total, progress) as meter:
+            fetched = fetch_objects(
+                make_client, src.bucket, objects, staging, opts, meter, whole_prefix=True, early=early
+            )
+    finally:
+        if early is not None:
+            early.kill()  # a no-op once it finished; never left writing after an error
     resumed = len(objects) - fetched
     log.info(
         "%s: fetched %d of %d files%s",

@@ -1,0 +1,92 @@
+"""A fresh copy starts transferring while the prefix is listed: adopted when the listing agrees,
+stopped with its files removed when it does not. Real s5cmd against the real moto server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuronserve.errors import StageError
+from neuronserve.stage import stage_all
+from neuronserve.stage.paths import MANIFEST_NAME, parse_s3_uri
+from neuronserve.stage.progress import ProgressMeter
+from neuronserve.stage.s5 import download_with_s5cmd, list_with_s5cmd, s5cmd_binary, start_early_copy
+from neuronserve.stage.transfer import options_from
+
+from .conftest import ServerControl
+from .helpers import put_tree, read_tree, s3_model, sample_files
+
+pytestmark = [
+    pytest.mark.s3,
+    pytest.mark.skipif(s5cmd_binary() is None, reason="the s5cmd package is not installed"),
+]
+
+
+def test_an_early_copy_starts_only_into_a_fresh_staging_dir(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    put_tree(s3, bucket, "m/", sample_files(1))
+    opts = options_from(s3_env)
+    src = parse_s3_uri(f"s3://{bucket}/m/")
+    existing = tmp_path / "resume.partial"
+    existing.mkdir()
+    assert start_early_copy(s3_env, src, str(existing), opts) is None  # a resume lists first
+    python_only = {**s3_env, "NEURONSERVE_S3_ENGINE": "python"}
+    assert start_early_copy(python_only, src, str(tmp_path / "py.partial"), opts) is None
+    assert not (tmp_path / "py.partial").exists()
+    run = start_early_copy(s3_env, src, str(tmp_path / "fresh.partial"), opts)
+    assert run is not None
+    run.kill()
+
+
+def test_an_adopted_early_copy_fetches_each_object_once(
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path
+) -> None:
+    files = sample_files(2)
+    put_tree(s3, bucket, "m/", files)
+    opts = options_from(s3_env)
+    src = parse_s3_uri(f"s3://{bucket}/m/")
+    staging = tmp_path / "model.partial"
+    binary = s5cmd_binary()
+    assert binary is not None
+    early = start_early_copy(s3_env, src, str(staging), opts)
+    listed = list_with_s5cmd(opts, src)  # while the copy runs
+    assert early is not None and listed is not None
+    with ProgressMeter("test", sum(o.size for o in listed), None) as meter:
+        fetched = download_with_s5cmd(
+            binary, s3_env, bucket, listed, str(staging), opts, meter, whole_prefix=True, early=early
+        )
+    assert fetched == len(files)
+    assert read_tree(str(staging)).items() >= files.items()
+    # one GET per object: the early copy was adopted, no second copy fetched anything again
+    assert s3_server.object_gets(bucket) == {f"m/{rel}": 1 for rel in files}
+    assert early.proc.poll() == 0  # it was the copy that ran, and it finished
+
+
+def test_an_early_copy_of_a_prefix_the_listing_refuses_leaves_nothing_behind(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The copy runs before the listing refused the `..` key: nothing escapes, nothing is kept."""
+    put_tree(s3, bucket, "m/", {**sample_files(3), "../early-escape.txt": b"evil"})
+    dest = tmp_path / "deep" / "model"
+    with pytest.raises(StageError, match="refusing"):
+        stage_all(s3_model(f"s3://{bucket}/m/", str(dest)), s3_env)
+    assert not dest.exists()
+    assert not Path(str(dest) + ".partial").exists()
+    assert not (tmp_path / "deep" / "early-escape.txt").exists()
+    assert not (tmp_path / "early-escape.txt").exists()
+
+
+def test_an_early_copy_is_dropped_when_the_keys_need_the_python_engine(
+    s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A key with a quote sends the whole prefix to the Python engine: the early copy is stopped
+    and its files removed first, so the result is exactly the listing, fetched once, with a manifest."""
+    files = {**sample_files(4), 'notes "v2".txt': b"quoted"}
+    put_tree(s3, bucket, "m/", files)
+    dest = tmp_path / "model"
+    stage_all(s3_model(f"s3://{bucket}/m/", str(dest)), s3_env)
+    got = read_tree(str(dest))
+    assert {k: v for k, v in got.items() if k != MANIFEST_NAME} == files
