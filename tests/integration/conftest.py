@@ -84,14 +84,19 @@ def shared_env(
     timer.daemon = True
     timer.start()
     env = base_env(tiny_model, tmp_path_factory.mktemp("work"), **SHARED_SETTINGS)
-    env.update(
-        SM_VLLM_MODEL=s3_tiny_model,
-        AWS_ENDPOINT_URL_S3=s3_server.endpoint,
-        AWS_ACCESS_KEY_ID="testing-key-id",
-        AWS_SECRET_ACCESS_KEY="testing-secret-value",
-        AWS_REGION="us-east-1",
-    )
-    return env
+    return model_from_s3(env, s3_tiny_model, s3_server)
+
+
+def model_from_s3(env: dict[str, str], uri: str, s3_server: ServerControl) -> dict[str, str]:
+    """`env` serving the model at `uri` on the session's moto server (as a user with S3 weights)."""
+    return {
+        **env,
+        "SM_VLLM_MODEL": uri,
+        "AWS_ENDPOINT_URL_S3": s3_server.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing-key-id",
+        "AWS_SECRET_ACCESS_KEY": "testing-secret-value",
+        "AWS_REGION": "us-east-1",
+    }
 
 
 @pytest.fixture

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.server import Server, ServerPool, base_env
+from tests.support.s3server import ServerControl
+from tests.support.server import Server, ServerPool, base_env, start_server
 
 from neuronserve.front.sse import SSEParser
+
+from .conftest import model_from_s3
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +108,58 @@ def test_engine_death_turns_ping_503_and_exits_nonzero(
         assert "the engine exited with code" in log and "  | " in log  # its last lines are printed
     finally:
         server.stop()
+
+
+def test_sigterm_while_staging_exits_at_once_and_keeps_the_partial_copy(
+    s3_tiny_model: str, s3_server: ServerControl, tiny_model: Path, tmp_path: Path
+) -> None:
+    """A stop during a long download does not wait for it (SageMaker kills 30 s after SIGTERM), leaves
+    no s5cmd behind, and keeps what was fetched for the next start to resume."""
+    from neuronserve.stage.paths import JOURNAL_NAME
+
+    held = "/integration-models/tiny/model.safetensors"
+    release = threading.Event()
+    s3_server.hold[held] = release  # the weights never arrive while this server lives
+    work = tmp_path / "work"
+    env = base_env(tiny_model, work, SM_VLLM_MAX_MODEL_LEN="256", NEURONSERVE_S3_CONCURRENCY="2")
+    env = model_from_s3(env, s3_tiny_model, s3_server)
+    server = start_server(env, tmp_path / "staging.log")
+    try:
+        journal: Path | None = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # STAGING, and the small files already journaled
+            partial = list(work.rglob(JOURNAL_NAME))
+            if partial and partial[0].read_text().strip():
+                journal = partial[0]
+                break
+            time.sleep(0.1)
+        assert journal is not None, server.log()[-3000:]
+        assert httpx.get(f"{server.url}/ping", timeout=2).json()["phase"] == "STAGING"
+        t0 = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.proc.wait(timeout=10)
+        took = time.monotonic() - t0
+        assert code == 0
+        assert took < 5.0, f"the stop waited {took:.1f} s for the download"
+        assert "stopped while staging" in server.log()
+        # the s5cmd child died with the server: no process is still writing into the work dir
+        time.sleep(0.5)
+        writers = [
+            p
+            for p in os.listdir("/proc")
+            if p.isdigit() and str(work) in _cmdline(p) and "s5cmd" in _cmdline(p)
+        ]
+        assert writers == []
+        assert journal.exists()  # kept for the next start to resume from
+        assert not (journal.parent.parent / journal.parent.name.removesuffix(".partial")).exists()
+    finally:
+        release.set()
+        s3_server.hold.pop(held, None)
+        server.stop()
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -13,9 +13,10 @@ import logging
 import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import httpx
 import uvicorn
@@ -31,6 +32,7 @@ from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import LaunchPlan, StageResult
 
 log = logging.getLogger("neuronserve.serve")
+T = TypeVar("T")
 
 POLL_S = 0.1
 HEALTH_EVERY_S = 0.5
@@ -38,6 +40,37 @@ HEALTH_TIMEOUT_S = 2.0
 HEALTH_TIMEOUTS_TOLERATED = (
     3  # a saturated engine may answer /health late; only repeated silence is unhealthy
 )
+
+
+def in_daemon_thread(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """Run `fn` on a daemon thread; its result or exception arrives as a future on this loop.
+
+    Not `asyncio.to_thread`: the loop's default executor is joined when the loop closes, so a
+    SIGTERM during a long download would wait for the download (SageMaker kills at 30 s). A
+    daemon thread is simply abandoned when the process exits.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def target() -> None:
+        outcome: tuple[bool, Any]
+        try:
+            outcome = (True, fn(*args))
+        except BaseException as err:  # handed to the loop, which re-raises it in the awaiting task
+            outcome = (False, err)
+        with contextlib.suppress(RuntimeError):  # the loop closed first: nobody is waiting
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name="stage", daemon=True).start()
+    return future
 
 
 class _Server(uvicorn.Server):
@@ -82,14 +115,16 @@ class Supervisor:
                 await asyncio.to_thread(self.engine.stop)
 
     async def _run(self, server_task: asyncio.Task[Any]) -> int:
-        staging = asyncio.ensure_future(
-            asyncio.to_thread(stage.stage_all, self.plan, self.environ, self.state.set_progress)
-        )
+        staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self.state.set_progress)
         while not staging.done():
             if server_task.done():
                 return self._front_died(server_task)
             if self.stop_requested.is_set():
-                return 0  # the staging thread is abandoned; the process exits
+                # Nothing is served yet, so nothing is lost: staging stops with the process (its
+                # thread is a daemon, its s5cmd child dies with us), and the next start resumes the
+                # copy from its journal instead of starting over.
+                log.info("stopped while staging: the partial copy is kept and resumed by the next start")
+                return 0
             await asyncio.sleep(POLL_S)
         try:
             self._stage_result = staging.result()
