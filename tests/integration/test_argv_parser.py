@@ -13,91 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from tests.support.configs import CONFIGS, host_facts
 
-from neuronserve.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan import build_plan
 from neuronserve.settings import parse_settings
 
 pytestmark = pytest.mark.integration
-
-LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
-VERSIONS = {
-    "vllm": "0.11.0",
-    "vllm-neuron": "0.2.2+lts",
-    "neuronx-distributed-inference": "0.7.14366",
-    "neuronx-cc": "2.22.12471.0",
-}
-
-CONFIGS: list[dict[str, str]] = [
-    {
-        "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-        "SM_VLLM_MAX_MODEL_LEN": "128",
-        "SM_VLLM_MAX_NUM_SEQS": "4",
-        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
-        "SM_VLLM_BLOCK_SIZE": "32",
-        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
-        "SM_VLLM_MAX_MODEL_LEN": "2048",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
-        "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 8}',
-        "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
-    },
-    {
-        "HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct",
-        "HF_MODEL_REVISION": "main",
-        "HF_NUM_CORES": "2",
-        "MAX_BATCH_SIZE": "4",
-        "MAX_TOTAL_TOKENS": "4096",
-        "HF_MODEL_TRUST_REMOTE_CODE": "true",
-    },
-    {
-        "OPTION_MODEL_ID": "s3://bucket/llama/",
-        "OPTION_TENSOR_PARALLEL_DEGREE": "max",
-        "OPTION_N_POSITIONS": "1024",
-        "OPTION_MAX_ROLLING_BATCH_SIZE": "16",
-        "OPTION_DTYPE": "fp16",
-        "OPTION_ROLLING_BATCH": "vllm",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_VLLM_SERVED_MODEL_NAME": '["llama", "l3"]',
-        "SM_VLLM_ENFORCE_EAGER": "true",
-        "SM_VLLM_SEED": "7",
-        "SM_VLLM_GENERATION_CONFIG": "vllm",
-        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
-        "SM_VLLM_TOOL_CALL_PARSER": "llama3_json",
-        "SM_VLLM_API_KEY": '["k1", "k2"]',
-        "SM_VLLM_UVICORN_LOG_LEVEL": "warning",
-        "SM_VLLM_MAX_NUM_SEQS": "2",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": true, "context_encoding_buckets": '
-        '[512, 1024], "token_generation_buckets": [1024]}',
-        "SM_VLLM_MAX_MODEL_LEN": "1024",
-        "SM_VLLM_DTYPE": "float16",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
-        "SM_VLLM_QUANTIZATION": "fp8",
-        "NEURONSERVE_CACHE_URI": "s3://c/",
-    },
-    {
-        "SM_VLLM_MODEL": "/m",
-        "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"skip_warmup": true}}',
-        "SM_VLLM_TRUST_REMOTE_CODE": "false",
-        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
-        "NEURON_LOGICAL_NC_CONFIG": "2",
-        "SM_VLLM_CHAT_TEMPLATE": "{% for m in messages %}{{ m['content'] }}\n{% endfor %}",
-    },
-]
 
 
 class _Refused(Exception):
@@ -132,17 +53,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def facts(devices: int) -> HostFacts:
-    return HostFacts(
-        python="py",
-        neuron_devices=devices,
-        visible_cores=32 if devices else None,
-        cores_source="test",
-        versions=VERSIONS,
-        paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)},
-    )
-
-
 def parse(parser: argparse.ArgumentParser, argv: tuple[str, ...]) -> argparse.Namespace:
     assert argv[1] == "-m"
     return parser.parse_args(list(argv[3:]))
@@ -152,7 +62,7 @@ def parse(parser: argparse.ArgumentParser, argv: tuple[str, ...]) -> argparse.Na
 @pytest.mark.parametrize("device", ["neuron", "cpu"])
 def test_plan_argv_parses(parser: argparse.ArgumentParser, env: Mapping[str, str], device: str) -> None:
     p = build_plan(
-        parse_settings({**env, "NEURONSERVE_DEVICE": device}), facts(1 if device == "neuron" else 0)
+        parse_settings({**env, "NEURONSERVE_DEVICE": device}), host_facts(1 if device == "neuron" else 0)
     )
     ns = parse(parser, p.argv)
     assert getattr(ns, "model_tag", None) is None, "a stray token was taken as a positional argument"

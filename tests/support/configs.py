@@ -1,0 +1,106 @@
+"""The wide set of configurations users arrive with (DLC `SM_VLLM_*`, LMI `OPTION_*`, TGI `HF_*`,
+Neuron overrides), and the host facts to plan them on: one table for every test that checks the
+planned engine argv (against vLLM 0.11.0's option table in the unit tier, and through the installed
+vLLM's own parser in the integration tier)."""
+
+from __future__ import annotations
+
+from neuronserve.hostfacts import HostFacts, ModelFacts
+
+VERSIONS = {
+    "vllm": "0.11.0",
+    "vllm-neuron": "0.2.2+lts",
+    "neuronx-distributed-inference": "0.7.14366",
+    "neuronx-cc": "2.22.12471.0",
+}
+LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
+
+CONFIGS: list[dict[str, str]] = [
+    {
+        "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        "SM_VLLM_MAX_MODEL_LEN": "128",
+        "SM_VLLM_MAX_NUM_SEQS": "4",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
+        "SM_VLLM_BLOCK_SIZE": "32",
+        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
+        "SM_VLLM_MAX_MODEL_LEN": "2048",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
+        "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 8}',
+        "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
+    },
+    {
+        "HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct",
+        "HF_MODEL_REVISION": "main",
+        "HF_NUM_CORES": "2",
+        "MAX_BATCH_SIZE": "4",
+        "MAX_TOTAL_TOKENS": "4096",
+        "HF_MODEL_TRUST_REMOTE_CODE": "true",
+    },
+    {
+        "OPTION_MODEL_ID": "s3://bucket/llama/",
+        "OPTION_TENSOR_PARALLEL_DEGREE": "max",
+        "OPTION_N_POSITIONS": "1024",
+        "OPTION_MAX_ROLLING_BATCH_SIZE": "16",
+        "OPTION_DTYPE": "fp16",
+        "OPTION_ROLLING_BATCH": "vllm",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SERVED_MODEL_NAME": '["llama", "l3"]',
+        "SM_VLLM_ENFORCE_EAGER": "true",
+        "SM_VLLM_SEED": "7",
+        "SM_VLLM_GENERATION_CONFIG": "vllm",
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "SM_VLLM_TOOL_CALL_PARSER": "llama3_json",
+        "SM_VLLM_API_KEY": '["k1", "k2"]',
+        "SM_VLLM_UVICORN_LOG_LEVEL": "warning",
+        "SM_VLLM_MAX_NUM_SEQS": "2",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_NEURON_OVERRIDE_CONFIG": '{"enable_bucketing": true, "context_encoding_buckets": '
+        '[512, 1024], "token_generation_buckets": [1024]}',
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+        "SM_VLLM_DTYPE": "float16",
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 1, "dynamic": true}',
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
+        "SM_VLLM_QUANTIZATION": "fp8",
+        "NEURONSERVE_CACHE_URI": "s3://c/",
+    },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"skip_warmup": true}}',
+        "SM_VLLM_TRUST_REMOTE_CODE": "false",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+        "SM_VLLM_CHAT_TEMPLATE": "{% for m in messages %}{{ m['content'] }}\n{% endfor %}",
+    },
+]
+
+# Options that exist in the image's vLLM 0.11.0 but not in the test engine's newer vLLM: checked
+# against the 0.11.0 option table only.
+CONFIGS_0_11_ONLY: list[dict[str, str]] = [
+    {"SM_VLLM_MODEL": "/m", "SM_VLLM_DISABLE_LOG_REQUESTS": "true", "SM_VLLM_MAX_MODEL_LEN": "512"},
+]
+
+
+def host_facts(neuron_devices: int = 1) -> HostFacts:
+    """An inf2/trn host with 32 visible NeuronCores (or, with 0 devices, a plain CPU host)."""
+    return HostFacts(
+        python="py",
+        neuron_devices=neuron_devices,
+        visible_cores=32 if neuron_devices else None,
+        cores_source="test",
+        versions=VERSIONS,
+        paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)},
+    )
