@@ -6,6 +6,7 @@ latency p50/p99 ratios and throughput ratios at concurrency 1, 8 and 32, the str
 ratio, and /ping p99 while the engine is saturated.
 
     PYTHONPATH=src:. python bench/bench_serve.py [--model tiny|smollm2|PATH] [--requests N] [--levels 1,8,32]
+        [--repeat K]
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ async def overhead(client: httpx.AsyncClient, front: str, engine: str, n: int) -
 
 
 async def run(  # noqa: PLR0917
-    front: str, engine: str, requests: int, levels: list[int], per_worker: int, ttft_n: int
+    front: str, engine: str, requests: int, levels: list[int], per_worker: int, ttft_n: int, repeat: int
 ) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     results: dict[str, Any] = {"load": {}}
@@ -156,16 +157,18 @@ async def run(  # noqa: PLR0917
             total = max(requests, per_worker * conc)
             lat: dict[str, list[float]] = {"front": [], "engine": []}
             rps: dict[str, list[float]] = {"front": [], "engine": []}
-            for side in ("front", "engine", "engine", "front"):
+            for side in ("front", "engine", "engine", "front") * repeat:
                 base = front if side == "front" else engine
                 lats, r = await load(client, f"{base}/invocations", conc, total)
                 lat[side] += lats
                 rps[side].append(r)
-            row = {
+            row: dict[str, Any] = {
                 side: {
+                    "n": len(lat[side]),
                     "p50_ms": 1000 * pct(lat[side], 50),
                     "p99_ms": 1000 * pct(lat[side], 99),
                     "rps": statistics.mean(rps[side]),
+                    "rps_rounds": rps[side],
                 }
                 for side in lat
             }
@@ -198,6 +201,9 @@ def main() -> int:
         "--per-worker", type=int, default=6, help="at least this many requests per connection and round"
     )
     ap.add_argument("--ttft-requests", type=int, default=60, help="streamed requests per side for TTFT")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="A B B A cycles per level (more samples, tighter percentiles)"
+    )
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     if args.model == "tiny":
@@ -220,7 +226,7 @@ def main() -> int:
         engine = f"http://127.0.0.1:{env['NEURONSERVE_ENGINE_PORT']}"
         levels = [int(x) for x in args.levels.split(",") if x.strip()]
         results = asyncio.run(
-            run(server.url, engine, args.requests, levels, args.per_worker, args.ttft_requests)
+            run(server.url, engine, args.requests, levels, args.per_worker, args.ttft_requests, args.repeat)
         )
     finally:
         server.stop()
