@@ -22,8 +22,8 @@ def parse_num(environ: Mapping[str, str], name: str, default: float | None) -> f
     return value
 
 
-def parse_bool(environ: Mapping[str, str], name: str, default: bool = False) -> bool:
-    raw = environ.get(name, "").strip().lower() or ("true" if default else "false")
+def parse_bool(environ: Mapping[str, str], name: str) -> bool:
+    raw = environ.get(name, "false").strip().lower()
     if raw not in ("true", "false", "1", "0", ""):
         raise ConfigError(f"{name}={raw!r} is not a boolean: use true or false", (name,))
     return raw in ("true", "1")
@@ -46,6 +46,5 @@ def parse_serve(environ: Mapping[str, str]) -> tuple[ServeOptions, int]:
         request_timeout_s=float(parse_num(environ, "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", 600.0) or 600.0),
         drain_grace_s=float(parse_num(environ, "NEURONSERVE_DRAIN_GRACE_S", 25.0) or 0.0),
         startup_timeout_s=parse_num(environ, "SAGEMAKER_STARTUP_TIMEOUT", None),
-        pin_front=parse_bool(environ, "NEURONSERVE_PIN_FRONT", default=True),
     )
     return serve, engine_port

@@ -219,13 +219,6 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
     Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
     Var(
-        "NEURONSERVE_PIN_FRONT",
-        "",
-        "true",
-        NS,
-        "Keep the front server off the CPU cores the engine pinned its compute threads to",
-    ),
-    Var(
         "NEURON_COMPILED_ARTIFACTS",
         "<artifacts>",
         "<work_dir>/artifacts/<cache_key>",

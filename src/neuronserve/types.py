@@ -58,7 +58,6 @@ class ServeOptions:
     request_timeout_s: float = 600.0  # engine answer deadline before 504
     drain_grace_s: float = 25.0  # SIGTERM: time for in-flight requests (SageMaker kills at 30 s)
     startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
-    pin_front: bool = True  # keep the front off CPU cores the engine pinned (neuronserve/affinity.py)
 
 
 @dataclass(frozen=True)

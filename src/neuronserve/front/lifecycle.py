@@ -22,7 +22,6 @@ import httpx
 import uvicorn
 
 from neuronserve import stage
-from neuronserve.affinity import format_cpus, keep_front_off_engine_cpus
 from neuronserve.engine import EngineProcess
 from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
@@ -187,28 +186,8 @@ class Supervisor:
             log.warning("could not read the engine's model name from /v1/models: %s", err)
         self.state.set_engine_health(True)
         self.state.move(Phase.READY, f"model {self.state.model_name}")
-        self._keep_off_engine_cpus()
         if self._stage_result is not None:
             self._publishing = asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
-
-    def _keep_off_engine_cpus(self) -> None:
-        """Once the engine has pinned its compute threads (it has by READY), move the front off them."""
-        pgid = self.engine.pid
-        if not self.plan.serve.pin_front or pgid is None:
-            return
-        try:
-            split = keep_front_off_engine_cpus(pgid)
-        except OSError as err:  # no /proc, or affinity not permitted: serving goes on as it was
-            log.info("front CPU affinity left as it was: %s", err)
-            return
-        if split is not None:
-            front, engine = split
-            log.info(
-                "front pinned to CPU(s) %s, off the engine's pinned compute CPU(s) %s "
-                "(NEURONSERVE_PIN_FRONT=false to disable)",
-                format_cpus(front),
-                format_cpus(engine),
-            )
 
     def _publish(self, result: StageResult) -> None:
         try:
