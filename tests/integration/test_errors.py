@@ -48,23 +48,28 @@ def test_engine_errors_keep_their_status_and_message(server: Server) -> None:
 
 
 def test_429_over_the_concurrency_limit(server: Server) -> None:
-    # The shared server allows 6 in flight; 14 long requests at once must see some 429s.
+    # The shared server allows 6 in flight; 14 long requests sent at the same moment must see 429s.
     statuses: list[int] = []
     lock = threading.Lock()
+    go = threading.Barrier(14)
+    limits = httpx.Limits(max_connections=20, max_keepalive_connections=20)
 
-    def one() -> None:
-        body = {"prompt": "hello", "max_tokens": 200, "ignore_eos": True}
-        r = httpx.post(f"{server.url}/invocations", json=body, timeout=120)
-        with lock:
-            statuses.append(r.status_code)
-            if r.status_code == 429:
-                assert r.json()["error"]["code"] == 429
+    with httpx.Client(timeout=120, limits=limits) as client:
 
-    threads = [threading.Thread(target=one) for _ in range(14)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=180)
+        def one() -> None:
+            body = {"prompt": "hello", "max_tokens": 400, "ignore_eos": True}
+            go.wait(timeout=30)  # clients made and threads started before any request leaves
+            r = client.post(f"{server.url}/invocations", json=body)
+            with lock:
+                statuses.append(r.status_code)
+                if r.status_code == 429:
+                    assert r.json()["error"]["code"] == 429
+
+        threads = [threading.Thread(target=one) for _ in range(14)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=180)
     assert statuses.count(429) >= 1, statuses
     assert statuses.count(200) >= 6, statuses
     assert set(statuses) <= {200, 429}

@@ -40,6 +40,7 @@ class Server:
     first_connect_s: float | None = None  # the kernel accepts (what SageMaker's 250 ms rule is about)
     first_answer_s: float | None = None  # the first HTTP answer to /ping
     not_ready_invocation: tuple[int, dict[str, Any]] | None = None
+    _engine_pid: int | None = None
 
     @property
     def url(self) -> str:
@@ -49,9 +50,13 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def engine_pid(self) -> int:
-        m = ENGINE_PID.search(self.log())
-        assert m, "the server never logged the engine pid"
-        return int(m.group(1))
+        """The engine's pid, read once from the log (which grows to megabytes: re-reading it cost
+        half a second, long enough for a tiny-model generation to finish before a test froze it)."""
+        if self._engine_pid is None:
+            m = ENGINE_PID.search(self.log())
+            assert m, "the server never logged the engine pid"
+            self._engine_pid = int(m.group(1))
+        return self._engine_pid
 
     def wait_ready(self, timeout_s: float) -> None:
         """Poll /ping from the very start, recording every answer (the phase trace tests check)."""
