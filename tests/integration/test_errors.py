@@ -6,7 +6,7 @@ import threading
 
 import httpx
 import pytest
-from tests.support.server import Server, assert_error
+from tests.support.server import Server, assert_error, engine_core_pid, frozen
 
 pytestmark = pytest.mark.integration
 
@@ -48,28 +48,34 @@ def test_engine_errors_keep_their_status_and_message(server: Server) -> None:
 
 
 def test_429_over_the_concurrency_limit(server: Server) -> None:
-    # The shared server allows 6 in flight; 14 long requests sent at the same moment must see 429s.
+    """The shared server allows 6 in flight: of 14 requests at once, 6 are served and the rest get 429.
+
+    Generation is frozen (the engine's EngineCore stopped) while they arrive, so the first 6 stay in
+    flight however fast the machine is; it resumes once the 8 refusals are back.
+    """
     statuses: list[int] = []
     lock = threading.Lock()
-    go = threading.Barrier(14)
+    refused = threading.Semaphore(0)
     limits = httpx.Limits(max_connections=20, max_keepalive_connections=20)
 
     with httpx.Client(timeout=120, limits=limits) as client:
 
         def one() -> None:
-            body = {"prompt": "hello", "max_tokens": 400, "ignore_eos": True}
-            go.wait(timeout=30)  # clients made and threads started before any request leaves
-            r = client.post(f"{server.url}/invocations", json=body)
+            r = client.post(f"{server.url}/invocations", json={"prompt": "hello", "max_tokens": 20})
             with lock:
                 statuses.append(r.status_code)
-                if r.status_code == 429:
-                    assert r.json()["error"]["code"] == 429
+            if r.status_code == 429:
+                assert r.json()["error"]["code"] == 429
+                refused.release()
 
         threads = [threading.Thread(target=one) for _ in range(14)]
+        with frozen(engine_core_pid(server)):
+            for t in threads:
+                t.start()
+            for _ in range(8):
+                assert refused.acquire(timeout=7), statuses  # within the 8 s engine deadline
         for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=180)
-    assert statuses.count(429) >= 1, statuses
-    assert statuses.count(200) >= 6, statuses
-    assert set(statuses) <= {200, 429}
+            t.join(timeout=120)
+    assert statuses.count(429) == 8, statuses
+    assert statuses.count(200) == 6, statuses
+    assert set(statuses) == {200, 429}

@@ -7,27 +7,22 @@ a few seconds), and before the lifecycle tests (test_zz_*) that end the shared s
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
-from tests.support.server import Server, assert_error
+from tests.support.server import Server, assert_error, engine_core_pid, frozen
 
 pytestmark = pytest.mark.integration
 
 
 @contextmanager
-def frozen(server: Server) -> Iterator[None]:
-    pid = server.engine_pid()
-    os.kill(pid, signal.SIGSTOP)
-    try:
+def frozen_api(server: Server) -> Iterator[None]:
+    """The engine's API process frozen: nothing answers (then waits for a recovery)."""
+    with frozen(server.engine_pid()):
         yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
     _wait_healthy(server)
 
 
@@ -45,18 +40,24 @@ def _wait_healthy(server: Server) -> None:
 
 @pytest.mark.parametrize("schema", ["openai", "tgi"])
 def test_stream_that_stalls_ends_with_an_error_event(server: Server, schema: str) -> None:
-    """A stream cannot change its 200 once sent: a stall must end it with an in-band error, not silently."""
+    """A stream cannot change its 200 once sent: a stall must end it with an in-band error, not silently.
+
+    The engine's EngineCore is frozen first, so its API server answers 200 and starts the stream but
+    no token ever comes: a stall after the 200, whatever the speed of the machine (freezing after the
+    first token raced a tiny model that finishes 400 tokens in well under a second).
+    """
     if schema == "openai":
         body = {"prompt": "hello", "max_tokens": 400, "ignore_eos": True, "stream": True}
     else:
         body = {"inputs": "hello", "parameters": {"max_new_tokens": 400}, "stream": True}
     lines: list[str] = []
-    with httpx.stream("POST", f"{server.url}/invocations", json=body, timeout=60) as r:
+    with (
+        frozen(engine_core_pid(server)),
+        httpx.stream("POST", f"{server.url}/invocations", json=body, timeout=60) as r,
+    ):
         assert r.status_code == 200
-        it = r.iter_lines()
-        lines.append(next(line for line in it if line.startswith("data:")))  # the stream is flowing
-        with frozen(server):
-            lines += [line for line in it if line.startswith("data:")]
+        lines += [line for line in r.iter_lines() if line.startswith("data:")]
+    _wait_healthy(server)
     last = json.loads(lines[-1][len("data:") :])
     if schema == "openai":
         assert last["error"]["code"] == 504
@@ -67,7 +68,7 @@ def test_stream_that_stalls_ends_with_an_error_event(server: Server, schema: str
 
 def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
     # Freeze the engine's API process: the front's 8 s deadline (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS) hits.
-    with frozen(server):
+    with frozen_api(server):
         t0 = time.monotonic()
         r = httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
         took = time.monotonic() - t0

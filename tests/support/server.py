@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,33 @@ class Server:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(m.group(1)), signal.SIGKILL)
         return int(self.proc.returncode)
+
+
+def engine_core_pid(server: Server) -> int:
+    """The engine's EngineCore process (a child of its API process) where vLLM runs one, else the
+    API process itself: freezing it stops token generation while the API server still answers."""
+    api = server.engine_pid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text(errors="replace")
+        except OSError:
+            continue
+        comm, rest = stat[stat.find("(") + 1 : stat.rfind(")")], stat[stat.rfind(")") + 2 :].split()
+        if len(rest) > 1 and rest[1] == str(api) and "EngineCor" in comm:
+            return int(name)
+    return api
+
+
+@contextlib.contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """SIGSTOP `pid` for the block, SIGCONT after it (also on failure)."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def assert_error(r: httpx.Response, status: int) -> str:
