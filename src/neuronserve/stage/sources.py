@@ -62,8 +62,7 @@ def copy_prefix_locked(  # noqa: PLR0917
         atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
     except BaseException:
         if early is not None:
-            early.kill()
-            remove_tree(staging)
+            early.abandon(staging, keep_dir=False)
         raise
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
     try:
