@@ -1,6 +1,6 @@
 """Command line entry point: reads the process environment ONCE and hands a mapping to each command.
 
-Subcommands live in their own modules (`cmd_plan`, `cmd_serve`, `cmd_stage`, `cmd_cache`) and are
+Subcommands live in their own modules (`commands/plan`, `serve`, `stage`, `cache`) and are
 imported lazily, so `neuronserve plan` never imports the server or S3 stacks and answers fast.
 """
 
@@ -16,10 +16,10 @@ from neuronserve import __version__
 from neuronserve.errors import NeuronServeError
 
 _COMMANDS = {
-    "plan": "neuronserve.cmd_plan",
-    "serve": "neuronserve.cmd_serve",
-    "stage": "neuronserve.cmd_stage",
-    "cache": "neuronserve.cmd_cache",
+    "plan": "neuronserve.commands.plan",
+    "serve": "neuronserve.commands.serve",
+    "stage": "neuronserve.commands.stage",
+    "cache": "neuronserve.commands.cache",
 }
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from tests.support.configs import CONFIGS, host_facts
 
-from neuronserve.plan import build_plan
-from neuronserve.settings import parse_settings
+from neuronserve.config.settings import parse_settings
+from neuronserve.plan.build import build_plan
 
 pytestmark = pytest.mark.integration
 

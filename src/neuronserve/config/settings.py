@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronserve.config.compat import compat_sources
+from neuronserve.config.serve import parse_bool, parse_serve
+from neuronserve.config.table import DEFAULT_ON_FLAGS
 from neuronserve.errors import ConfigError
-from neuronserve.settings_compat import compat_sources
-from neuronserve.settings_serve import parse_bool, parse_serve
-from neuronserve.settings_table import DEFAULT_ON_FLAGS
 from neuronserve.types import ServeOptions
 
 EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens

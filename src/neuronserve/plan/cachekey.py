@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from neuronserve.hostfacts import ModelFacts
+from neuronserve.plan.hostfacts import ModelFacts
 from neuronserve.types import ModelSpec
 
 SCHEMA = 1  # bump when the key's inputs change meaning

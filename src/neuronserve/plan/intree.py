@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import HostFacts
-from neuronserve.settings import Settings
+from neuronserve.plan.hostfacts import HostFacts
 
 
 def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]) -> tuple[str, str | None]:

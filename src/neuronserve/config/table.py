@@ -1,7 +1,7 @@
 """The one table of configuration variables: parsing, precedence and the README reference all read it.
 
 Each row says which environment variable (or file key) sets which engine setting, its default and
-which convention it comes from. `settings.py` maps values with these rows and `configdoc.py` renders
+which convention it comes from. `settings.py` maps values with these rows and `doc.py` renders
 them, so the documentation cannot drift from the code (a test compares the README with the table).
 """
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from neuronserve import hostfacts
-from neuronserve.hostfacts import HostFacts
-from neuronserve.plan import build_plan
-from neuronserve.settings import Settings, parse_settings
+from neuronserve.config.settings import Settings, parse_settings
+from neuronserve.plan import hostfacts
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.hostfacts import HostFacts
 from neuronserve.types import LaunchPlan
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 
-from neuronserve import cachekey
+from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import HostFacts, ModelFacts
-from neuronserve.neuron import CONSUMED, neuron_engine
-from neuronserve.settings import Setting, Settings, flag_tokens
+from neuronserve.plan import cachekey
+from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
 
 ENGINE_HOST = "127.0.0.1"

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from neuronserve.errors import ConfigError
-from neuronserve.hostfacts import ModelFacts
+from neuronserve.plan.hostfacts import ModelFacts
 
 SUPPORTED_MODEL_TYPES = ("llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe")
 REFUSED_MODEL_MARKERS = {"pixtral": "Pixtral", "llava": "LLaVA", "gpt_oss": "GPT-OSS", "gptoss": "GPT-OSS"}

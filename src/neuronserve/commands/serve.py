@@ -15,8 +15,8 @@ import sys
 from typing import Any
 
 from neuronserve.errors import EngineError
+from neuronserve.plan.resolve import resolve_plan
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
-from neuronserve.resolve import resolve_plan
 from neuronserve.types import LaunchPlan
 
 

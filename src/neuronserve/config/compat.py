@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.config.table import LMI_VARS, TGI_VARS, Var
 from neuronserve.errors import ConfigError
-from neuronserve.settings_table import LMI_VARS, TGI_VARS, Var
 
 _LMI_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 

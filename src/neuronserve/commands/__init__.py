@@ -1,0 +1,1 @@
+"""The CLI's subcommands, one module each, imported lazily by `neuronserve.cli`."""
