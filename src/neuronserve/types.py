@@ -77,6 +77,9 @@ class LaunchPlan:
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
     integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+    # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
+    memory: dict[str, Any] | None = None
+    instance: dict[str, Any] | None = None  # the instance facts it was checked against
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "neuron_override": plan.neuron_override,
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
+        "memory": plan.memory,
     }
 
 

@@ -219,6 +219,23 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
     Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
     Var(
+        "NEURONSERVE_INSTANCE_TYPE",
+        "",
+        "detected devices",
+        NS,
+        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
+    ),
+    Var("NEURONSERVE_FIT_CHECK", "", "refuse", NS, "HBM estimate over 100 %: refuse | warn | off"),
+    Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
+    Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
+    Var(
+        "NEURONSERVE_REQUIRE_CACHE_HIT",
+        "",
+        "false",
+        NS,
+        "Fail at once (never compile) when the keyed compiled artifacts are not in NEURONSERVE_CACHE_URI",
+    ),
+    Var(
         "NEURON_COMPILED_ARTIFACTS",
         "<artifacts>",
         "<work_dir>/artifacts/<cache_key>",

@@ -12,7 +12,7 @@ import json
 
 from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey
+from neuronserve.plan import cachekey, fit
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
@@ -166,6 +166,9 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
         engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
+        instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, warnings)
+        memory = estimate.as_json() if estimate else None
+        instance_doc = instance.as_json() if instance else None
         argv += engine.flags
         argv += _user_flags(settings, CONSUMED, device, warnings)
         key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
@@ -184,6 +187,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
+        memory, instance_doc = None, None
     argv += settings.extra_args
     return LaunchPlan(
         device=device,
@@ -199,4 +203,6 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         serve=settings.serve,
         work_dir=work_dir,
         integration=integration,
+        memory=memory,
+        instance=instance_doc,
     )
