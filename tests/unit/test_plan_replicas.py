@@ -283,3 +283,14 @@ def test_plan_command_prints_replicas(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "SM_VLLM_DATA_PARALLEL_SIZE" in bad.stderr and "SM_VLLM_TENSOR_PARALLEL_SIZE" in bad.stderr
+
+
+def test_one_core_short_is_refused() -> None:
+    err = refused(
+        {
+            "NEURON_RT_VISIBLE_CORES": "0-6",
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
+            "NEURONSERVE_DATA_PARALLEL": "2",
+        }
+    )
+    assert "8 NeuronCores" in str(err) and "only 7" in str(err)
