@@ -206,6 +206,7 @@ def test_cli_json_shape_and_secrets() -> None:
         "cache_key",
         "warnings",
         "memory",
+        "replicas",
     }
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
     assert doc["model"] == {"source": "hub", "uri": "a/b", "local_path": None}

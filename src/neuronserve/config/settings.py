@@ -39,6 +39,7 @@ _EXTRA_VALUE = frozenset(
         "task",
         "runner",
         "speculative-config",
+        "data-parallel-size",
     }
 )
 
@@ -247,6 +248,10 @@ def parse_settings(
             "SM_VLLM_OVERRIDE_NEURON_CONFIG",
         ):
             engine.add(key[len("SM_VLLM_") :].lower().replace("_", "-"), sm_vllm_value(environ[key]), key)
+    if environ.get("NEURONSERVE_DATA_PARALLEL", "").strip():
+        engine.add(
+            "data-parallel-size", environ["NEURONSERVE_DATA_PARALLEL"].strip(), "NEURONSERVE_DATA_PARALLEL"
+        )
     override = _neuron_override(environ, additional)
     artifacts = _Collector()
     if environ.get("NEURON_COMPILED_ARTIFACTS", "").strip():

@@ -51,6 +51,7 @@ class HostFacts:
     sagemaker_model_dir: str = "/opt/ml/model"
     sagemaker_model_dir_nonempty: bool = False
     paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local
+    cpus: tuple[int, ...] = ()  # CPU ids this process may run on (CPU replicas are bound to slices)
 
 
 def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[int]:
@@ -232,4 +233,5 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         sagemaker_model_dir=model_dir,
         sagemaker_model_dir_nonempty=_nonempty(model_dir),
         paths=paths,
+        cpus=tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else (),
     )
