@@ -12,7 +12,7 @@ import json
 
 from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey
+from neuronserve.plan import cachekey, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
@@ -165,6 +165,8 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
+        revision_var = settings.origin("revision", "SM_VLLM_REVISION")
+        rules.check_hub_revision(model.source, model.revision, revision_var)
         engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
         argv += engine.flags
         argv += _user_flags(settings, CONSUMED, device, warnings)
