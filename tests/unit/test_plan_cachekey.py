@@ -26,7 +26,7 @@ def key(env: dict[str, str], **facts_kw: object) -> str:
 
 
 def draft(config_sha: str, weights: str) -> dict[str, ModelFacts]:
-    return {"/draft": ModelFacts("dir", LLAMA, config_sha, True, weights)}
+    return {"/draft": ModelFacts("dir", LLAMA, config_sha, True, weights_digest=weights)}
 
 
 def test_key_changes_with_each_graph_input() -> None:
