@@ -1,6 +1,6 @@
-"""Real `application/vnd.amazon.eventstream` bytes, framed by hand, and a local HTTP server that answers
-InvokeEndpointWithResponseStream with them, so the real boto3 client and botocore's own event-stream
-parser decode them (no dicts stand in for events).
+"""Real `application/vnd.amazon.eventstream` exception events (framed by deploy_support.event_message)
+and a local HTTP server that answers InvokeEndpointWithResponseStream with them, so the real boto3
+client and botocore's own event-stream parser decode them (no dicts stand in for events).
 
 Framing (the AWS event stream encoding; botocore/eventstream.py decodes it: `EventStreamMessage`,
 `_validate_prelude`, `_parse_headers`): total length u32, headers length u32, CRC32 of those 8 bytes,
@@ -11,38 +11,19 @@ CRC32 of everything before it. All big-endian.
 from __future__ import annotations
 
 import json
-import struct
 import threading
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from deploy_support import event_message, payload_part
 
-def _header(name: str, value: str) -> bytes:
-    raw_name, raw_value = name.encode(), value.encode()
-    return bytes([len(raw_name)]) + raw_name + b"\x07" + struct.pack(">H", len(raw_value)) + raw_value
-
-
-def message(headers: dict[str, str], payload: bytes) -> bytes:
-    encoded = b"".join(_header(k, v) for k, v in headers.items())
-    total = 12 + len(encoded) + len(payload) + 4
-    prelude = struct.pack(">II", total, len(encoded))
-    prelude += struct.pack(">I", zlib.crc32(prelude))
-    body = prelude + encoded + payload
-    return body + struct.pack(">I", zlib.crc32(body))
-
-
-def payload_part(data: bytes) -> bytes:
-    return message(
-        {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"},
-        data,
-    )
+__all__ = ["event_message", "exception", "payload_part", "runtime_server"]
 
 
 def exception(kind: str, fields: dict[str, str]) -> bytes:
     """An exception event (`ModelStreamError`, `InternalStreamFailure`): JSON payload of its members."""
-    return message(
+    return event_message(
         {":message-type": "exception", ":exception-type": kind, ":content-type": "application/json"},
         json.dumps(fields).encode(),
     )

@@ -219,6 +219,31 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
     Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
     Var(
+        "NEURONSERVE_INSTANCE_TYPE",
+        "",
+        "detected devices",
+        NS,
+        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
+    ),
+    Var("NEURONSERVE_FIT_CHECK", "", "refuse", NS, "HBM estimate over 100 %: refuse | warn | off"),
+    Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
+    Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
+    Var(
+        "NEURONSERVE_DATA_PARALLEL",
+        "",
+        "1",
+        NS,
+        "Engine replicas on disjoint cores: N or auto (visible cores // TP); same as "
+        "SM_VLLM_DATA_PARALLEL_SIZE; never passed to vLLM",
+    ),
+    Var(
+        "NEURONSERVE_MIN_READY_REPLICAS",
+        "",
+        "all at start, then 1",
+        NS,
+        "READY replicas /ping needs to answer 200",
+    ),
+    Var(
         "NEURON_COMPILED_ARTIFACTS",
         "<artifacts>",
         "<work_dir>/artifacts/<cache_key>",
@@ -273,6 +298,14 @@ HOST_VARS: tuple[Var, ...] = (
     Var("SAGEMAKER_MAX_PAYLOAD_IN_MB", "", "6", SAGEMAKER, "Request body limit"),
     Var("SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", "", "600", SAGEMAKER, "Engine answer deadline before 504"),
     Var("SAGEMAKER_STARTUP_TIMEOUT", "", "", SAGEMAKER, "Seconds until the engine must be ready"),
+    Var(
+        "SAGEMAKER_ENABLE_STATEFUL_SESSIONS",
+        "",
+        "false",
+        SAGEMAKER,
+        "Sticky sessions (X-Amzn-SageMaker-Session-Id) kept on one replica",
+    ),
+    Var("SAGEMAKER_SESSIONS_EXPIRATION", "", "1200", SAGEMAKER, "Session lifetime in seconds"),
 )
 
 ALL_VARS = ENGINE_VARS + HOST_VARS

@@ -12,7 +12,7 @@ import json
 
 from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey
+from neuronserve.plan import cachekey, fit, replicas
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
@@ -23,7 +23,7 @@ NEURON_ONLY_FLAGS = frozenset(
     {"tensor-parallel-size", "num-gpu-blocks-override", "device", "override-neuron-config"}
 )
 # Handled by the plan itself, never passed through as a generic flag.
-PLAN_FLAGS = frozenset({"model", "host", "port", "revision", "served-model-name"})
+PLAN_FLAGS = frozenset({"model", "host", "port", "revision", "served-model-name", replicas.DP_KEY})
 
 
 def choose_device(settings: Settings, facts: HostFacts) -> Device:
@@ -166,6 +166,9 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
         engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
+        instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, warnings)
+        memory = estimate.as_json() if estimate else None
+        instance_doc = instance.as_json() if instance else None
         argv += engine.flags
         argv += _user_flags(settings, CONSUMED, device, warnings)
         key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
@@ -178,17 +181,29 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
             )
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
+        slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), warnings)
     else:
         _cpu_warnings(settings, warnings)
         argv += _user_flags(settings, frozenset({"additional-config"}), device, warnings)
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
-    argv += settings.extra_args
+        memory, instance_doc = None, None
+        slices = replicas.cpu_slices(settings, facts, warnings)
+    argv += replicas.strip_dp_args(settings.extra_args)
+    specs = replicas.build(
+        device,
+        argv,
+        env,
+        slices,
+        base_port=settings.engine_port,
+        front_port=settings.serve.port,
+        min_ready=settings.serve.min_ready_replicas,
+    )
     return LaunchPlan(
         device=device,
-        argv=tuple(argv),
-        env=env,
+        argv=specs[0].argv,
+        env=specs[0].env,
         model=model,
         neuron_override=override,
         cache_key=key,
@@ -199,4 +214,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         serve=settings.serve,
         work_dir=work_dir,
         integration=integration,
+        memory=memory,
+        instance=instance_doc,
+        replicas=specs,
     )
