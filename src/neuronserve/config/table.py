@@ -229,6 +229,13 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
     Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
     Var(
+        "NEURONSERVE_REQUIRE_CACHE_HIT",
+        "",
+        "false",
+        NS,
+        "Fail at once (never compile) when the keyed compiled artifacts are not in the cache",
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "",
         "1",
