@@ -271,14 +271,21 @@ HOST_VARS: tuple[Var, ...] = (
         "",
         "1 with chunked prefill",
         NRT,
-        "Set by the plan for chunked prefill; 0 with chunked prefill is refused",
+        "Set by the plan for chunked prefill; refused: 0 with chunked prefill, 1 with a contiguous KV cache",
     ),
     Var(
         "NEURON_ON_DEVICE_SAMPLING_DISABLED",
         "",
         "",
         NRT,
-        "Refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null",
+        "Non-zero refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null; 0 is accepted",
+    ),
+    Var(
+        "NEURON_CC_FLAGS",
+        "",
+        "",
+        NRT,
+        "neuronx-cc flags for the compile; part of the compiled-artifact cache key",
     ),
     Var(
         "NEURON_CONTEXT_LENGTH_BUCKETS",
