@@ -1,6 +1,7 @@
 """The deploy lines users copy from README.md and docs/DEPLOY.md, run as written (variables filled in):
-every `python ecs/render.py` line renders a task definition that ECS's RegisterTaskDefinition model
-accepts (and the renderer runs the container's launch plan on its environment first), and every
+every `python ecs/render.py` line renders a request its API's model accepts (RegisterTaskDefinition,
+CreateService, elbv2 CreateTargetGroup; for a task the renderer runs the container's launch plan on
+its environment first), and every
 `docker run` line for the Neuron image has the device, IPC_LOCK and memlock flags, and its env file
 with the mounted model plans on the Neuron device without error.
 """
@@ -22,7 +23,18 @@ from neuronserve.plan.resolve import resolve_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "DEPLOY.md"]
-VARIABLES = {"$IMAGE": "IMAGE_URI", "$ECR": "123456789012.dkr.ecr.us-east-1.amazonaws.com", "$PWD": "/work"}
+VARIABLES = {
+    "$IMAGE": "IMAGE_URI",
+    "$ECR": "123456789012.dkr.ecr.us-east-1.amazonaws.com",
+    "$PWD": "/work",
+    "$TARGET_GROUP_ARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/neuronserve/0123",
+}
+# What each `--what` renders, and the API operation that takes it.
+OPERATIONS = {
+    "task": ("ecs", "RegisterTaskDefinition"),
+    "service": ("ecs", "CreateService"),
+    "target-group": ("elbv2", "CreateTargetGroup"),
+}
 # TinyLlama-1.1B's config.json values (the model the samples name), for the mounted /opt/ml/model.
 TINYLLAMA = {
     "architectures": ["LlamaForCausalLM"],
@@ -62,11 +74,14 @@ def test_the_docs_have_the_lines() -> None:
 
 
 @pytest.mark.parametrize("argv", [a for _, a in RENDER], ids=[i for i, _ in RENDER])
-def test_render_line_gives_a_valid_task_definition(argv: list[str]) -> None:
+def test_render_line_gives_a_valid_request(argv: list[str]) -> None:
     result = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    check("ecs", "RegisterTaskDefinition", doc)
+    what = argv[argv.index("--what") + 1] if "--what" in argv else "task"
+    check(*OPERATIONS[what], doc)
+    if what != "task":
+        return
     env = {e["name"]: e["value"] for e in doc["containerDefinitions"][0]["environment"]}
     assert env.get("HF_MODEL_ID") or env.get("SM_VLLM_MODEL"), "the task would start with no model"
 

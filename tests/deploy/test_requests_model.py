@@ -73,3 +73,20 @@ def test_the_checker_can_fail() -> None:
             "PutScalingPolicy",
             {**policy_request("n", "v", 1), "PolicyType": "Nope"},
         )
+
+
+def test_the_neuron_ami_and_its_driver_are_what_the_model_documents() -> None:
+    """The note `deploy` prints about the AMI's Neuron driver rests on the service model's own text."""
+    import re
+
+    import botocore.session
+
+    from neuronserve.deploy.spec import NEURON_AMI, NEURON_AMI_DRIVER
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    assert NEURON_AMI in model.shape_for("ProductionVariantInferenceAmiVersion").enum
+    doc = re.sub(
+        r"<[^>]+>", " ", model.shape_for("ProductionVariant").members["InferenceAmiVersion"].documentation
+    )
+    section = doc[doc.index(NEURON_AMI) :]
+    assert re.search(r"Neuron driver version:\s*" + re.escape(NEURON_AMI_DRIVER) + r"\b", section)

@@ -62,6 +62,16 @@ def _spec(args: argparse.Namespace) -> Any:
     )
 
 
+def _driver_note() -> None:
+    from neuronserve.deploy.spec import IMAGE_RUNTIME_DRIVER, NEURON_AMI, NEURON_AMI_DRIVER
+
+    print(
+        f"deploy: note: {NEURON_AMI} has Neuron driver {NEURON_AMI_DRIVER}; the image's runtime was released "
+        f"with driver {IMAGE_RUNTIME_DRIVER} (docs/DEPLOY.md, 'Neuron driver')",
+        file=sys.stderr,
+    )
+
+
 def _deploy(args: argparse.Namespace) -> int:
     from neuronserve.deploy.endpoint import deploy
     from neuronserve.deploy.spec import config_request, model_request, validate
@@ -72,6 +82,7 @@ def _deploy(args: argparse.Namespace) -> int:
         f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})",
         file=sys.stderr,
     )
+    _driver_note()
     if args.dry_run:
         print(json.dumps({"model": model_request(spec), "config": config_request(spec)}, indent=2))
         return 0

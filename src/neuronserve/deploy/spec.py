@@ -25,8 +25,13 @@ DEFAULT_DOWNLOAD_TIMEOUT_S = 3600
 # Room for weights, the staged compiled artifacts and the compiler's work dir, by instance size.
 DEFAULT_VOLUME_GB = {"ml.inf2.xlarge": 100, "ml.inf2.8xlarge": 100}
 LARGE_VOLUME_GB = 512
-# Neuron driver 2.x on AL2 with the Neuron SDK runtime; docs/DEPLOY.md, "Neuron driver".
+# The one Neuron value of ProductionVariant.InferenceAmiVersion; its documentation in botocore's
+# sagemaker service-2.json says "Neuron driver version: 2.19". The image's runtime (aws-neuronx-runtime-lib
+# 2.29.40.0, Neuron SDK 2.27.1) was released with driver aws-neuronx-dkms 2.25.4.0: docs/DEPLOY.md,
+# "Neuron driver".
 NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"
+NEURON_AMI_DRIVER = "2.19"
+IMAGE_RUNTIME_DRIVER = "2.25.4.0"
 # Name pattern and length: service-2.json shapes EndpointName and EndpointConfigName.
 _NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 NAME_MAX = 63
