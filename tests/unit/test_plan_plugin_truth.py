@@ -77,6 +77,10 @@ def test_2_block_count_sized_for_small_blocks_refused() -> None:
 def test_2_prefix_and_chunked_keep_their_block_size() -> None:
     assert flag(plan(PREFIX), "--block-size") == "32"
     assert flag(plan(CHUNKED), "--block-size") == "32"
+    # vLLM's older in-tree Neuron support has no custom scheduler: the block size given is used.
+    in_tree = {"NEURONSERVE_INTEGRATION": "in-tree", "SM_NEURON_IS_BLOCK_KV_LAYOUT": "true"}
+    assert flag(plan({**in_tree, "SM_VLLM_BLOCK_SIZE": "32"}), "--block-size") == "32"
+    plan({"NEURONSERVE_INTEGRATION": "in-tree", "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
 
 
 # 3. pa_num_blocks equals --num-gpu-blocks-override exactly; ignored (not refused) when contiguous.

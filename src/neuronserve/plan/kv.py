@@ -51,20 +51,25 @@ def kv_layout(
     seqs: int,
     origins: dict[str, str],
     warnings: list[str],
+    plugin: bool = True,
 ) -> tuple[list[str], dict[str, Any]]:
-    """Flags and the compiled KV numbers; refuses what the plugin would refuse."""
+    """Flags and the compiled KV numbers; refuses what the plugin would refuse.
+
+    `plugin` False (vLLM's older in-tree Neuron support) has neither the custom scheduler nor
+    DISABLE_NEURON_CUSTOM_SCHEDULER: the block size given is the one used there.
+    """
     prefix = settings.get("enable-prefix-caching") is True
     chunked = settings.get("enable-chunked-prefill") is True
     _check_prefix_keys(override, prefix, origins)
     block_layout = prefix or chunked or override.get("is_block_kv_layout") is True
     block = _int(settings, "block-size", origins)
     blocks = _int(settings, "num-gpu-blocks-override", origins)
-    native = native_scheduler(settings)
+    native = native_scheduler(settings) and plugin
     if not block_layout:
         return _contiguous(
             override, length, seqs, (block, blocks), native, origins=origins, warnings=warnings
         )
-    if not prefix and not native:
+    if plugin and not prefix and not native:
         block, blocks = _max_len_blocks(length, seqs, (block, blocks), origins, warnings)
     else:
         if block is None:
@@ -82,7 +87,7 @@ def kv_layout(
     if prefix:
         override["is_prefix_caching"] = True
     flags = ["--enable-prefix-caching" if prefix else "--no-enable-prefix-caching"]
-    if prefix or native:
+    if prefix or native or not plugin:
         flags += ["--block-size", str(block)]
     flags += ["--num-gpu-blocks-override", str(blocks)]
     kv = {

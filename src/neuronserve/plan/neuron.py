@@ -177,7 +177,13 @@ def neuron_engine(
         kv_flags, kv = tnx_kv(settings, _int(settings, "block-size"), length, origins)
     else:
         kv_flags, kv = kv_layout(
-            settings, override, length=length, seqs=seqs, origins=origins, warnings=warnings
+            settings,
+            override,
+            length=length,
+            seqs=seqs,
+            origins=origins,
+            warnings=warnings,
+            plugin=integration == "plugin",
         )
     prefix = kv["mode"] == "prefix"
     floor = rules.PREFIX_MIN_CONTEXT_BUCKET
