@@ -3,6 +3,7 @@ service models (`service_model.check`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -90,3 +91,44 @@ def test_the_neuron_ami_and_its_driver_are_what_the_model_documents() -> None:
     )
     section = doc[doc.index(NEURON_AMI) :]
     assert re.search(r"Neuron driver version:\s*" + re.escape(NEURON_AMI_DRIVER) + r"\b", section)
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"model_data_s3": None, "env": {"HF_MODEL_ID": "x/y"}}, "cannot reach the Hugging Face Hub"),
+        (
+            {"env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_CACHE_URI": "s3://b/c/"}},
+            "cannot reach S3",
+        ),
+        ({"security_groups": ()}, "1 to 16 subnets and 1 to 5 security groups"),
+        ({"async_output_s3": None}, "--async-failure needs --async-output"),
+        ({"async_output_s3": "http://bucket/out"}, "--async-output"),
+        ({"async_max_concurrent": 0}, "1 to 1000"),
+        ({"tags": {"aws:x": "1"}}, "--tag aws:x=1"),
+        ({"name": "a" * 48}, "at most 47 characters"),
+        ({"name": "-bad"}, "--name"),
+        ({"instance_type": "ml.trn1.32xlarge"}, "--kms-key"),
+    ],
+)
+def test_option_refusals_name_the_flag(change: dict[str, object], needle: str) -> None:
+    from neuronserve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        validate(replace(FULL, **change))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("rollout", "needle"),
+    [
+        (Rollout(traffic="linear"), "all-at-once or canary"),
+        (Rollout(alarms=tuple(f"a{i}" for i in range(11))), "at most 10"),
+        (Rollout(wait_interval_s=3601), "0 to 3600"),
+        (Rollout(traffic="canary", canary_percent=60), "1 to 50"),
+    ],
+)
+def test_rollout_refusals(rollout: Rollout, needle: str) -> None:
+    from neuronserve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        update_request(FULL, rollout)

@@ -49,7 +49,7 @@ def deployment_config(rollout: Rollout, spec: DeploySpec) -> dict[str, Any]:
     ):
         if not 0 <= value <= 3600:
             raise ConfigError(f"{label} {value}: SageMaker accepts 0 to 3600 seconds")
-    if not 0 < len(rollout.alarms) <= 10 and rollout.alarms:
+    if len(rollout.alarms) > 10:
         raise ConfigError("--alarm: at most 10 CloudWatch alarms")
     routing: dict[str, Any] = {"Type": kind, "WaitIntervalInSeconds": rollout.wait_interval_s}
     if kind == "CANARY":

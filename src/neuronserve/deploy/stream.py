@@ -51,8 +51,9 @@ def payload_parts(event_stream: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     A mid-stream failure never arrives as an event dict: `ModelStreamError` and `InternalStreamFailure`
     are exception events (sagemaker-runtime service-2.json, `ResponseStream` members flagged
     `exception`), which botocore's parser turns into a raised `EventStreamError` whose Code is the
-    event's type (botocore/parsers.py `BaseEventStreamParser._do_error_parse`, botocore/eventstream.py
-    `EventStream._parse_event`: status 400 -> raise). A connection cut mid-body raises
+    event's type (botocore 1.44.5 parsers.py:992 `BaseEventStreamParser._do_error_parse`;
+    eventstream.py:343 `to_response_dict` gives exception messages status 400, and :602-608
+    `EventStream._parse_event` raises on it). A connection cut mid-body raises
     `ResponseStreamingError`. Both become one StreamError line.
     """
     from botocore.exceptions import EventStreamError, ResponseStreamingError
