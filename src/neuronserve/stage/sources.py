@@ -59,7 +59,14 @@ def stage_prefix(  # noqa: PLR0917
     with atomic.dir_lock(dest):
         done = local_complete(dest, src.uri)
         if done is not None and listing is not None and fresh.changes(done, listing):
-            log.info("%s: %s changed since the local copy (%s)", what, src.uri, fresh.describe(done, listing))
+            log.warning(
+                "%s: %s changed in place since the local copy (%s): fetching the changes. The compile "
+                "cache key of an s3:// model names its URI, not its bytes: a cached compile of the old "
+                "weights would be reused; give each model version its own prefix",
+                what,
+                src.uri,
+                fresh.describe(done, listing),
+            )
             staging = atomic.staging_path(dest)
             fresh.seed_staging(dest, staging, done, listing, src.uri)
             return _fetch_and_commit(make_client, src, dest, staging, listing, opts, progress, what, None)
