@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 
+import dockerignore
 import pytest
 from dockerfile_parse import DockerfileParser
 from static_support import DOCKERFILES, ROOT, load_versions_module
@@ -173,7 +175,56 @@ def test_cpu_image_runs_as_non_root_and_neuron_image_documents_root() -> None:
     assert "Runs as root on purpose" in DOCKERFILES["neuron"].read_text()
 
 
+def _copied_sources() -> set[str]:
+    """What the Dockerfiles COPY from the build context (not from another stage)."""
+    sources: set[str] = set()
+    for kind in DOCKERFILES:
+        for inst in instructions(kind, "COPY"):
+            words = [w for w in shlex.split(str(inst["value"])) if not w.startswith("--")]
+            if "--from=" not in str(inst["value"]):
+                sources.update(w.rstrip("/") for w in words[:-1])
+    return sources
+
+
+def _repo_files() -> list[str]:
+    skip = {".git", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+    out = []
+    for dirpath, dirs, files in os.walk(ROOT):
+        rel_dir = os.path.relpath(dirpath, ROOT)
+        for d in [d for d in dirs if d in skip]:
+            out.append(os.path.normpath(os.path.join(rel_dir, d)))  # the directory itself, not walked
+            dirs.remove(d)
+        out += [os.path.normpath(os.path.join(rel_dir, f)) for f in files]
+    return out
+
+
 def test_dockerignore_sends_only_what_the_images_copy() -> None:
-    lines = (ROOT / ".dockerignore").read_text().split()
-    assert lines[lines.index("**")] == "**"
-    assert {"!pyproject.toml", "!README.md", "!src/", "!entrypoint/"} <= set(lines)
+    """Every file under what the Dockerfiles COPY is in the build context; nothing else is.
+    Decided with Docker's rules (tests/static/dockerignore.py): order matters, the last match wins."""
+    rules = dockerignore.parse((ROOT / ".dockerignore").read_text())
+    sources = _copied_sources()
+    assert {"pyproject.toml", "README.md", "src", "entrypoint/serve"} <= sources
+    files = _repo_files()
+    wanted = [f for f in files if any(f == s or f.startswith(s + "/") for s in sources)]
+    wanted = [f for f in wanted if "__pycache__" not in f and not f.endswith(".pyc")]
+    assert "src/neuronserve/__init__.py" in wanted and "entrypoint/serve" in wanted
+    assert [f for f in wanted if dockerignore.excluded(rules, f)] == []
+    sent = {f for f in files if not dockerignore.excluded(rules, f)}
+    assert sent == set(wanted), sorted(sent - set(wanted))[:20]
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "out"),
+    [
+        ("**\n!src/\n", "src/a/b.py", False),
+        ("!src/\n**\n", "src/a/b.py", True),  # order matters: the last match wins
+        ("**\n!src/\n**/__pycache__\n", "src/a/__pycache__/x.pyc", True),
+        ("*.md\n", "docs/x.md", False),  # `*` does not cross a directory
+        ("**/*.md\n", "docs/x.md", True),
+        ("docs\n", "docs/deep/x.md", True),  # a matching parent excludes its files
+        ("# docs\n/docs\n", "docs/x", True),
+        ("d?cs\n", "docs", True),
+    ],
+)
+def test_dockerignore_rules_follow_docker(text: str, path: str, out: bool) -> None:
+    assert dockerignore.excluded(dockerignore.parse(text), path) is out
