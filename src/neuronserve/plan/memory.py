@@ -183,7 +183,11 @@ def weights_bytes_per_core(
 
 def kv_tokens(kv: dict[str, Any], max_num_seqs: int, max_model_len: int) -> int:
     """Tokens the compiled cache holds: contiguous = seqs x length; block layout = (N + 2) x block."""
+    if kv.get("kv_tokens"):
+        return int(kv["kv_tokens"])
     if kv.get("mode") in ("prefix", "block") and kv.get("num_blocks") and kv.get("block_size"):
+        if kv.get("pa_num_blocks"):  # the plan already added the plugin's null block
+            return (int(kv["pa_num_blocks"]) + 1) * int(kv["block_size"])
         return (int(kv["num_blocks"]) + BLOCK_EXTRA) * int(kv["block_size"])
     return max_num_seqs * max_model_len
 
