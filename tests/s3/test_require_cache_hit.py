@@ -18,7 +18,10 @@ pytestmark = pytest.mark.s3
 
 
 def neuron_env(s3: Any, bucket: str, s3_env: dict[str, str], work: Path) -> dict[str, str]:
-    for rel, data in {"config.json": b'{"model_type": "llama"}', "model.safetensors": b"w" * 70_000}.items():
+    for rel, data in {
+        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
+        "model.safetensors": b"w" * 70_000,
+    }.items():
         s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
     return {
         **s3_env,
@@ -70,7 +73,11 @@ def test_miss_fails_fast_then_push_makes_it_a_hit(
 def test_require_cache_hit_without_a_cache_is_refused(tmp_path: Path) -> None:
     model = tmp_path / "m"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "llama", "max_position_embeddings": 128}))
+    (model / "config.json").write_text(
+        json.dumps(
+            {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 128}
+        )
+    )
     env = {
         "SM_VLLM_MODEL": str(model),
         "NEURONSERVE_DEVICE": "neuron",

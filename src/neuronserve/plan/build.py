@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, fit, replicas
+from neuronserve.plan import cachekey, fit, replicas, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
@@ -180,6 +180,8 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
+        revision_var = settings.origin("revision", "SM_VLLM_REVISION")
+        rules.check_hub_revision(model.source, model.revision, revision_var)
         engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
         instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, warnings)
         memory = estimate.as_json() if estimate else None
