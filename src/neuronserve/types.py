@@ -45,6 +45,8 @@ class ArtifactSpec:
     # local_dir is neuronserve's own (<work_dir>/artifacts/<key>), not a directory the user named:
     # staging may clear it when it holds an unfinished compile.
     owned: bool = False
+    # NEURONSERVE_REQUIRE_CACHE_HIT: a miss fails the start at once instead of letting the engine compile.
+    require_hit: bool = False
 
 
 @dataclass(frozen=True)

@@ -155,3 +155,89 @@ class RecordingMotoServer:
     def sent(self, method: str, path: str) -> list[Recorded]:
         with self._lock:
             return [r for r in self.requests if r.method == method and r.path == path]
+
+
+class Lifecycle:
+    """Endpoint life cycle that moto 5.2.5 lacks, as the SageMaker API reference describes it; applied
+    with `patch_lifecycle` (test-scoped like the patches above):
+
+    - CreateEndpoint on a name that still exists (even while Deleting) fails with ValidationException
+      "Cannot create already existing endpoint" (moto replaces the old endpoint silently).
+    - DeleteEndpoint returns at once; the endpoint stays `Deleting` for `delete_polls` DescribeEndpoint
+      calls, then is gone (moto deletes it at once).
+    - UpdateEndpoint (not implemented by moto): switches the endpoint to the new config, `Updating` for
+      one DescribeEndpoint, then InService; `LastDeploymentConfig` is what the request sent.
+    - `fail_next`: the next CreateEndpoint ends `Failed` with that FailureReason.
+    """
+
+    def __init__(self, delete_polls: int = 2) -> None:
+        self.delete_polls = delete_polls
+        self.fail_next: str | None = None
+        self.countdown: dict[str, tuple[int, str | None]] = {}
+        self.updates: list[dict[str, Any]] = []
+
+
+def patch_lifecycle(monkeypatch: pytest.MonkeyPatch, life: Lifecycle) -> None:
+    from moto.sagemaker import models
+    from moto.sagemaker.exceptions import ValidationError
+    from moto.sagemaker.responses import SageMakerResponse
+
+    backend_cls = models.SageMakerModelBackend
+    create, describe, delete = (
+        backend_cls.create_endpoint,
+        backend_cls.describe_endpoint,
+        backend_cls.delete_endpoint,
+    )
+
+    def create_endpoint(self: Any, endpoint_name: str, endpoint_config_name: str, tags: Any) -> Any:
+        if endpoint_name in self.endpoints:
+            arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
+            raise ValidationError(message=f'Cannot create already existing endpoint "{arn}".')
+        endpoint = create(self, endpoint_name, endpoint_config_name, tags)
+        if life.fail_next is not None:
+            endpoint.endpoint_status, endpoint.failure_reason = "Failed", life.fail_next
+            life.fail_next = None
+        return endpoint
+
+    def describe_endpoint(self: Any, endpoint_name: str) -> Any:
+        if endpoint_name in life.countdown and endpoint_name in self.endpoints:
+            left, then = life.countdown[endpoint_name]
+            if left <= 0:
+                del life.countdown[endpoint_name]
+                if then is None:
+                    del self.endpoints[endpoint_name]
+                else:
+                    self.endpoints[endpoint_name].endpoint_status = then
+            else:
+                life.countdown[endpoint_name] = (left - 1, then)
+        return describe(self, endpoint_name)
+
+    def delete_endpoint(self: Any, endpoint_name: str) -> None:
+        if endpoint_name not in self.endpoints:
+            delete(self, endpoint_name)  # moto's own "Could not find endpoint"
+        self.endpoints[endpoint_name].endpoint_status = "Deleting"
+        life.countdown[endpoint_name] = (life.delete_polls, None)
+
+    def update_endpoint(self: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        backend = self.sagemaker_backend
+        name, config_name = self._get_param("EndpointName"), self._get_param("EndpointConfigName")
+        endpoint = backend.endpoints.get(name)
+        if endpoint is None:
+            describe(backend, name)  # raises "Could not find endpoint"
+        if endpoint.endpoint_status != "InService":
+            raise ValidationError(message=f"Cannot update in-progress endpoint {endpoint.arn}.")
+        config = backend.describe_endpoint_config(config_name)  # raises if missing
+        life.updates.append(dict(self._get_params()))
+        endpoint.endpoint_config_name = config_name
+        endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
+        endpoint.last_deployment_config = self._get_param("DeploymentConfig")
+        endpoint.endpoint_status = "Updating"
+        life.countdown[name] = (1, "InService")
+        return ActionResult({"EndpointArn": endpoint.arn})
+
+    monkeypatch.setattr(backend_cls, "create_endpoint", create_endpoint)
+    monkeypatch.setattr(backend_cls, "describe_endpoint", describe_endpoint)
+    monkeypatch.setattr(backend_cls, "delete_endpoint", delete_endpoint)
+    monkeypatch.setattr(SageMakerResponse, "update_endpoint", update_endpoint, raising=False)

@@ -261,3 +261,51 @@ def test_safetensors_headers_give_the_parameter_count(tmp_path: Path) -> None:
     env |= {"NEURONSERVE_DEVICE": "neuron"}
     p = build_plan(parse_settings(env), host)
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 8_030_527_488 // 2
+
+
+def test_speculative_draft_is_counted() -> None:
+    # Llama-3.1-8B target + Llama-3.2-1B draft (a local config.json), TP 2, 4 x 4096 tokens each.
+    # Draft at TP 2: 16 q heads and 4 kv heads of 64 per core: attention 2048*1024*2 + 2048*256*2 = 5,242,880,
+    # MLP 3*2048*4096 = 25,165,824; x16 = 486,539,264; vocab 64128*2048*2 = 262,668,288; norms 16*4096 + 2048
+    # = 67,584: 749,275,136 elements = 1,498,550,272 bytes. Its KV: 16*2*4*64*16384*2 = 268,435,456.
+    facts = HostFacts(
+        python="py",
+        versions=dict(VERSIONS),
+        paths={
+            "/m": ModelFacts("dir", config("Llama-3.1-8B"), "d" * 64),
+            "/d": ModelFacts("dir", config("Llama-3.2-1B"), "e" * 64, True),
+        },
+    )
+    env = {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_VLLM_MAX_MODEL_LEN": "4096",
+        "SM_VLLM_MAX_NUM_SEQS": "4",
+        "NEURONSERVE_DEVICE": "neuron",
+        "NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/d", "num_speculative_tokens": 4}',
+    }
+    p = build_plan(parse_settings(env), facts)
+    assert p.memory is not None
+    assert p.memory["weights_bytes_per_core"] == 8_030_527_488 + 1_498_550_272
+    assert p.memory["kv_bytes_per_core"] == 1_073_741_824 + 268_435_456
+    hub = {
+        **env,
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "org/d", "num_speculative_tokens": 4}',
+    }
+    assert any("org/d not counted" in w for w in build_plan(parse_settings(hub), facts).warnings)
+
+
+@pytest.mark.parametrize(
+    ("kv", "tokens"),
+    [
+        ({"mode": "contiguous", "kv_tokens": 16384}, 16384),
+        # prefix caching: pa_num_blocks = 512 + 1 null block, + NxD's reserved block = 514 x 32
+        ({"mode": "prefix", "block_size": 32, "num_blocks": 512, "pa_num_blocks": 513}, 16448),
+        # chunked prefill (block layout, no prefix caching): no reserved block, 513 x 32
+        ({"mode": "block", "block_size": 32, "num_blocks": 512, "pa_num_blocks": 513}, 16416),
+        ({"mode": "prefix", "block_size": 32, "num_blocks": 512}, 16448),  # a plan without pa_num_blocks
+    ],
+)
+def test_kv_tokens_by_layout(kv: dict[str, object], tokens: int) -> None:
+    assert memory.kv_tokens(kv, 4, 4096) == tokens

@@ -275,6 +275,7 @@ def parse_settings(
             "NEURON_TOKEN_GEN_BUCKETS",
             "DISABLE_NEURON_CUSTOM_SCHEDULER",
             "NEURON_ON_DEVICE_SAMPLING_DISABLED",
+            "NEURON_CC_FLAGS",
         )
         if k in environ
     }

@@ -105,7 +105,7 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
         if kv["mode"] == "contiguous":
             return s * n
         blocks = int(kv["num_blocks"]) if blocks_given else math.ceil(n / block) * s
-        return (blocks + memory.BLOCK_EXTRA) * block
+        return memory.block_tokens(blocks, block, kv["mode"] == "prefix")
 
     out: list[str] = []
     cores = place.instance.cores
@@ -115,7 +115,9 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
             break
     if kv["mode"] != "contiguous" and blocks_given:
         best = _largest(
-            lambda n: place.estimate(tp, (n + memory.BLOCK_EXTRA) * block).fits, int(kv["num_blocks"]), 1
+            lambda n: place.estimate(tp, memory.block_tokens(n, block, kv["mode"] == "prefix")).fits,
+            int(kv["num_blocks"]),
+            1,
         )
         if best:
             out.append(f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}")

@@ -36,6 +36,7 @@ class ModelFacts:
     config_sha256: str | None = None
     has_lm_head: bool | None = None  # for EAGLE drafts: weights name lm_head.weight
     checkpoint_params: int | None = None  # parameters in the safetensors headers (HBM estimate)
+    weights_digest: str | None = None  # weights_digest(): sampled weight bytes, for the cache key
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,55 @@ def model_facts(path: str) -> ModelFacts:
         config = json.loads(raw)
     except (OSError, ValueError):
         pass
-    return ModelFacts("dir", config, digest, _lm_head_in_weights(path), safetensors_params(path))
+    return ModelFacts(
+        "dir",
+        config,
+        digest,
+        _lm_head_in_weights(path),
+        safetensors_params(path),
+        weights_digest=weights_digest(path),
+    )
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+SAMPLES_PER_FILE = 16
+SAMPLE_BYTES = 64 * 1024
+
+
+def weights_digest(path: str) -> str | None:
+    """A digest that changes when the weights do, reading ~1 MiB per weight file instead of gigabytes.
+
+    The compiled artifacts embed the weights when save_sharded_checkpoint is on, so the cache key must
+    change when a fine-tune replaces them under the same config.json. Sizes and safetensors headers are
+    not enough: a fine-tune keeps every tensor's name, shape, dtype and offset. So, per weight file (and
+    the *.index.json files): its name, size, safetensors header, and 16 blocks of 64 KiB spread evenly
+    over the file. Any full or partial fine-tune changes nearly every block; an edit confined to bytes
+    between samples would not be seen (documented limit). Reads are deterministic, so two hosts with the
+    same files compute the same digest; mtimes are not used (they differ between copies).
+    """
+    try:
+        listing = os.listdir(path)
+    except OSError:
+        return None
+    names = sorted(n for n in listing if n.endswith((*WEIGHT_SUFFIXES, ".index.json")))
+    if not names:
+        return None
+    h = hashlib.sha256()
+    try:
+        for name in names:
+            full = os.path.join(path, name)
+            size = os.path.getsize(full)
+            h.update(f"{name}\0{size}\0".encode())
+            with open(full, "rb") as f:
+                if name.endswith(".index.json"):
+                    h.update(f.read())
+                    continue
+                for i in range(SAMPLES_PER_FILE):
+                    f.seek(max(0, (size - SAMPLE_BYTES) * i // max(1, SAMPLES_PER_FILE - 1)))
+                    h.update(f.read(SAMPLE_BYTES))
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def read_serving_properties(model_dir: str) -> dict[str, str]:

@@ -15,9 +15,10 @@ How NxD Inference 0.7 (v0.7.14366, the SDK 2.27 release) lays a decoder out over
   device tensor: NxD copies embed_tokens into lm_head (modeling_llama.py:1503-1504).
 - KV cache tokens: the contiguous cache (prefix caching off) is max_num_seqs x max_model_len
   (kv_cache_manager.py:190-230; the plugin sets block_size = max_model_len, platform.py:203-206).
-  The block layout is (pa_num_blocks + 1 reserved) x block_size (modules/kvcache/
-  block_kv_cache_manager.py:21, 62-75), and the plugin adds 1 null block to --num-gpu-blocks-override
-  (platform.py:149-158), so N requested blocks cost N + 2.
+  The block layout is pa_num_blocks x block_size, plus 1 reserved block with prefix caching (modules/
+  kvcache/block_kv_cache_manager.py:21, 62-87), and the plugin adds 1 null block to
+  --num-gpu-blocks-override (platform.py:149-158), so N requested blocks cost N + 2 with prefix
+  caching and N + 1 for chunked prefill.
 
 The overhead (runtime reservation, compiled graphs' I/O and scratch buffers, sampling buffers) has no
 published formula (vllm-neuron caps a cache fraction instead): neuronserve assumes a fixed
@@ -45,7 +46,6 @@ DTYPE_BYTES = {
     "float": 4,
     "auto": 4,  # the plugin maps `auto` to float32 (shared/NEURON.md)
 }
-BLOCK_EXTRA = 2  # NxD's reserved block + the plugin's null block (see above)
 
 
 class ShapeError(ValueError):
@@ -181,10 +181,25 @@ def weights_bytes_per_core(
     return total
 
 
+def block_tokens(num_blocks: int, block_size: int, prefix: bool) -> int:
+    """Tokens the block layout allocates for `--num-gpu-blocks-override N`: the plugin adds a null block
+    (pa_num_blocks = N + 1) and, with prefix caching, NxD adds one reserved block to the cache shape
+    (block_kv_cache_manager.py:21, 62-78); its chunked-prefill shape has none (80-87)."""
+    return (num_blocks + 1 + (1 if prefix else 0)) * block_size
+
+
 def kv_tokens(kv: dict[str, Any], max_num_seqs: int, max_model_len: int) -> int:
-    """Tokens the compiled cache holds: contiguous = seqs x length; block layout = (N + 2) x block."""
-    if kv.get("mode") in ("prefix", "block") and kv.get("num_blocks") and kv.get("block_size"):
-        return (int(kv["num_blocks"]) + BLOCK_EXTRA) * int(kv["block_size"])
+    """Tokens the compiled cache holds: contiguous = seqs x length; block layout = see block_tokens."""
+    mode = kv.get("mode")
+    if (
+        mode in ("prefix", "block")
+        and kv.get("block_size")
+        and (kv.get("pa_num_blocks") or kv.get("num_blocks"))
+    ):
+        allocated = int(kv.get("pa_num_blocks") or int(kv["num_blocks"]) + 1)  # pa_num_blocks = N + 1
+        return (allocated + (1 if mode == "prefix" else 0)) * int(kv["block_size"])
+    if kv.get("kv_tokens"):
+        return int(kv["kv_tokens"])
     return max_num_seqs * max_model_len
 
 
