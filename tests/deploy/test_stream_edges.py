@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuronserve.deploy.stream import LineBuffer, StreamError, events, lines_from_parts, payload_parts, text_of
+from neuronserve.deploy.stream import LineBuffer, events, lines_from_parts, payload_parts, text_of
 
 
 def test_a_last_line_ending_in_cr_loses_only_the_cr() -> None:
@@ -13,25 +13,6 @@ def test_a_last_line_ending_in_cr_loses_only_the_cr() -> None:
     assert buffer.feed(b"data: 1\r\nXdata: 2X\r") == [b"data: 1"]
     assert buffer.flush() == [b"Xdata: 2X"]
     assert list(lines_from_parts([b"\rfirst\r\n", b"last\r"])) == ["\rfirst", "last"]
-
-
-@pytest.mark.parametrize(
-    ("event", "message"),
-    [
-        ({"ModelStreamError": {"ErrorCode": "424", "Message": "engine died"}}, "ModelStreamError: 424 engine died"),
-        ({"InternalStreamFailure": {"Message": "try again"}}, "InternalStreamFailure:  try again"),
-        ({"ModelStreamError": {"ErrorCode": "ModelError"}}, "ModelStreamError: ModelError"),
-        ({"InternalStreamFailure": {}}, "InternalStreamFailure:"),
-    ],
-)
-def test_stream_errors_name_the_kind_code_and_message(event: dict[str, object], message: str) -> None:
-    stream = [{"PayloadPart": {"Bytes": b"data: 1\n"}}, event, {"PayloadPart": {"Bytes": b"data: 2\n"}}]
-    got = []
-    with pytest.raises(StreamError) as err:
-        for part in payload_parts(stream):
-            got.append(part)
-    assert str(err.value) == message
-    assert got == [b"data: 1\n"]  # the parts before the error, nothing after it
 
 
 def test_unknown_events_are_skipped() -> None:
