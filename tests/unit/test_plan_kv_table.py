@@ -152,10 +152,10 @@ def test_blocks_sized_for_small_blocks_are_refused_under_the_custom_scheduler() 
         {"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"}, {"is_block_kv_layout": True}
     )
     assert str(err) == (
-        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=100 looks sized for SM_VLLM_BLOCK_SIZE=32, but without prefix caching "
-        "the plugin's custom scheduler makes every block max_model_len = 2048 tokens (vllm-neuron 0.2.0 "
-        "platform.py:203-207): NxD Inference would allocate 101 blocks of 2048 tokens (64x the planned KV "
-        "memory): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 (one block per sequence), or "
+        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=100 looks sized for SM_VLLM_BLOCK_SIZE=32, but without prefix "
+        "caching the plugin's custom scheduler makes every block max_model_len = 2048 tokens "
+        "(vllm-neuron 0.2.0 platform.py:203-207): NxD Inference would allocate 101 blocks of 2048 tokens "
+        "(64x the planned KV memory): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 (one block per sequence), or "
         "SM_VLLM_ENABLE_PREFIX_CACHING=true to keep blocks of 32"
     )
     assert err.variables == ("SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE", "SM_VLLM_BLOCK_SIZE")
