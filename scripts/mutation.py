@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The modules measured (the list: the plan and its rules, settings, the TGI/LMI translation,
 # the SSE parser, the stage's paths, manifest and atomic modules, the cache key, the deploy stream
-# client). The plan and protocol ones carry the 90 % goal.
+# client). The plan and protocol ones carry the 90 % goal. Modules not (yet) in the tree are skipped.
 MODULES = (  # small and fast first: time a module leaves unused passes on to the next ones
     "front/sse.py",
     "deploy/stream.py",
@@ -39,6 +39,8 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "stage/atomic.py",
     "front/lmi.py",
     "front/tgi.py",
+    "front/answer.py",
+    "front/genparams.py",
     "config/settings.py",
     "plan/nxdi.py",
     "plan/kv.py",
