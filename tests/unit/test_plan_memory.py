@@ -309,3 +309,22 @@ def test_speculative_draft_is_counted() -> None:
 )
 def test_kv_tokens_by_layout(kv: dict[str, object], tokens: int) -> None:
     assert memory.kv_tokens(kv, 4, 4096) == tokens
+
+
+def test_live_host_facts() -> None:
+    # 16 devices of 8 physical cores = Trainium2: 64 logical cores of 24 GiB at the default LNC 2.
+    t2 = instances.facts_for_host(16, 128, None)
+    assert t2 is not None and (t2.cores, t2.hbm_bytes_per_core) == (64, 24 * GIB)
+    assert instances.facts_for_host(16, 128, 1).cores == 128  # type: ignore[union-attr]
+    assert instances.facts_for_host(12, 24, None).hbm_bytes_per_core == 16 * GIB  # type: ignore[union-attr]
+    assert instances.facts_for_host(0, None, None) is None
+    assert instances.facts_for_host(2, 6, None) is None  # 3 cores per device: no chip we know
+    with pytest.raises(ConfigError, match="Trn2 only"):
+        instances.instance_facts("inf2.xlarge", lnc=2)
+
+
+def test_quantized_projections_are_one_byte() -> None:
+    # SM_NEURON_QUANTIZED=true: attention + MLP (3,489,660,928 elements at TP 2) at 1 byte, the rest
+    # (525,602,816 elements: embedding, lm_head, norms) at 2: 3,489,660,928 + 1,051,205,632 = 4,540,866,560.
+    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_NEURON_QUANTIZED="true")
+    assert p.memory is not None and p.memory["weights_bytes_per_core"] == 4_540_866_560
