@@ -58,6 +58,8 @@ class ServeOptions:
     request_timeout_s: float = 600.0  # engine answer deadline before 504
     drain_grace_s: float = 25.0  # SIGTERM: time for in-flight requests (SageMaker kills at 30 s)
     startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
+    engine_nice: int = 10  # the engine's niceness above the front's: /ping stays fast on a saturated host
+    expose_engine_routes: bool = False  # forward every engine route, not only the allowlist (front/routes.py)
 
 
 @dataclass(frozen=True)

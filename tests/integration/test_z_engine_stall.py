@@ -76,5 +76,12 @@ def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
         assert 7.0 < took < 20.0
         ping = httpx.get(f"{server.url}/ping", timeout=2)
         assert ping.elapsed.total_seconds() < 1.0  # /ping never waits on the engine
+        # /metrics does not hang on a silent engine: the front's series, and a line saying why the
+        # engine's are missing, after at most ENGINE_SCRAPE_TIMEOUT_S (1 s)
+        t0 = time.monotonic()
+        m = httpx.get(f"{server.url}/metrics", timeout=10)
+        assert m.status_code == 200 and time.monotonic() - t0 < 3.0
+        assert "# engine metrics unavailable: no answer within" in m.text
+        assert 'neuronserve_phase{phase="READY"} 1.0' in m.text and "vllm:" not in m.text
     # It recovers (frozen() waited for /ping 200 and a quick answer): requests succeed again.
     assert httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}).status_code == 200

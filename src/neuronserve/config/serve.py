@@ -29,6 +29,17 @@ def parse_bool(environ: Mapping[str, str], name: str) -> bool:
     return raw in ("true", "1")
 
 
+def _nice(environ: Mapping[str, str]) -> int:
+    value = parse_num(environ, "NEURONSERVE_ENGINE_NICE", 10.0)
+    if value is None or value != int(value) or value > 19:
+        raw = environ.get("NEURONSERVE_ENGINE_NICE")
+        raise ConfigError(
+            f"NEURONSERVE_ENGINE_NICE={raw!r} must be a whole number from 0 to 19",
+            ("NEURONSERVE_ENGINE_NICE",),
+        )
+    return int(value)
+
+
 def parse_serve(environ: Mapping[str, str]) -> tuple[ServeOptions, int]:
     """ServeOptions and the engine port; the two ports must differ (both bind on this host)."""
     port = int(parse_num(environ, "SAGEMAKER_BIND_TO_PORT", 8080) or 0)
@@ -46,5 +57,7 @@ def parse_serve(environ: Mapping[str, str]) -> tuple[ServeOptions, int]:
         request_timeout_s=float(parse_num(environ, "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", 600.0) or 600.0),
         drain_grace_s=float(parse_num(environ, "NEURONSERVE_DRAIN_GRACE_S", 25.0) or 0.0),
         startup_timeout_s=parse_num(environ, "SAGEMAKER_STARTUP_TIMEOUT", None),
+        expose_engine_routes=parse_bool(environ, "NEURONSERVE_EXPOSE_ENGINE_ROUTES"),
+        engine_nice=_nice(environ),
     )
     return serve, engine_port

@@ -219,6 +219,27 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
     Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
     Var(
+        "NEURONSERVE_EXPOSE_ENGINE_ROUTES",
+        "",
+        "false",
+        NS,
+        "Forward every engine route (admin ones too), not only the allowlist; warns at start",
+    ),
+    Var(
+        "NEURONSERVE_ENGINE_NICE",
+        "",
+        "10",
+        NS,
+        "Engine niceness above the front's (0-19, 0 = same): keeps /ping fast on a saturated CPU",
+    ),
+    Var(
+        "NEURONSERVE_LOG_FORMAT",
+        "",
+        "text",
+        NS,
+        "text | json (one JSON object per line, engine lines wrapped)",
+    ),
+    Var(
         "NEURON_COMPILED_ARTIFACTS",
         "<artifacts>",
         "<work_dir>/artifacts/<cache_key>",

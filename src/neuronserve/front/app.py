@@ -11,11 +11,12 @@ from fastapi import FastAPI, Request
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from neuronserve.front import proxy, schema, tgi
+from neuronserve.front import proxy, routes, schema, tgi
 from neuronserve.front.errors import FrontError, error_body
-from neuronserve.front.gate import TOKENS_KEY
+from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY
+from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, engine_metrics
 from neuronserve.front.sse import SSEParser
-from neuronserve.front.state import ServerState
+from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.front")
@@ -46,13 +47,27 @@ def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
         request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
-def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClient) -> FastAPI:
+def create_app(
+    state: ServerState,
+    opts: ServeOptions,
+    client: proxy.EngineClient,
+    metrics: FrontMetrics | None = None,
+) -> FastAPI:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     limit = int(opts.max_payload_mb * 1024 * 1024)
 
     @app.exception_handler(FrontError)
-    async def _front_error(_: Request, err: FrontError) -> JSONResponse:
+    async def _front_error(request: Request, err: FrontError) -> JSONResponse:
+        request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
         return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+
+    async def metrics_route(_: Request) -> Response:
+        """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
+        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
+        body = metrics.render() if metrics is not None else b""
+        if state.phase in (Phase.READY, Phase.DRAINING):
+            body += await engine_metrics(client.session(), client.base_url)
+        return Response(body, media_type=CONTENT_TYPE)
 
     async def ping(_: Request) -> Response:
         if state.ready():
@@ -63,13 +78,17 @@ def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClien
         schema.check_content_type(request.headers.get("content-type"))
         raw = await read_limited(request, limit)
         route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
+        if route is not None and not routes.is_allowed(route, opts.expose_engine_routes):
+            raise FrontError(404, routes.refusal(route))  # the allowlist also holds for routed requests
         body = schema.parse_body(raw)
         headers = {"content-type": "application/json"}
         accept = request.headers.get("accept")
         if accept:
             headers["accept"] = accept
+        request.scope[SCHEMA_KEY] = "routed"
         if route is None:
             kind, path = schema.classify(body)
+            request.scope[SCHEMA_KEY] = kind
             if kind == "tgi":
                 return await _generate(request, body, accept or "")
         else:
@@ -139,6 +158,7 @@ def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClien
     # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
     app.add_route("/ping", ping, methods=["GET", "POST"])
+    app.add_route("/metrics", metrics_route, methods=["GET"])
     app.add_route("/invocations", invocations, methods=["POST"])
     app.add_route("/{path:path}", engine_route, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
     return app
