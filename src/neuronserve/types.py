@@ -45,6 +45,8 @@ class ArtifactSpec:
     # local_dir is neuronserve's own (<work_dir>/artifacts/<key>), not a directory the user named:
     # staging may clear it when it holds an unfinished compile.
     owned: bool = False
+    # NEURONSERVE_REQUIRE_CACHE_HIT: a miss fails the start at once instead of letting the engine compile.
+    require_hit: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,21 @@ class ServeOptions:
     startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
     engine_nice: int = 10  # the engine's niceness above the front's: /ping stays fast on a saturated host
     expose_engine_routes: bool = False  # forward every engine route, not only the allowlist (front/routes.py)
+    # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
+    min_ready_replicas: int | None = None
+    sticky_sessions: bool = False  # SAGEMAKER_ENABLE_STATEFUL_SESSIONS
+    session_ttl_s: float = 1200.0  # SAGEMAKER_SESSIONS_EXPIRATION
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One engine of a data-parallel plan: its own command, environment, cores and port."""
+
+    index: int
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cores: str  # NeuronCores (Neuron plan) or CPU ids (CPU plan) this replica owns, e.g. "4-7"
+    port: int
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,18 @@ class LaunchPlan:
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
     integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+    # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
+    memory: dict[str, Any] | None = None
+    instance: dict[str, Any] | None = None  # the instance facts it was checked against
+    # One entry per data-parallel replica; argv/env/engine_port above describe replica 0. Empty in
+    # plans built by hand (tests): `replica_specs()` then derives the single replica.
+    replicas: tuple[ReplicaSpec, ...] = ()
+
+    def replica_specs(self) -> tuple[ReplicaSpec, ...]:
+        if self.replicas:
+            return self.replicas
+        cores = self.env.get("NEURON_RT_VISIBLE_CORES", "")
+        return (ReplicaSpec(0, self.argv, self.env, cores, self.engine_port),)
 
 
 @dataclass(frozen=True)
