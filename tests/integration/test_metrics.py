@@ -134,22 +134,22 @@ def held_requests(server: Server) -> Iterator[list[int]]:
     """6 requests in flight (the shared server's limit) held by a frozen EngineCore."""
     statuses: list[int] = []
     limits = httpx.Limits(max_connections=10, max_keepalive_connections=10)
-    with httpx.Client(timeout=120, limits=limits) as client, frozen(engine_core_pid(server)):
+    with httpx.Client(timeout=120, limits=limits) as client:
 
         def one() -> None:
-            statuses.append(
-                client.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 5}).status_code
-            )
+            r = client.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 5})
+            statuses.append(r.status_code)
 
         threads = [threading.Thread(target=one) for _ in range(6)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 6
-        while value(scrape(server), "neuronserve_in_flight") < 6 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        yield statuses
-    for t in threads:
-        t.join(timeout=120)
+        with frozen(engine_core_pid(server)):
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 6
+            while value(scrape(server), "neuronserve_in_flight") < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            yield statuses
+        for t in threads:  # inside the client's block: it must outlive its requests
+            t.join(timeout=120)
 
 
 def test_in_flight_and_limit_rejections_while_the_engine_is_saturated(

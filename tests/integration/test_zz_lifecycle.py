@@ -140,6 +140,8 @@ def test_engine_death_under_load_fails_fast_with_json_logs(
                 t.join(timeout=10)
             code = server.proc.wait(timeout=10)
             exit_s = time.monotonic() - t0
+        answers_s = [round(float(a["at"]) - t0, 2) for a in answers]  # type: ignore[arg-type]
+        print(f"engine SIGKILL: /ping 503 after {ping_s:.2f} s, answers {answers_s} s, exit {exit_s:.1f} s")
         assert status in (503, -1)
         # bounds: the 1 s / 1 s / 5 s, plus room for a loaded 2-core machine
         assert ping_s < 1.5, f"/ping took {ping_s:.2f} s to turn 503"
