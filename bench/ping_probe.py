@@ -81,6 +81,24 @@ def load(url: str, clients: int, seconds: float, out: mp.Queue) -> None:  # type
     out.put(asyncio.run(run()))
 
 
+def bare_server(port_out: mp.Queue) -> None:  # type: ignore[type-arg]
+    """A minimal asyncio HTTP responder: the control. If it shows the same tail as the front, the
+    delay is the machine's (scheduling of any process), not something the front does."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def run() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=2048)
+        port_out.put(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+    asyncio.run(run())
+
+
 def summary(samples: list[tuple[float, int]]) -> dict[str, float]:
     ms = [m for m, _ in samples]
     return {
@@ -116,15 +134,21 @@ def main() -> int:
             time.sleep(3.0)  # saturated, with requests queued behind max_num_seqs
             front_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
             engine_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+            bare_q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+            bare = ctx.Process(target=bare_server, args=(bare_q,), daemon=True)
+            bare.start()
+            bare_port = bare_q.get()
             probes = [
                 ctx.Process(target=probe, args=(server.port, args.seconds, front_q)),
                 ctx.Process(target=probe, args=(engine_port, args.seconds, engine_q)),
+                ctx.Process(target=probe, args=(bare_port, args.seconds, bare_q)),
             ]
             for p in probes:
                 p.start()
-            front, engine = front_q.get(), engine_q.get()
+            front, engine, control = front_q.get(), engine_q.get(), bare_q.get()
             for p in probes:
                 p.join()
+            bare.kill()
             completed = q.get()
             loader.join()
         finally:
@@ -137,6 +161,7 @@ def main() -> int:
         "requests_completed": completed,
         "front_ping_new_connection": summary(front),
         "engine_ping_new_connection": summary(engine),
+        "bare_asyncio_server_new_connection": summary(control),
     }
     print(json.dumps(result, indent=1))
     return 0
