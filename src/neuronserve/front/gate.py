@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -25,6 +26,23 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 log = logging.getLogger("neuronserve.access")
 
 TOKENS_KEY = "neuronserve.tokens"  # handlers put (prompt_tokens, completion_tokens) here
+REQUEST_ID_KEY = "neuronserve.request_id"  # the request's id: forwarded, echoed, logged
+_ID_HEADERS = (b"x-request-id", b"x-amzn-sagemaker-inference-id")
+
+
+def request_id(scope: Scope) -> str:
+    """X-Request-Id, else SageMaker's X-Amzn-SageMaker-Inference-Id, else a new id (kept in scope)."""
+    rid = scope.get(REQUEST_ID_KEY)
+    if rid:
+        return str(rid)
+    found = dict((k, v) for k, v in scope.get("headers", ()) if k in _ID_HEADERS)
+    raw = found.get(_ID_HEADERS[0]) or found.get(_ID_HEADERS[1])
+    text = raw.decode("latin-1").strip()[:200] if raw else ""
+    rid = text if text and text.isprintable() else uuid.uuid4().hex
+    scope[REQUEST_ID_KEY] = rid
+    return rid
+
+
 UNGATED = frozenset({"/ping"})
 
 
@@ -42,15 +60,16 @@ class Gate:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        rid = request_id(scope).encode("latin-1", "replace")
         phase = self.state.phase
         if phase != Phase.READY:
             why = "draining" if phase == Phase.DRAINING else "not ready"
-            await _reject(send, 503, f"server is {why} (phase {phase}); retry later")
+            await _reject(send, 503, f"server is {why} (phase {phase}); retry later", rid)
             self._log(scope, 503, start)
             return
         if self.max_concurrency and self.in_flight >= self.max_concurrency:
             await _reject(
-                send, 429, f"too many requests in flight (limit {self.max_concurrency}); retry later"
+                send, 429, f"too many requests in flight (limit {self.max_concurrency}); retry later", rid
             )
             self._log(scope, 429, start)
             return
@@ -59,6 +78,8 @@ class Gate:
         async def send_wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
+                message["headers"] = [*headers, (b"x-request-id", rid)]
             await send(message)
 
         self.in_flight += 1
@@ -72,11 +93,7 @@ class Gate:
             self._log(scope, status[0] or 500, start)
 
     def _log(self, scope: Scope, status: int, start: float) -> None:
-        rid = "-"
-        for key, value in scope.get("headers", ()):
-            if key == b"x-amzn-sagemaker-inference-id":
-                rid = value.decode("latin-1")
-                break
+        rid = request_id(scope)
         tokens = scope.get(TOKENS_KEY) or (None, None)
         log.info(
             "%s %s status=%d latency_ms=%.1f tokens_in=%s tokens_out=%s request_id=%s",
@@ -90,9 +107,13 @@ class Gate:
         )
 
 
-async def _reject(send: Send, status: int, message: str) -> None:
+async def _reject(send: Send, status: int, message: str, rid: bytes) -> None:
     body = error_bytes(status, message)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-request-id", rid),
+    ]
     if status in (429, 503):
         headers.append((b"retry-after", b"1"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
