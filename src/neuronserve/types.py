@@ -45,6 +45,8 @@ class ArtifactSpec:
     # local_dir is neuronserve's own (<work_dir>/artifacts/<key>), not a directory the user named:
     # staging may clear it when it holds an unfinished compile.
     owned: bool = False
+    # NEURONSERVE_REQUIRE_CACHE_HIT: a miss fails the start at once instead of letting the engine compile.
+    require_hit: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,21 @@ class ServeOptions:
     dialect: str = "tgi"  # generate answers on /invocations: "tgi" or "lmi" (LMI's rolling-batch shapes)
     lmi_stream_format: str = "jsonlines"  # LMI dialect streams: "jsonlines" or "sse"
     strict_model_name: bool = False  # keep vLLM's 404 for OpenAI bodies naming another model
+    # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
+    min_ready_replicas: int | None = None
+    sticky_sessions: bool = False  # SAGEMAKER_ENABLE_STATEFUL_SESSIONS
+    session_ttl_s: float = 1200.0  # SAGEMAKER_SESSIONS_EXPIRATION
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One engine of a data-parallel plan: its own command, environment, cores and port."""
+
+    index: int
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cores: str  # NeuronCores (Neuron plan) or CPU ids (CPU plan) this replica owns, e.g. "4-7"
+    port: int
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,18 @@ class LaunchPlan:
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
     integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+    # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
+    memory: dict[str, Any] | None = None
+    instance: dict[str, Any] | None = None  # the instance facts it was checked against
+    # One entry per data-parallel replica; argv/env/engine_port above describe replica 0. Empty in
+    # plans built by hand (tests): `replica_specs()` then derives the single replica.
+    replicas: tuple[ReplicaSpec, ...] = ()
+
+    def replica_specs(self) -> tuple[ReplicaSpec, ...]:
+        if self.replicas:
+            return self.replicas
+        cores = self.env.get("NEURON_RT_VISIBLE_CORES", "")
+        return (ReplicaSpec(0, self.argv, self.env, cores, self.engine_port),)
 
 
 @dataclass(frozen=True)

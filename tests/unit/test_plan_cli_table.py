@@ -197,7 +197,17 @@ def test_cli_json_shape_and_secrets() -> None:
     )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert set(doc) == {"device", "argv", "env", "model", "neuron_override", "cache_key", "warnings"}
+    assert set(doc) == {
+        "device",
+        "argv",
+        "env",
+        "model",
+        "neuron_override",
+        "cache_key",
+        "warnings",
+        "memory",
+        "replicas",
+    }
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
     assert doc["model"] == {"source": "hub", "uri": "a/b", "local_path": None}
     assert doc["argv"][-4:] == ["--api-key", "***", "--seed", "1"]

@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
-from neuronserve.types import LaunchPlan
+from neuronserve.types import LaunchPlan, ReplicaSpec
 
 
 def add_arguments(sub: Any) -> None:
@@ -30,6 +30,9 @@ def add_arguments(sub: Any) -> None:
         default=None,
         help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)",
     )
+    from neuronserve.commands import recommend  # noqa: PLC0415
+
+    recommend.add_arguments(p)
 
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
@@ -43,7 +46,14 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "neuron_override": plan.neuron_override,
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
+        "memory": plan.memory,
+        "replicas": [_replica_doc(r) for r in plan.replica_specs()],
     }
+
+
+def _replica_doc(replica: ReplicaSpec) -> dict[str, Any]:
+    argv, env = redact_plan_fields(replica.argv, replica.env)
+    return {"index": replica.index, "argv": argv, "env": env, "cores": replica.cores, "port": replica.port}
 
 
 def render_text(plan: LaunchPlan) -> str:
@@ -57,6 +67,7 @@ def render_text(plan: LaunchPlan) -> str:
         f"cache key:   {plan.cache_key or '-'}",
         f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
         f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
+        *_replica_lines(plan),
         f"work dir:    {plan.work_dir}",
         "command:",
         "  " + shlex.join(doc["argv"]),
@@ -72,7 +83,18 @@ def render_text(plan: LaunchPlan) -> str:
     return "\n".join(lines)
 
 
+def _replica_lines(plan: LaunchPlan) -> list[str]:
+    specs = plan.replica_specs()
+    if len(specs) < 2:
+        return []
+    return [f"replica {r.index}:   port {r.port}, cores {r.cores}" for r in specs]
+
+
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    if args.recommend:
+        from neuronserve.commands import recommend  # noqa: PLC0415
+
+        return recommend.run(args, environ)
     from neuronserve.plan.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))

@@ -91,5 +91,27 @@ def parse_serve(
         dialect=dialect,
         lmi_stream_format=fmt,
         strict_model_name=parse_bool(environ, "NEURONSERVE_STRICT_MODEL_NAME"),
+        min_ready_replicas=_positive_int(environ, "NEURONSERVE_MIN_READY_REPLICAS"),
+        sticky_sessions=parse_bool(environ, "SAGEMAKER_ENABLE_STATEFUL_SESSIONS"),
+        session_ttl_s=_session_ttl(environ),
     )
     return serve, engine_port
+
+
+def _positive_int(environ: Mapping[str, str], name: str) -> int | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name}={raw!r} must be a whole number >= 1", (name,))
+    return int(raw)
+
+
+def _session_ttl(environ: Mapping[str, str]) -> float:
+    ttl = parse_num(environ, "SAGEMAKER_SESSIONS_EXPIRATION", 1200.0) or 0.0
+    if ttl <= 0:
+        raise ConfigError(
+            "SAGEMAKER_SESSIONS_EXPIRATION must be a positive number of seconds (default 1200)",
+            ("SAGEMAKER_SESSIONS_EXPIRATION",),
+        )
+    return ttl

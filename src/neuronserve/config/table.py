@@ -108,7 +108,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "block-size",
         "32 with prefix caching",
         SM,
-        "KV block size (prefix caching)",
+        "KV block size (prefix caching, chunked prefill); the plugin uses max_model_len otherwise",
         "int",
     ),
     Var(
@@ -116,7 +116,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "num-gpu-blocks-override",
         "ceil(max_model_len/block)*max_num_seqs",
         SM,
-        "KV blocks (prefix caching / chunked prefill)",
+        "KV blocks (the plugin adds a null block); counted in max_model_len blocks without prefix caching",
         "int",
     ),
     Var(
@@ -134,7 +134,13 @@ ENGINE_VARS: tuple[Var, ...] = (
         SM,
         "JSON object; its override_neuron_config merges with the SM_NEURON_* keys",
     ),
-    Var("SM_VLLM_REVISION", "revision", "", SM, "Hub revision (hub models only)"),
+    Var(
+        "SM_VLLM_REVISION",
+        "revision",
+        "",
+        SM,
+        "Hub revision (hub models only; refused on Neuron: download it to a directory or S3)",
+    ),
     Var(
         "SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", "false", SM, "Allow model code from the hub", "bool"
     ),
@@ -248,6 +254,38 @@ HOST_VARS: tuple[Var, ...] = (
         "true: an OpenAI body naming another model gets vLLM's 404 (else the one model serves it)",
     ),
     Var(
+        "NEURONSERVE_INSTANCE_TYPE",
+        "",
+        "detected devices",
+        NS,
+        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
+    ),
+    Var("NEURONSERVE_FIT_CHECK", "", "refuse", NS, "HBM estimate over 100 %: refuse | warn | off"),
+    Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
+    Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
+    Var(
+        "NEURONSERVE_REQUIRE_CACHE_HIT",
+        "",
+        "false",
+        NS,
+        "Fail at once (never compile) when the keyed compiled artifacts are not in the cache",
+    ),
+    Var(
+        "NEURONSERVE_DATA_PARALLEL",
+        "",
+        "1",
+        NS,
+        "Engine replicas on disjoint cores: N or auto (visible cores // TP); same as "
+        "SM_VLLM_DATA_PARALLEL_SIZE; never passed to vLLM",
+    ),
+    Var(
+        "NEURONSERVE_MIN_READY_REPLICAS",
+        "",
+        "all at start, then 1",
+        NS,
+        "READY replicas /ping needs to answer 200",
+    ),
+    Var(
         "NEURON_COMPILED_ARTIFACTS",
         "<artifacts>",
         "<work_dir>/artifacts/<cache_key>",
@@ -268,14 +306,21 @@ HOST_VARS: tuple[Var, ...] = (
         "",
         "1 with chunked prefill",
         NRT,
-        "Set by the plan for chunked prefill; 0 with chunked prefill is refused",
+        "Set by the plan for chunked prefill; refused: 0 with chunked prefill, 1 with a contiguous KV cache",
     ),
     Var(
         "NEURON_ON_DEVICE_SAMPLING_DISABLED",
         "",
         "",
         NRT,
-        "Refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null",
+        "Non-zero refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null; 0 is accepted",
+    ),
+    Var(
+        "NEURON_CC_FLAGS",
+        "",
+        "",
+        NRT,
+        "neuronx-cc flags for the compile; part of the compiled-artifact cache key",
     ),
     Var(
         "NEURON_CONTEXT_LENGTH_BUCKETS",
@@ -302,6 +347,14 @@ HOST_VARS: tuple[Var, ...] = (
     Var("SAGEMAKER_MAX_PAYLOAD_IN_MB", "", "6", SAGEMAKER, "Request body limit"),
     Var("SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", "", "600", SAGEMAKER, "Engine answer deadline before 504"),
     Var("SAGEMAKER_STARTUP_TIMEOUT", "", "", SAGEMAKER, "Seconds until the engine must be ready"),
+    Var(
+        "SAGEMAKER_ENABLE_STATEFUL_SESSIONS",
+        "",
+        "false",
+        SAGEMAKER,
+        "Sticky sessions (X-Amzn-SageMaker-Session-Id) kept on one replica",
+    ),
+    Var("SAGEMAKER_SESSIONS_EXPIRATION", "", "1200", SAGEMAKER, "Session lifetime in seconds"),
 )
 
 ALL_VARS = ENGINE_VARS + HOST_VARS
