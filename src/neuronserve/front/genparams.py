@@ -105,9 +105,7 @@ def _grammar(v: Any) -> dict[str, Any] | None:
                 raise bad("parameters.grammar: a json grammar's value must be a JSON schema") from None
         if not isinstance(value, dict):
             raise bad("parameters.grammar: a json grammar's value must be a JSON schema object")
-        # Compact JSON: with whitespace allowed anywhere, a weak or small model can emit blanks
-        # until max_new_tokens (seen with the tests' model) and never close the object.
-        return {"json": value, "disable_any_whitespace": True}
+        return {"json": value}
     raise bad(f"parameters.grammar.type {kind!r} is not one of json, json_schema, regex")
 
 
