@@ -169,3 +169,44 @@ def test_a_local_model_dir_is_used_in_place() -> None:
     f = facts(paths={"/models/m": ModelFacts(kind="dir")})
     p = plan({**MODEL, "SM_VLLM_MODEL": "/models/m"}, f)
     assert (p.model.source, p.model.local_path) == ("local", "/models/m")
+
+
+@pytest.mark.parametrize(
+    ("extra", "mode"),
+    [
+        ({"NEURONSERVE_CACHE_URI": "s3://b/c/"}, "keyed"),
+        ({"NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}, "explicit"),
+    ],
+)
+def test_require_cache_hit_marks_a_remote_cache(extra: dict[str, str], mode: str) -> None:
+    p = plan({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert (p.artifacts.mode, p.artifacts.require_hit) == (mode, True)
+    assert plan({**MODEL, **extra}).artifacts.require_hit is False
+
+
+@pytest.mark.parametrize("extra", [{}, {"NEURON_COMPILED_ARTIFACTS": "/art"}])
+def test_require_cache_hit_without_a_remote_cache_is_refused(extra: dict[str, str]) -> None:
+    err = refusal({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert str(err) == (
+        "NEURONSERVE_REQUIRE_CACHE_HIT=true needs a remote cache to hit: set NEURONSERVE_CACHE_URI "
+        "(s3:// prefix of the keyed cache) or unset NEURONSERVE_REQUIRE_CACHE_HIT"
+    )
+    assert err.variables == ("NEURONSERVE_REQUIRE_CACHE_HIT", "NEURONSERVE_CACHE_URI")
+
+
+@pytest.mark.parametrize("uri", ["./models/m", "~/m"])
+def test_relative_and_home_paths_are_local_directories(uri: str) -> None:
+    err = refusal({**MODEL, "SM_VLLM_MODEL": uri})
+    assert str(err) == f"SM_VLLM_MODEL={uri}: no such model directory on this host"
+
+
+def test_a_local_file_is_not_a_model_directory() -> None:
+    f = facts(paths={"models/m.bin": ModelFacts(kind="file")})
+    err = refusal({**MODEL, "SM_VLLM_MODEL": "models/m.bin"}, f)
+    assert str(err) == "SM_VLLM_MODEL=models/m.bin: no such model directory on this host"
+
+
+def test_a_revision_is_ignored_for_anything_but_a_hub_model() -> None:
+    p = plan({**MODEL, "SM_VLLM_MODEL": "s3://b/m/", "SM_VLLM_REVISION": "abc"})
+    assert "SM_VLLM_REVISION ignored: s3://b/m/ is not a hub model" in p.warnings
+    assert not [w for w in plan(MODEL).warnings if "is not a hub model" in w]
