@@ -94,3 +94,23 @@ def test_tgi_routes_keep_tgi_shapes_on_an_lmi_server(lmi_server: Server) -> None
     parser = SSEParser()
     events = [json.loads(e) for e in parser.feed(raw) + parser.close()]
     assert len(events) == 3 and events[-1]["generated_text"] is not None
+
+
+def test_lmi_server_with_tgi_compat_answers_tgi_shapes(
+    server_pool: ServerPool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    env = base_env(tiny_model, tmp_path_factory.mktemp("lmi-compat-work"))
+    del env["SM_VLLM_MODEL"]
+    env.update(OPTION_MODEL_ID=str(tiny_model), OPTION_MAX_MODEL_LEN="512", OPTION_TGI_COMPAT="true")
+    server = server_pool.get("lmi-compat", env)
+    r = _post(server, {"inputs": "hello", "parameters": {"max_new_tokens": 3, "details": True}})
+    assert r.status_code == 200, r.text
+    item = r.json()[0]  # TGI: a list
+    assert set(item["details"]["tokens"][0]) == {"id", "text", "logprob", "special"}
+    body = {"inputs": "hello", "parameters": {"max_new_tokens": 3}, "stream": True}
+    with httpx.stream("POST", f"{server.url}/invocations", json=body, timeout=60) as s:
+        assert s.headers["content-type"].startswith("text/event-stream")
+        raw = b"".join(s.iter_raw())
+    parser = SSEParser()
+    events = [json.loads(e) for e in parser.feed(raw) + parser.close()]
+    assert len(events) == 3 and "special" in events[0]["token"]
