@@ -120,7 +120,9 @@ def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClien
 
     @app.exception_handler(HTTPException)
     async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
-        return JSONResponse(error_body(err.status_code, str(err.detail)), status_code=err.status_code)
+        return JSONResponse(
+            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
+        )
 
     async def ping(_: Request) -> Response:
         if state.ready():
