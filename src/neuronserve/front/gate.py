@@ -1,6 +1,6 @@
 """Pure-ASGI gate in front of every route but /ping and /metrics: route allowlist, phase check,
-concurrency limit, in-flight count (for draining), the front's request metrics and the one log line
-per request.
+concurrency limit, in-flight count (for draining), the front's request metrics, request ids and the
+one log line per request.
 
 Why pure ASGI (not BaseHTTPMiddleware): it adds no task or buffering per request, so streamed bodies
 flow through untouched and the gate costs microseconds.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -31,6 +32,23 @@ log = logging.getLogger("neuronserve.access")
 TOKENS_KEY = "neuronserve.tokens"  # handlers put (prompt_tokens, completion_tokens) here
 SCHEMA_KEY = "neuronserve.schema"  # handlers put the request's schema here (chat, completion, tgi, ...)
 REJECTED_KEY = "neuronserve.rejected"  # the app's FrontError handler puts the refused status here
+REQUEST_ID_KEY = "neuronserve.request_id"  # the request's id: forwarded, echoed, logged
+_ID_HEADERS = (b"x-request-id", b"x-amzn-sagemaker-inference-id")
+
+
+def request_id(scope: Scope) -> str:
+    """X-Request-Id, else SageMaker's X-Amzn-SageMaker-Inference-Id, else a new id (kept in scope)."""
+    rid = scope.get(REQUEST_ID_KEY)
+    if rid:
+        return str(rid)
+    found = dict((k, v) for k, v in scope.get("headers", ()) if k in _ID_HEADERS)
+    raw = found.get(_ID_HEADERS[0]) or found.get(_ID_HEADERS[1])
+    text = raw.decode("latin-1").strip()[:200] if raw else ""
+    rid = text if text and text.isprintable() else uuid.uuid4().hex
+    scope[REQUEST_ID_KEY] = rid
+    return rid
+
+
 UNGATED = frozenset({"/ping", "/metrics"})
 
 
@@ -67,6 +85,7 @@ class Gate:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        rid = request_id(scope).encode("latin-1", "replace")
         if not routes.is_allowed(path, self.expose_engine_routes):
             await self._refuse(scope, send, start, 404, reason="not_found", msg=routes.refusal(path))
             return
@@ -89,6 +108,8 @@ class Gate:
         async def send_wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
+                message["headers"] = [*headers, (b"x-request-id", rid)]
             elif (
                 first_byte[0] is None
                 and message["type"] == "http.response.body"
@@ -120,21 +141,16 @@ class Gate:
     async def _refuse(
         self, scope: Scope, send: Send, start: float, status: int, *, reason: str, msg: str
     ) -> None:
-        await _reject(send, status, msg)
+        await _reject(send, status, msg, request_id(scope).encode("latin-1", "replace"))
         if self.metrics is not None:
             self.metrics.reject(reason)
             took = time.perf_counter() - start
-            self.metrics.observe(
-                scope.get("path", ""), _default_schema(scope.get("path", "")), status, took, took
-            )
+            path = scope.get("path", "")
+            self.metrics.observe(path, _default_schema(path), status, took, took)
         self._log(scope, status, start)
 
     def _log(self, scope: Scope, status: int, start: float) -> None:
-        rid = "-"
-        for key, value in scope.get("headers", ()):
-            if key == b"x-amzn-sagemaker-inference-id":
-                rid = value.decode("latin-1")
-                break
+        rid = request_id(scope)
         tokens = scope.get(TOKENS_KEY) or (None, None)
         latency_ms = (time.perf_counter() - start) * 1000.0
         path = scope.get("path", "")
@@ -148,7 +164,7 @@ class Gate:
             "-" if tokens[1] is None else tokens[1],
             rid,
             extra={
-                "request_id": None if rid == "-" else rid,
+                "request_id": rid,
                 "route": route_label(path),
                 "method": scope.get("method"),
                 "status": status,
@@ -158,9 +174,13 @@ class Gate:
         )
 
 
-async def _reject(send: Send, status: int, message: str) -> None:
+async def _reject(send: Send, status: int, message: str, rid: bytes) -> None:
     body = error_bytes(status, message)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-request-id", rid),
+    ]
     if status in (429, 503):
         headers.append((b"retry-after", b"1"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

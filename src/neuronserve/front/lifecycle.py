@@ -203,6 +203,8 @@ class Supervisor:
         try:
             models = (await self._health.get("/v1/models")).json()
             self.state.model_name = models["data"][0]["id"]
+            self.state.model_names = [str(m["id"]) for m in models["data"]]
+            self.state.max_model_len = models["data"][0].get("max_model_len")
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
             log.warning("could not read the engine's model name from /v1/models: %s", err)
         self.state.set_engine_health(True)
@@ -252,6 +254,9 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
     opts = plan.serve
     state = ServerState()
+    state.device = plan.device
+    if "--dtype" in plan.argv[:-1]:
+        state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     client = make_client(
         f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency
     )
