@@ -73,6 +73,12 @@ class EngineProcess:
         if nice and self._proc is not None:
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, self._proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+            # The engine runs in its own session, and with sched_autogroup (on by default in many
+            # kernels, on here) each session is scheduled as one group at equal share: a process's
+            # nice then only ranks it inside its group. The group's own nice is what competes with
+            # the front's group (sched(7), "The autogroup feature").
+            with contextlib.suppress(OSError), open(f"/proc/{self._proc.pid}/autogroup", "w") as f:
+                f.write(str(nice))
 
     def _pump_log(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
