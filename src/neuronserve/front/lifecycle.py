@@ -12,7 +12,6 @@ import contextlib
 import logging
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -21,14 +20,17 @@ from typing import Any, TypeVar
 import httpx
 import uvicorn
 
-from neuronserve import stage
+from neuronserve import __version__, logsetup, stage
 from neuronserve.engine import EngineProcess
 from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
+from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.types import LaunchPlan, StageResult
+from neuronserve.plan.hostfacts import installed_versions
+from neuronserve.stage import events
+from neuronserve.types import LaunchPlan, Progress, StageResult
 
 log = logging.getLogger("neuronserve.serve")
 T = TypeVar("T")
@@ -84,11 +86,19 @@ class _Server(uvicorn.Server):
 
 
 class Supervisor:
-    def __init__(self, plan: LaunchPlan, environ: Mapping[str, str], state: ServerState, gate: Gate) -> None:
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        environ: Mapping[str, str],
+        state: ServerState,
+        gate: Gate,
+        metrics: FrontMetrics | None = None,
+    ) -> None:
         self.plan = plan
         self.environ = environ
         self.state = state
         self.gate = gate
+        self.metrics = metrics
         self.engine = EngineProcess(plan, environ)
         self.stop_requested = asyncio.Event()
         self._health = httpx.AsyncClient(
@@ -105,16 +115,23 @@ class Supervisor:
             if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
                 self.state.move(Phase.DRAINING, f"{self.gate.in_flight} request(s) in flight")
 
+    def _progress(self, progress: Progress) -> None:
+        self.state.set_progress(progress)
+        if self.metrics is not None:
+            self.metrics.stage_progress(progress.what, progress.done_bytes)
+
     async def run(self, server_task: asyncio.Task[Any]) -> int:
+        unsubscribe = events.subscribe(self.metrics.cache_event) if self.metrics else (lambda: None)
         try:
             return await self._run(server_task)
         finally:
+            unsubscribe()
             await self._health.aclose()
             if self.engine.pid is not None:  # also after a death: its workers may survive it
                 await asyncio.to_thread(self.engine.stop)
 
     async def _run(self, server_task: asyncio.Task[Any]) -> int:
-        staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self.state.set_progress)
+        staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
         while not staging.done():
             if server_task.done():
                 return self._front_died(server_task)
@@ -131,10 +148,14 @@ class Supervisor:
             return self._fail(f"staging failed: {err}")
         except Exception as err:
             return self._fail(f"staging failed unexpectedly: {type(err).__name__}: {err}")
+        if self.metrics is not None and self._stage_result.cache in ("hit", "miss"):
+            self.metrics.cache_event(self._stage_result.cache)
         try:
             self.engine.start()
         except NeuronServeError as err:
             return self._fail(str(err))
+        if self.metrics is not None:
+            self.metrics.engine_starts.inc()
         self.state.engine_alive = lambda: self.engine.returncode() is None
         self.state.move(Phase.LOADING, f"engine pid {self.engine.pid}")
         health = asyncio.create_task(self._health_loop())
@@ -182,6 +203,8 @@ class Supervisor:
         try:
             models = (await self._health.get("/v1/models")).json()
             self.state.model_name = models["data"][0]["id"]
+            self.state.model_names = [str(m["id"]) for m in models["data"]]
+            self.state.max_model_len = models["data"][0].get("max_model_len")
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
             log.warning("could not read the engine's model name from /v1/models: %s", err)
         self.state.set_engine_health(True)
@@ -193,6 +216,7 @@ class Supervisor:
         try:
             stage.publish_artifacts(self.plan, result, self.environ)
         except Exception as err:  # publishing is best effort: serving goes on
+            events.emit("publish_failed")
             log.warning("publishing compiled artifacts failed: %s", err)
 
     async def _drain(self) -> int:
@@ -210,10 +234,7 @@ class Supervisor:
     def _engine_died(self, rc: int) -> int:
         lines = self.engine.last_lines()
         self.state.move(Phase.FAILED, f"engine exited with code {rc}")
-        print(f"neuronserve serve: error: the engine exited with code {rc}; its last lines:", file=sys.stderr)
-        for line in lines:
-            print(f"  | {line}", file=sys.stderr)
-        sys.stderr.flush()
+        logsetup.fatal(f"the engine exited with code {rc}; its last lines:", lines)
         return 1
 
     def _front_died(self, server_task: asyncio.Task[Any]) -> int:
@@ -225,7 +246,7 @@ class Supervisor:
     def _fail(self, message: str) -> int:
         if self.state.phase != Phase.FAILED:
             self.state.move(Phase.FAILED, message)
-        print(f"neuronserve serve: error: {message}", file=sys.stderr)
+        logsetup.fatal(message)
         return 1
 
 
@@ -233,10 +254,30 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
     opts = plan.serve
     state = ServerState()
+    state.device = plan.device
+    if "--dtype" in plan.argv[:-1]:
+        state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     client = make_client(
         f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency
     )
-    gate = Gate(create_app(state, opts, client), state, opts.max_concurrency)
+    sdk = environ.get("NEURON_SDK_VERSION")
+    metrics = FrontMetrics(
+        state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
+    )
+    app = create_app(state, opts, client, metrics=metrics)
+    gate = Gate(
+        app,
+        state,
+        opts.max_concurrency,
+        metrics=metrics,
+        expose_engine_routes=opts.expose_engine_routes,
+    )
+    if opts.expose_engine_routes:
+        log.warning(
+            "NEURONSERVE_EXPOSE_ENGINE_ROUTES=true: every engine route is reachable on port %d, "
+            "including admin routes (/scale_elastic_ep, /collective_rpc, /sleep, LoRA loading, /docs)",
+            opts.port,
+        )
     config = uvicorn.Config(
         gate,
         host=opts.host,
@@ -249,7 +290,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         timeout_graceful_shutdown=3,
     )
     server = _Server(config)
-    supervisor = Supervisor(plan, environ, state, gate)
+    supervisor = Supervisor(plan, environ, state, gate, metrics)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, supervisor.request_stop)
