@@ -25,48 +25,64 @@ def _stream(url: str, results: list[tuple[str, object]], started: threading.Even
     body = {"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True}
     events: list[str] = []
     with httpx.stream("POST", f"{url}/invocations", json=body, timeout=120) as r:
+        started.set()  # the 200 and its headers: the front took it and the engine's API answered
         parser = SSEParser()
         for chunk in r.iter_raw():
             events += parser.feed(chunk)
-            started.set()
         events += parser.close()
-    started.set()
     results.append(("stream", (r.status_code, events)))
 
 
-def _plain(url: str, results: list[tuple[str, object]]) -> None:
-    r = httpx.post(
-        f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True}, timeout=120
-    )
+def _plain(url: str, results: list[tuple[str, object]], sent: threading.Event) -> None:
+    def mark(_request: httpx.Request) -> None:
+        sent.set()
+
+    with httpx.Client(timeout=120, event_hooks={"request": [mark]}) as client:
+        r = client.post(f"{url}/invocations", json={"prompt": "hello", "max_tokens": 300, "ignore_eos": True})
     results.append(("plain", (r.status_code, r.json())))
 
 
 def test_sigterm_drains_in_flight_requests(server: Server, server_pool: ServerPool) -> None:
+    """Four requests are provably in flight when SIGTERM comes, and all four finish.
+
+    The engine's EngineCore is frozen first (its API server still answers), so no request can finish
+    before the signal, however fast the machine: the streams' 200s show they reached the engine, no
+    answer has come back, and the front itself reports 4 requests in flight as it starts draining.
+    Each of them then completes in full once the engine runs again; a request sent after the signal
+    is refused.
+    """
     owned = server_pool.take("shared")
     assert owned is server
     results: list[tuple[str, object]] = []
     started = [threading.Event() for _ in range(3)]
-    threads = [threading.Thread(target=_plain, args=(server.url, results))]
+    plain_sent = threading.Event()
+    threads = [threading.Thread(target=_plain, args=(server.url, results, plain_sent))]
     threads += [threading.Thread(target=_stream, args=(server.url, results, ev)) for ev in started]
-    threads[0].start()
-    time.sleep(0.2)  # the plain request goes first; the streams' first bytes prove they are all in flight
-    for t in threads[1:]:
-        t.start()
-    for ev in started:
-        assert ev.wait(timeout=60)
-    server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.1)
-    ping = httpx.get(f"{server.url}/ping", timeout=2)
-    assert ping.status_code == 503 and ping.json()["phase"] == "DRAINING"
-    late = httpx.post(f"{server.url}/invocations", json={"prompt": "hi"}, timeout=5)
-    assert late.status_code == 503 and "draining" in late.json()["error"]["message"]
+    with frozen(engine_core_pid(server)):
+        threads[0].start()
+        assert plain_sent.wait(timeout=10)  # the plain request goes first, the streams after it
+        for t in threads[1:]:
+            t.start()
+        for ev in started:
+            assert ev.wait(timeout=30)
+        assert results == [] and all(t.is_alive() for t in threads)  # nothing could finish
+        server.proc.send_signal(signal.SIGTERM)
+        ping = httpx.get(f"{server.url}/ping", timeout=2)
+        deadline = time.monotonic() + 5  # the signal is handled on the front's loop: a moment later
+        while ping.status_code == 200 and time.monotonic() < deadline:
+            ping = httpx.get(f"{server.url}/ping", timeout=2)
+        assert ping.status_code == 503 and ping.json()["phase"] == "DRAINING", ping.text
+        assert ping.json().get("detail") == "4 request(s) in flight", ping.text
+        late = httpx.post(f"{server.url}/invocations", json={"prompt": "hi"}, timeout=5)
+        assert late.status_code == 503 and "draining" in late.json()["error"]["message"]
+        assert results == []  # still in flight when the signal came and after it
     code = server.proc.wait(timeout=30)
     for t in threads:
         t.join(timeout=30)
     assert code == 0
     assert len(results) == 4
     for kind, (status, payload) in results:  # type: ignore[misc]
-        assert status == 200
+        assert status == 200, payload
         if kind == "stream":
             assert payload[-1] == "[DONE]"
             text_chunks = [json.loads(e) for e in payload[:-1]]

@@ -96,3 +96,23 @@ def test_tnx_refuses_prefix_caching() -> None:
     assert err.value.variables == ("SM_VLLM_ENABLE_PREFIX_CACHING",)
     off = parse_settings({"SM_VLLM_MODEL": "m", "SM_VLLM_ENABLE_PREFIX_CACHING": "false"})
     assert tnx_kv(off, None, 2048, ORIGINS)[1]["mode"] == "contiguous"
+
+
+def test_tnx_buckets_come_from_the_override_else_the_environment() -> None:
+    from neuronserve.plan.intree import tnx_env
+
+    env = {
+        "SM_VLLM_MODEL": "m",
+        "NEURON_CONTEXT_LENGTH_BUCKETS": "128,512",
+        "NEURON_TOKEN_GEN_BUCKETS": "512",
+    }
+    settings = parse_settings(env)
+    assert tnx_env(settings, {}) == {
+        "NEURON_CONTEXT_LENGTH_BUCKETS": "128,512",
+        "NEURON_TOKEN_GEN_BUCKETS": "512",
+    }
+    assert tnx_env(settings, {"token_generation_buckets": [256, 1024]}) == {
+        "NEURON_CONTEXT_LENGTH_BUCKETS": "128,512",
+        "NEURON_TOKEN_GEN_BUCKETS": "256,1024",
+    }
+    assert tnx_env(parse_settings({"SM_VLLM_MODEL": "m"}), {}) == {}

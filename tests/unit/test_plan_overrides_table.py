@@ -211,3 +211,35 @@ def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> 
         "do not name theirs)"
     )
     assert err.variables == ("SM_VLLM_ENABLE_LORA", "SM_NEURON_LORA_CKPT_JSON")
+
+
+def test_a_launch_key_of_another_type_is_not_the_same_value() -> None:
+    err = refusal(
+        check_launch_duplicates, {"tp_degree": "2"}, {"tp_degree": (2, "SM_VLLM_TENSOR_PARALLEL_SIZE=2")}, {}
+    )
+    assert err.variables == ("SM_NEURON_TP_DEGREE", "SM_VLLM_TENSOR_PARALLEL_SIZE")
+
+
+def test_a_non_integer_sampling_switch_is_refused() -> None:
+    err = refusal(check_sampling, {}, {"NEURON_ON_DEVICE_SAMPLING_DISABLED": "X0"}, {}, [])
+    assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
+
+
+def test_every_unknown_key_is_named() -> None:
+    err = refusal(check_sampling, {"on_device_sampling_config": {"b_key": 1, "a_key": 2}}, {}, {}, [])
+    assert str(err).startswith(
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: unknown key(s) a_key, b_key (NxD Inference"
+    )
+    err = refusal(check_chunked_config, {"chunked_prefill_config": {"y": 1, "x": 2}}, 8, {}, [])
+    assert str(err).startswith("SM_NEURON_CHUNKED_PREFILL_CONFIG: unknown key(s) x, y (NxD Inference")
+
+
+def test_refusals_name_the_sampling_and_chunked_variables() -> None:
+    cfg = {"on_device_sampling_config": {"global_topk": 0}}
+    assert refusal(check_sampling, cfg, {}, {}, []).variables == ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",)
+    bad = {"chunked_prefill_config": {"max_num_seqs": 0}}
+    assert refusal(check_chunked_config, bad, 8, {}, []).variables == ("SM_NEURON_CHUNKED_PREFILL_CONFIG",)
+
+
+def test_a_local_build_suffix_is_not_part_of_the_version() -> None:
+    refusal(check_lora, True, {"lora_ckpt_json": "/a.json"}, "0.2.1+9", LORA)  # 0.2.1, not 0.2.19
