@@ -33,8 +33,6 @@ READY_TIMEOUT_S = 150
 def tiny_model() -> Path:
     """The shared tiny random Llama (tests/support/tiny_model.py), built once and cached."""
     path = ROOT / "tests" / "support" / "tiny_model.py"
-    if not path.exists():
-        pytest.skip("tests/support/tiny_model.py is missing (it comes with the serve work)")
     spec = importlib.util.spec_from_file_location("ns_tiny_model", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -111,8 +109,6 @@ def test_serve_plan_inside_the_image(container: BuildahContainer, tmp_path: Path
     assert container.proc is not None
     code = container.proc.wait(timeout=120)
     text = log.read_text()
-    if "not implemented yet" in text:
-        pytest.skip("`neuronserve plan` is not merged into this branch yet")
     assert code == 0, text
     plan = json.loads(text[text.index("{") :])
     assert plan["argv"], plan
@@ -125,8 +121,6 @@ def _wait_ready(url: str, ctr: BuildahContainer, log: Path) -> float:
     while time.monotonic() - start < READY_TIMEOUT_S:
         assert ctr.proc is not None
         if ctr.proc.poll() is not None:
-            if "not implemented yet" in log.read_text():
-                pytest.skip("`neuronserve serve` is not merged into this branch yet")
             pytest.fail(
                 f"serve exited with {ctr.proc.returncode} before it was ready:\n{log.read_text()[-4000:]}"
             )
@@ -177,7 +171,9 @@ def test_serve_in_the_image_answers_ping_and_invocations(container: BuildahConta
 
     code = container.stop(grace=30)
     assert code is not None
-    assert code in (0, 143), log.read_text()[-3000:]  # graceful: SIGTERM reached serve, not a kill
+    # graceful: serve handled SIGTERM and exited 0. 143 (128 + SIGTERM) is a process the signal
+    # killed unhandled, and 137 the SIGKILL after the grace: both are what this rules out.
+    assert code == 0, f"exit {code}:\n{log.read_text()[-3000:]}"
 
 
 def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
@@ -216,7 +212,7 @@ def test_docker_sdk_path(engine: str, cpu_image: str, tmp_path: Path) -> None:
         )
         assert answer.status_code == 200, answer.text
         ctr.stop(timeout=30)
-        assert ctr.wait(timeout=30)["StatusCode"] in (0, 143)
+        assert ctr.wait(timeout=30)["StatusCode"] == 0  # 143 would be an unhandled SIGTERM
     finally:
         ctr.remove(force=True)
 
