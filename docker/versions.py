@@ -1,11 +1,15 @@
-"""Keep the Dockerfiles' ARG defaults equal to docker/versions.env, the one place versions are pinned.
+"""Keep the Dockerfiles' ARG defaults and the Neuron pip constraints equal to docker/versions.env.
 
-Dockerfile ARG defaults must be literals (a Dockerfile cannot read a file before FROM), so the versions
-file is the source and this tool copies it into every `ARG KEY=...` line whose KEY it defines:
+docker/versions.env is the one place versions are pinned. Dockerfile ARG defaults must be literals (a
+Dockerfile cannot read a file before FROM), so this tool copies the file into every `ARG KEY=...` line
+whose KEY it defines, and writes docker/constraints-neuron.txt: the pip constraints of the Neuron image's
+single resolution (torch, torchvision, torch-xla, the Neuron wheels, vLLM), so no package of that stack
+can move with resolution order (issue #13, point 2).
 
     python3 docker/versions.py --write     # after editing docker/versions.env
     python3 docker/versions.py --check     # exit 1 and list the drift (tests/static runs this)
     python3 docker/versions.py --build-args   # `--build-arg KEY=VALUE ...` for docker/podman build
+    python3 docker/versions.py --constraints  # print what docker/constraints-neuron.txt must hold
 """
 
 from __future__ import annotations
@@ -17,6 +21,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 VERSIONS_FILE = HERE / "versions.env"
 DOCKERFILES = (HERE / "Dockerfile", HERE / "Dockerfile.cpu")
+CONSTRAINTS_FILE = HERE / "constraints-neuron.txt"
+# Distribution name -> versions.env key, for every package of the Neuron stack that pip resolves.
+NEURON_CONSTRAINTS = {
+    "torch": "TORCH_VERSION",
+    "torchvision": "TORCHVISION_VERSION",
+    "torch-xla": "TORCH_XLA_VERSION",
+    "torch-neuronx": "TORCH_NEURONX_VERSION",
+    "neuronx-cc": "NEURONX_CC_VERSION",
+    "neuronx-distributed": "NEURONX_DISTRIBUTED_VERSION",
+    "neuronx-distributed-inference": "NEURONX_DISTRIBUTED_INFERENCE_VERSION",
+    "vllm": "VLLM_VERSION",
+}
 _ARG = re.compile(r"^(ARG\s+)([A-Z0-9_]+)=(\S*)\s*$")
 
 
@@ -46,10 +62,23 @@ def sync(text: str, versions: dict[str, str]) -> str:
     return "".join(out)
 
 
+def constraints(versions: dict[str, str]) -> str:
+    """docker/constraints-neuron.txt's text: one `name==version` line per package of NEURON_CONSTRAINTS."""
+    lines = [
+        "# Generated from docker/versions.env by `python3 docker/versions.py --write`; do not edit.",
+        "# The Neuron image's one pip resolution runs with PIP_CONSTRAINT set to this file.",
+    ]
+    lines += [f"{name}=={versions[key]}" for name, key in NEURON_CONSTRAINTS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     versions = load_versions()
     if argv == ["--build-args"]:
         print(" ".join(f"--build-arg {key}={value}" for key, value in versions.items()))
+        return 0
+    if argv == ["--constraints"]:
+        print(constraints(versions), end="")
         return 0
     if argv not in (["--check"], ["--write"]):
         print(__doc__, file=sys.stderr)
@@ -62,9 +91,14 @@ def main(argv: list[str]) -> int:
             stale.append(path.name)
             if argv == ["--write"]:
                 path.write_text(synced)
+    wanted = constraints(versions)
+    if not CONSTRAINTS_FILE.exists() or CONSTRAINTS_FILE.read_text() != wanted:
+        stale.append(CONSTRAINTS_FILE.name)
+        if argv == ["--write"]:
+            CONSTRAINTS_FILE.write_text(wanted)
     if stale and argv == ["--check"]:
         names = ", ".join(stale)
-        print(f"ARG defaults differ from versions.env in {names}: run python3 docker/versions.py --write")
+        print(f"{names} differ from versions.env: run python3 docker/versions.py --write")
         return 1
     return 0
 

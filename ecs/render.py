@@ -1,9 +1,13 @@
-"""Print an ECS task definition for a Neuron container instance. Usage:
+"""Print an ECS task definition for a Neuron container instance (or the service and ALB target group
+that put it behind a load balancer). Usage:
 
     python ecs/render.py --image URI --instance-type inf2.xlarge \
-        --env-file sagemaker/envs/X.env > taskdef.json
+        --env-file sagemaker/envs/X.env --env HF_MODEL_ID=org/model > taskdef.json
+    python ecs/render.py --what target-group --vpc-id vpc-123 > target-group.json
+    python ecs/render.py --what service --cluster neuron --target-group-arn ARN > service.json
 
-See docs/DEPLOY.md, "ECS".
+The environment is checked by the same launch plan the container runs: what it would refuse at
+start is refused here (exit 2). See docs/DEPLOY.md, "ECS".
 """
 
 from __future__ import annotations
@@ -14,27 +18,78 @@ import sys
 from pathlib import Path
 
 try:
-    from neuronserve.deploy.ecs import task_definition
+    from neuronserve.deploy import ecs
     from neuronserve.deploy.envfile import load_env
 except ImportError:  # run from a checkout without installing neuronserve
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from neuronserve.deploy.ecs import task_definition
+    from neuronserve.deploy import ecs
     from neuronserve.deploy.envfile import load_env
-from neuronserve.errors import NeuronServeError
+from neuronserve.errors import ConfigError, NeuronServeError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ecs/render.py")
+    p.add_argument("--what", choices=["task", "service", "target-group"], default="task")
+    p.add_argument("--image", help="ECR image URI (task)")
+    p.add_argument("--instance-type", help="EC2 type, e.g. inf2.xlarge (task)")
+    p.add_argument("--env-file")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--family", default="neuronserve")
+    p.add_argument("--region", default="us-east-1")
+    p.add_argument("--log-group", default="/ecs/neuronserve")
+    p.add_argument("--execution-role-arn", help="role the ECS agent uses: ECR pull, awslogs")
+    p.add_argument("--task-role-arn", help="role the container uses: S3 model and compile cache")
+    p.add_argument(
+        "--create-log-group", action="store_true", help="awslogs-create-group (logs:CreateLogGroup)"
+    )
+    p.add_argument("--cluster", help="ECS cluster (service)")
+    p.add_argument("--target-group-arn", help="ALB target group (service)")
+    p.add_argument("--desired-count", type=int, default=1)
+    p.add_argument("--vpc-id", help="VPC of the container instances (target-group)")
+    return p
+
+
+def render(args: argparse.Namespace) -> dict[str, object]:
+    def need(*flags: str) -> None:
+        missing = [f for f in flags if not getattr(args, f.lstrip("-").replace("-", "_"))]
+        if missing:
+            raise ConfigError(f"--what {args.what}: needs {', '.join(missing)}")
+
+    if args.what == "target-group":
+        need("--vpc-id")
+        return ecs.target_group_request(args.vpc_id, name=args.family)
+    if args.what == "service":
+        need("--cluster", "--target-group-arn")
+        return ecs.service_request(
+            args.cluster, args.target_group_arn, family=args.family, desired_count=args.desired_count
+        )
+    need("--image", "--instance-type")
+    env = load_env(args.env_file, args.env)
+    for warning in ecs.plan_check(env, args.instance_type):
+        print(f"render: plan warning: {warning}", file=sys.stderr)
+    if not args.create_log_group:
+        print(
+            f"render: create the log group once: aws logs create-log-group --log-group-name {args.log_group} "
+            f"--region {args.region}",
+            file=sys.stderr,
+        )
+    return ecs.task_definition(
+        args.image,
+        args.instance_type,
+        env,
+        family=args.family,
+        region=args.region,
+        log_group=args.log_group,
+        execution_role_arn=args.execution_role_arn,
+        task_role_arn=args.task_role_arn,
+        create_log_group=args.create_log_group,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ecs/render.py")
-    parser.add_argument("--image", required=True)
-    parser.add_argument("--instance-type", required=True, help="EC2 type, e.g. inf2.xlarge")
-    parser.add_argument("--env-file")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--family", default="neuronserve")
-    parser.add_argument("--region", default="us-east-1")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        env = load_env(args.env_file, args.env)
-        doc = task_definition(args.image, args.instance_type, env, family=args.family, region=args.region)
+        doc = render(args)
     except NeuronServeError as err:
         print(f"render: error: {err}", file=sys.stderr)
         return err.exit_code

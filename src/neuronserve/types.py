@@ -45,6 +45,8 @@ class ArtifactSpec:
     # local_dir is neuronserve's own (<work_dir>/artifacts/<key>), not a directory the user named:
     # staging may clear it when it holds an unfinished compile.
     owned: bool = False
+    # NEURONSERVE_REQUIRE_CACHE_HIT: a miss fails the start at once instead of letting the engine compile.
+    require_hit: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class LaunchPlan:
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
     integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+    # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
+    memory: dict[str, Any] | None = None
+    instance: dict[str, Any] | None = None  # the instance facts it was checked against
     # One entry per data-parallel replica; argv/env/engine_port above describe replica 0. Empty in
     # plans built by hand (tests): `replica_specs()` then derives the single replica.
     replicas: tuple[ReplicaSpec, ...] = ()

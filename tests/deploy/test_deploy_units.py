@@ -97,7 +97,10 @@ def test_requests_use_an_uncompressed_prefix_and_neuron_sized_timeouts() -> None
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
     assert variant["ModelDataDownloadTimeoutInSeconds"] == 3600
     assert variant["VolumeSizeInGB"] == 100
-    assert variant_request(spec(instance_type="ml.trn1.32xlarge"))["VolumeSizeInGB"] == 512
+    big = {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}
+    assert variant_request(spec(instance_type="ml.inf2.48xlarge", env=big))["VolumeSizeInGB"] == 512
+    # trn1/trn1n/trn2 have local NVMe only: SageMaker refuses VolumeSizeInGB there
+    assert "VolumeSizeInGB" not in variant_request(spec(instance_type="ml.trn1.32xlarge", env=big))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The ECS task definition: devices per chip, IPC_LOCK, placement, health check; the sample is current."""
+"""The ECS task definition: devices per chip, IPC_LOCK, placement, health check, roles, log group; the
+plan's refusals; the service and ALB target group; all checked against botocore's ECS and ELBv2 models."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from service_model import check
 
-from neuronserve.deploy.ecs import task_definition
+from neuronserve.deploy.ecs import plan_check, service_request, target_group_request, task_definition
 from neuronserve.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
+MODEL = {"HF_MODEL_ID": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "SM_VLLM_MAX_MODEL_LEN": "2048"}
+TINY_ENV = str(ROOT / "sagemaker" / "envs" / "inf2-xlarge-tinyllama.env")
+
+
+def render(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "ecs" / "render.py"), *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -32,6 +43,7 @@ def test_maps_one_device_per_chip(instance: str, chips: int) -> None:
     env = {e["name"]: e["value"] for e in container["environment"]}
     assert env == {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DEVICE": "neuron"}
     assert container["portMappings"][0]["containerPort"] == 8080
+    check("ecs", "RegisterTaskDefinition", doc)
 
 
 def test_unknown_instance_type() -> None:
@@ -39,14 +51,74 @@ def test_unknown_instance_type() -> None:
         task_definition("img", "g5.xlarge", {})
 
 
-def test_checked_in_sample_is_what_render_prints() -> None:
-    out = subprocess.run(
-        [
-            sys.executable, str(ROOT / "ecs" / "render.py"),
-            "--image", "IMAGE_URI", "--instance-type", "inf2.xlarge",
-            "--env-file", str(ROOT / "sagemaker" / "envs" / "inf2-xlarge-tinyllama.env"),
+def test_roles_and_log_group() -> None:
+    plain = task_definition("img", "inf2.xlarge", MODEL)
+    assert "executionRoleArn" not in plain and "taskRoleArn" not in plain
+    options = plain["containerDefinitions"][0]["logConfiguration"]["options"]
+    assert "awslogs-create-group" not in options, "needs logs:CreateLogGroup, absent from the instance role"
+    roles = task_definition(
+        "img",
+        "inf2.xlarge",
+        MODEL,
+        execution_role_arn="arn:aws:iam::123456789012:role/ecsTaskExecutionRole",
+        task_role_arn="arn:aws:iam::123456789012:role/neuronserve-task",
+        create_log_group=True,
+    )
+    assert roles["executionRoleArn"].endswith("/ecsTaskExecutionRole")
+    assert roles["taskRoleArn"].endswith("/neuronserve-task")
+    assert roles["containerDefinitions"][0]["logConfiguration"]["options"]["awslogs-create-group"] == "true"
+    check("ecs", "RegisterTaskDefinition", roles)
+
+
+@pytest.mark.parametrize(
+    ("env", "instance", "needle"),
+    [
+        ({}, "inf2.xlarge", "no model configured"),
+        ({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}, "inf2.xlarge", "exceeds the 2 visible NeuronCores"),
+        ({**MODEL, "SM_VLLM_MAX_NUM_SEQS": "zero"}, "inf2.xlarge", "SM_VLLM_MAX_NUM_SEQS"),
+    ],
+)
+def test_the_plans_refusals_are_the_renderers(env: dict[str, str], instance: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        plan_check(env, instance)
+    flags = [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
+    result = render("--image", "img", "--instance-type", instance, *flags)
+    assert result.returncode == 2 and result.stdout == ""
+    assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_plan_sees_every_core_of_the_instance() -> None:
+    assert plan_check({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "24"}, "inf2.48xlarge") is not None
+    with pytest.raises(ConfigError, match="exceeds the 24"):
+        plan_check({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "32"}, "inf2.48xlarge")
+
+
+def test_service_behind_an_alb_checks_ping() -> None:
+    group = target_group_request("vpc-123")
+    assert (group["HealthCheckPath"], group["Port"], group["Matcher"]) == ("/ping", 8080, {"HttpCode": "200"})
+    check("elbv2", "CreateTargetGroup", group)
+    arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/neuronserve/0123456789abcdef"
+    service = service_request("neuron", arn)
+    assert service["loadBalancers"] == [
+        {"targetGroupArn": arn, "containerName": "neuronserve", "containerPort": 8080}
+    ]
+    assert service["healthCheckGracePeriodSeconds"] >= 300
+    check("ecs", "CreateService", service)
+
+
+def test_checked_in_samples_are_what_render_prints() -> None:
+    samples = {
+        "task-definition.inf2-xlarge.json": [
+            "--image", "IMAGE_URI", "--instance-type", "inf2.xlarge", "--env-file", TINY_ENV,
+            "--env", "HF_MODEL_ID=TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         ],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    )  # fmt: skip
-    sample = ROOT / "ecs" / "task-definition.inf2-xlarge.json"
-    assert json.loads(out.stdout) == json.loads(sample.read_text()), "re-run ecs/render.py (docs/DEPLOY.md)"
+        "target-group.json": ["--what", "target-group", "--vpc-id", "VPC_ID"],
+        "service.json": [
+            "--what", "service", "--cluster", "neuron", "--target-group-arn", "TARGET_GROUP_ARN",
+        ],
+    }  # fmt: skip
+    for name, args in samples.items():
+        out = render(*args)
+        assert out.returncode == 0, out.stderr
+        sample = ROOT / "ecs" / name
+        assert json.loads(out.stdout) == json.loads(sample.read_text()), f"re-run ecs/render.py for {name}"

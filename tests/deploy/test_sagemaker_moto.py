@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deploy_support import free_port, patch_moto
+from deploy_support import RecordingMotoServer, free_port, patch_moto
 
 pytest.importorskip("sagemaker.core.resources", reason="needs the deploy extra (sagemaker-core)")
 pytestmark = pytest.mark.s3
@@ -22,23 +22,26 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution"
 
 
 @pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+def moto_server() -> Iterator[RecordingMotoServer]:
+    server = RecordingMotoServer(free_port())
     server.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield server
     finally:
         server.stop()
 
 
 @pytest.fixture
-def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def moto_url(moto_server: RecordingMotoServer) -> str:
+    return f"http://127.0.0.1:{moto_server.port}"
+
+
+@pytest.fixture
+def aws(moto_url: str, moto_server: RecordingMotoServer, monkeypatch: pytest.MonkeyPatch) -> str:
     import httpx
 
     patch_moto(monkeypatch)
+    moto_server.requests.clear()
     httpx.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
     for key, value in {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -57,7 +60,7 @@ def run(action: str, *args: str) -> int:
     return main(action, ["--region", "us-east-1", *args])
 
 
-def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_flow(aws: str, moto_server: RecordingMotoServer, capsys: pytest.CaptureFixture[str]) -> None:
     import boto3
     import httpx
 
@@ -128,6 +131,11 @@ def test_full_flow(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
     ).raise_for_status()
     assert run("invoke", "--name", "ns-tiny", "--prompt", "capital of France?") == 0
     assert json.loads(capsys.readouterr().out) == answer
+    # what reached the endpoint (moto answers the canned result whatever it is sent)
+    [sent] = moto_server.sent("POST", "/endpoints/ns-tiny/invocations")
+    assert json.loads(sent.body) == {"inputs": "capital of France?", "parameters": {"max_new_tokens": 64}}
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.headers["accept"] == "application/json"
 
     assert run("autoscale", "--name", "ns-tiny", "--min", "1", "--max", "3", "--target", "20") == 0
     capsys.readouterr()

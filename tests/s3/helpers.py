@@ -38,7 +38,7 @@ def sample_files(seed: int = 0) -> dict[str, bytes]:
     """Mixed sizes: tiny config files, an empty file, a multi-part weight file (parts are 1 MiB in tests)."""
     rnd = hashlib.sha256(str(seed).encode()).digest()
     return {
-        "config.json": b'{"model_type": "llama"}',
+        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
         "tokenizer/tokenizer.json": b"{}" * 100,
         "empty.txt": b"",
         "model-00001.safetensors": (rnd * (3 * 1024 * 1024 // 32 + 7))[: 3 * 1024 * 1024 + 123],

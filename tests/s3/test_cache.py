@@ -185,12 +185,27 @@ def test_explicit_location_without_manifest_is_copied(
     )
 
 
-def test_local_and_off_modes_touch_no_remote(s3_env: dict[str, str], tmp_path: Path) -> None:
+def test_local_and_off_modes_touch_no_remote(
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path
+) -> None:
+    """Modes `local` and `off` never reach S3, even with a remote URI at hand holding a valid entry
+    (as a left-over NEURONSERVE_CACHE_URI would give): counted on the server, any bucket, any verb."""
+    remote = f"s3://{bucket}/cache/k1/"
+    built = tmp_path / "built"
+    compile_into(str(built), "L")
+    publish_dir(make_client(s3_env), str(built), parse_s3_uri(remote), options_from(s3_env))
     model = tmp_path / "model"
     model.mkdir()
     spec = ModelSpec(source="local", uri=str(model), local_path=str(model))
-    local = make_plan(spec, ArtifactSpec(mode="local", local_dir=str(tmp_path / "art")))
+    local = make_plan(spec, ArtifactSpec(mode="local", local_dir=str(tmp_path / "art"), remote_uri=remote))
+    off = make_plan(spec, ArtifactSpec(mode="off", remote_uri=remote))
+    before = len(s3_server.requests)
     result = stage_all(local, s3_env)
     assert result.cache == "off"
-    assert os.path.isdir(tmp_path / "art")
-    assert stage_all(make_plan(spec), s3_env) == type(result)(str(model), None, "off")
+    assert os.path.isdir(tmp_path / "art") and os.listdir(tmp_path / "art") == []  # not the entry
+    compile_into(str(tmp_path / "art"), "M")
+    publish_artifacts(local, result, s3_env)
+    off_result = stage_all(off, s3_env)
+    assert off_result == type(result)(str(model), None, "off")
+    publish_artifacts(off, off_result, s3_env)
+    assert s3_server.requests[before:] == []

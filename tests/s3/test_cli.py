@@ -76,7 +76,10 @@ def test_plan_then_stage_from_s3_with_keyed_cache(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     """The CLI path through the real plan: an s3:// model, a Neuron keyed cache: miss, push, hit."""
-    for rel, data in {"config.json": b'{"model_type": "llama"}', "model.safetensors": b"w" * 70_000}.items():
+    for rel, data in {
+        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
+        "model.safetensors": b"w" * 70_000,
+    }.items():
         s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
     env = {
         **s3_env,

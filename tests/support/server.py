@@ -173,11 +173,11 @@ def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def start_server(env: dict[str, str], log_path: Path) -> Server:
+def start_server(env: dict[str, str], log_path: Path, device: str = "cpu") -> Server:
     log_file = log_path.open("wb")
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "neuronserve", "serve", "--device", "cpu"],
+        [sys.executable, "-m", "neuronserve", "serve", "--device", device],
         env=env,
         stdout=log_file,
         stderr=subprocess.STDOUT,

@@ -205,6 +205,7 @@ def test_cli_json_shape_and_secrets() -> None:
         "neuron_override",
         "cache_key",
         "warnings",
+        "memory",
         "replicas",
     }
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None

@@ -352,7 +352,6 @@ def test_cache_key_stable_and_sensitive() -> None:
         {"SM_VLLM_DTYPE": "float16"},
         {"SM_NEURON_ENABLE_BUCKETING": "false"},
         {"SM_VLLM_MODEL": "m/y"},
-        {"SM_VLLM_REVISION": "abc"},
         {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"},
         {"SM_VLLM_QUANTIZATION": "fp8"},
     ]
@@ -364,7 +363,7 @@ def test_cache_key_stable_and_sensitive() -> None:
 
 def test_cache_key_uses_config_digest_for_sagemaker_dir() -> None:
     env = {"SM_VLLM_MAX_MODEL_LEN": "128"}
-    llama = {"model_type": "llama", "max_position_embeddings": 2048}
+    llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
 
     def with_digest(d: str) -> HostFacts:
         return facts(

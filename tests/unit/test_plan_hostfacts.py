@@ -52,7 +52,10 @@ def test_model_facts(tmp_path: Path) -> None:
 
 
 def test_serving_properties_and_sagemaker_dir(tmp_path: Path) -> None:
-    model = write_model(tmp_path / "opt-ml-model", {"model_type": "qwen2", "max_position_embeddings": 1024})
+    model = write_model(
+        tmp_path / "opt-ml-model",
+        {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "max_position_embeddings": 1024},
+    )
     (model / "serving.properties").write_text(
         "engine=Python\n# comment\noption.tensor_parallel_degree=2\noption.max_rolling_batch_size=4\n"
     )
@@ -82,7 +85,7 @@ def test_resolve_refuses_unsupported_local_model(tmp_path: Path) -> None:
 
 
 def test_resolve_cpu_local_model(tmp_path: Path) -> None:
-    model = write_model(tmp_path / "tiny", {"model_type": "llama"})
+    model = write_model(tmp_path / "tiny", {"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
     p = resolve_plan(
         {"SM_VLLM_MODEL": str(model), "SM_MODEL_DIR": "/x", "SM_VLLM_ENFORCE_EAGER": "true"},
         device="cpu",
@@ -102,7 +105,8 @@ def test_gather_visible_cores_from_count(tmp_path: Path) -> None:
 
 def test_table_defaults_match_the_code() -> None:
     from neuronserve.config.table import ENGINE_VARS
-    from neuronserve.plan.neuron import DEFAULT_BLOCK_SIZE, DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
+    from neuronserve.plan.kv import DEFAULT_BLOCK_SIZE
+    from neuronserve.plan.neuron import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
 
     defaults = {v.name: v.default for v in ENGINE_VARS}
     assert defaults["SM_VLLM_MAX_NUM_SEQS"].startswith(f"{DEFAULT_MAX_NUM_SEQS} ")

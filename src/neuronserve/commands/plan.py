@@ -30,6 +30,9 @@ def add_arguments(sub: Any) -> None:
         default=None,
         help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)",
     )
+    from neuronserve.commands import recommend  # noqa: PLC0415
+
+    recommend.add_arguments(p)
 
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
@@ -43,6 +46,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "neuron_override": plan.neuron_override,
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
+        "memory": plan.memory,
         "replicas": [_replica_doc(r) for r in plan.replica_specs()],
     }
 
@@ -87,6 +91,10 @@ def _replica_lines(plan: LaunchPlan) -> list[str]:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    if args.recommend:
+        from neuronserve.commands import recommend  # noqa: PLC0415
+
+        return recommend.run(args, environ)
     from neuronserve.plan.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))

@@ -32,7 +32,14 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
         )
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
-    result = stage_all(plan, environ)
+    from neuronserve.stage.cache import CacheMissError  # noqa: PLC0415
+
+    try:
+        result = stage_all(plan, environ)
+    except CacheMissError as err:
+        if args.json:  # the same answer as a document, then the error (exit 1)
+            print(json.dumps({"model_dir": None, "artifacts_dir": None, "cache": "miss", "error": str(err)}))
+        raise
     if args.json:
         print(
             json.dumps(

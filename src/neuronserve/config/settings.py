@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.config.compat import compat_sources
+from neuronserve.config.fit import FitOptions, parse_fit
 from neuronserve.config.serve import parse_bool, parse_serve
 from neuronserve.config.table import DEFAULT_ON_FLAGS
 from neuronserve.errors import ConfigError
@@ -73,6 +74,7 @@ class Settings:
     logical_nc_config: str | None
     passthrough_env: dict[str, str]  # Neuron env the user set that the engine must see as is
     warnings: tuple[str, ...] = field(default=())
+    fit: FitOptions = field(default_factory=FitOptions)  # instance facts, HBM check, cache-hit-only
 
     def get(self, key: str) -> Any:
         s = self.engine.get(key)
@@ -273,6 +275,7 @@ def parse_settings(
             "NEURON_TOKEN_GEN_BUCKETS",
             "DISABLE_NEURON_CUSTOM_SCHEDULER",
             "NEURON_ON_DEVICE_SAMPLING_DISABLED",
+            "NEURON_CC_FLAGS",
         )
         if k in environ
     }
@@ -299,4 +302,5 @@ def parse_settings(
         logical_nc_config=environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip() or None,
         passthrough_env=passthrough,
         warnings=tuple(warnings),
+        fit=parse_fit(environ),
     )

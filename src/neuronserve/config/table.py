@@ -108,7 +108,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "block-size",
         "32 with prefix caching",
         SM,
-        "KV block size (prefix caching)",
+        "KV block size (prefix caching, chunked prefill); the plugin uses max_model_len otherwise",
         "int",
     ),
     Var(
@@ -116,7 +116,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "num-gpu-blocks-override",
         "ceil(max_model_len/block)*max_num_seqs",
         SM,
-        "KV blocks (prefix caching / chunked prefill)",
+        "KV blocks (the plugin adds a null block); counted in max_model_len blocks without prefix caching",
         "int",
     ),
     Var(
@@ -134,7 +134,13 @@ ENGINE_VARS: tuple[Var, ...] = (
         SM,
         "JSON object; its override_neuron_config merges with the SM_NEURON_* keys",
     ),
-    Var("SM_VLLM_REVISION", "revision", "", SM, "Hub revision (hub models only)"),
+    Var(
+        "SM_VLLM_REVISION",
+        "revision",
+        "",
+        SM,
+        "Hub revision (hub models only; refused on Neuron: download it to a directory or S3)",
+    ),
     Var(
         "SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", "false", SM, "Allow model code from the hub", "bool"
     ),
@@ -219,6 +225,23 @@ HOST_VARS: tuple[Var, ...] = (
     Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
     Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
     Var(
+        "NEURONSERVE_INSTANCE_TYPE",
+        "",
+        "detected devices",
+        NS,
+        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
+    ),
+    Var("NEURONSERVE_FIT_CHECK", "", "refuse", NS, "HBM estimate over 100 %: refuse | warn | off"),
+    Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
+    Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
+    Var(
+        "NEURONSERVE_REQUIRE_CACHE_HIT",
+        "",
+        "false",
+        NS,
+        "Fail at once (never compile) when the keyed compiled artifacts are not in the cache",
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "",
         "1",
@@ -254,14 +277,21 @@ HOST_VARS: tuple[Var, ...] = (
         "",
         "1 with chunked prefill",
         NRT,
-        "Set by the plan for chunked prefill; 0 with chunked prefill is refused",
+        "Set by the plan for chunked prefill; refused: 0 with chunked prefill, 1 with a contiguous KV cache",
     ),
     Var(
         "NEURON_ON_DEVICE_SAMPLING_DISABLED",
         "",
         "",
         NRT,
-        "Refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null",
+        "Non-zero refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null; 0 is accepted",
+    ),
+    Var(
+        "NEURON_CC_FLAGS",
+        "",
+        "",
+        NRT,
+        "neuronx-cc flags for the compile; part of the compiled-artifact cache key",
     ),
     Var(
         "NEURON_CONTEXT_LENGTH_BUCKETS",

@@ -1,4 +1,4 @@
-"""Command lines for sagemaker/deploy.py, describe, invoke.py, delete.py and autoscale.py.
+"""Command lines for sagemaker/deploy.py, update.py, describe.py, invoke.py, delete.py and autoscale.py.
 
 One parser per action; every check that needs no AWS runs before the first call, and a ConfigError
 is printed as one line (exit 2), never a traceback.
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from neuronserve.errors import NeuronServeError
+from neuronserve.errors import ConfigError, NeuronServeError
 
 
 def _session(args: argparse.Namespace) -> Any:
@@ -26,11 +26,21 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="AWS profile name")
 
 
-def _deploy(args: argparse.Namespace) -> int:
-    from neuronserve.deploy.endpoint import DeploySpec, deploy, validate
-    from neuronserve.deploy.envfile import load_env
+def _kv(items: Sequence[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
 
-    spec = DeploySpec(
+
+def _spec(args: argparse.Namespace) -> Any:
+    from neuronserve.deploy.envfile import load_env
+    from neuronserve.deploy.spec import DeploySpec
+
+    return DeploySpec(
         name=args.name,
         image_uri=args.image,
         role_arn=args.role,
@@ -41,20 +51,68 @@ def _deploy(args: argparse.Namespace) -> int:
         startup_timeout_s=args.startup_timeout,
         download_timeout_s=args.download_timeout,
         volume_gb=args.volume_size,
+        tags=_kv(args.tag, "--tag"),
+        subnets=tuple(args.subnet),
+        security_groups=tuple(args.security_group),
+        kms_key=args.kms_key,
+        network_isolation=args.network_isolation,
+        async_output_s3=args.async_output,
+        async_failure_s3=args.async_failure,
+        async_max_concurrent=args.async_max_concurrent,
     )
+
+
+def _driver_note() -> None:
+    from neuronserve.deploy.spec import IMAGE_RUNTIME_DRIVER, NEURON_AMI, NEURON_AMI_DRIVER
+
+    print(
+        f"deploy: note: {NEURON_AMI} has Neuron driver {NEURON_AMI_DRIVER}; the image's runtime was released "
+        f"with driver {IMAGE_RUNTIME_DRIVER} (docs/DEPLOY.md, 'Neuron driver')",
+        file=sys.stderr,
+    )
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from neuronserve.deploy.endpoint import deploy
+    from neuronserve.deploy.spec import config_request, model_request, validate
+
+    spec = _spec(args)
     tp = validate(spec)
     print(
         f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})",
         file=sys.stderr,
     )
+    _driver_note()
     if args.dry_run:
-        from neuronserve.deploy.endpoint import container_request, variant_request
-
-        print(json.dumps({"container": container_request(spec), "variant": variant_request(spec)}, indent=2))
+        print(json.dumps({"model": model_request(spec), "config": config_request(spec)}, indent=2))
         return 0
     session = _session(args)
-    deploy(spec, session=session, region=session.region_name, wait=args.wait)
+    deploy(spec, session=session, region=session.region_name, wait=args.wait, poll_s=args.poll_seconds)
     print(spec.endpoint_name)
+    return 0
+
+
+def _update(args: argparse.Namespace) -> int:
+    from neuronserve.deploy.rollout import Rollout, update, update_request
+    from neuronserve.deploy.spec import validate
+
+    spec = _spec(args)
+    validate(spec)
+    rollout = Rollout(
+        traffic=args.traffic,
+        canary_percent=args.canary_percent,
+        wait_interval_s=args.wait_interval,
+        termination_wait_s=args.termination_wait,
+        alarms=tuple(args.alarm),
+    )
+    if args.dry_run:
+        print(json.dumps(update_request(spec, rollout), indent=2))
+        return 0
+    session = _session(args)
+    result = update(
+        spec, rollout, session=session, region=session.region_name, wait=args.wait, poll_s=args.poll_seconds
+    )
+    print(json.dumps(result, indent=2))
     return 0
 
 
@@ -72,8 +130,20 @@ def _invoke(args: argparse.Namespace) -> int:
     body = (
         json.loads(args.body) if args.body else {"inputs": args.prompt, "parameters": {"max_new_tokens": 64}}
     )
-    client = runtime_client(_session(args), args.region)
-    if args.stream:
+    session = _session(args)
+    client = runtime_client(session, args.region)
+    if args.async_input:
+        from neuronserve.deploy.asyncinvoke import result, submit
+
+        s3 = session.client("s3", region_name=args.region)
+        locations = submit(client, s3, args.name, body, args.async_input, timeout_s=args.timeout)
+        print(json.dumps(locations), file=sys.stderr)
+        print(
+            json.dumps(
+                result(s3, locations, poll_s=args.poll_seconds, timeout_s=args.timeout + 300), indent=2
+            )
+        )
+    elif args.stream:
         for text in invoke_stream(client, args.name, body):
             print(text, end="", flush=True)
         print()
@@ -86,7 +156,7 @@ def _delete(args: argparse.Namespace) -> int:
     from neuronserve.deploy.endpoint import delete
 
     session = _session(args)
-    deleted = delete(args.name, session=session, region=session.region_name)
+    deleted = delete(args.name, session=session, region=session.region_name, poll_s=args.poll_seconds)
     print(f"deleted: {', '.join(deleted) or 'nothing (already gone)'}")
     return 0
 
@@ -95,7 +165,7 @@ def _autoscale(args: argparse.Namespace) -> int:
     from neuronserve.deploy.autoscale import apply, policy_request, scalable_target_request
 
     target = scalable_target_request(args.name, args.variant, args.min, args.max)
-    policy = policy_request(args.name, args.variant, args.target)
+    policy = policy_request(args.name, args.variant, args.target, metric=args.metric)
     if args.dry_run:
         print(json.dumps({"target": target, "policy": policy}, indent=2))
         return 0
@@ -104,39 +174,68 @@ def _autoscale(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--image", required=True, help="ECR image URI of neuronserve")
+    parser.add_argument("--role", required=True, help="SageMaker execution role ARN")
+    parser.add_argument("--instance-type", required=True, help="e.g. ml.inf2.xlarge")
+    parser.add_argument("--model-data", help="s3://bucket/prefix/ (uncompressed, ends with '/')")
+    parser.add_argument("--env-file", help="KEY=VALUE file (samples in sagemaker/envs/)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="over the file")
+    parser.add_argument("--instance-count", type=int, default=1)
+    parser.add_argument("--startup-timeout", type=int, default=3600, help="health-check timeout, s")
+    parser.add_argument("--download-timeout", type=int, default=3600, help="model download timeout, s")
+    parser.add_argument("--volume-size", type=int, help="GB (default by instance type; none on trn*)")
+    parser.add_argument(
+        "--tag", action="append", default=[], metavar="KEY=VALUE", help="on model, config, endpoint"
+    )
+    parser.add_argument("--subnet", action="append", default=[], help="VPC subnet id (with --security-group)")
+    parser.add_argument("--security-group", action="append", default=[], help="VPC security group id")
+    parser.add_argument("--kms-key", help="KMS key for the EBS volume and async output (not on trn*)")
+    parser.add_argument("--network-isolation", action="store_true", help="no network for the container")
+    parser.add_argument("--async-output", help="s3://bucket/path: makes the endpoint asynchronous")
+    parser.add_argument("--async-failure", help="s3://bucket/path for failed async requests")
+    parser.add_argument("--async-max-concurrent", type=int, help="async requests per instance (1-1000)")
+    parser.add_argument("--wait", action="store_true", help="wait until InService")
+    parser.add_argument("--dry-run", action="store_true", help="print the requests, call nothing")
+
+
 def build_parser(action: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"sagemaker/{action}.py")
     _common(parser)
     parser.add_argument("--name", required=True, help="endpoint name (model and config names derive from it)")
-    if action == "deploy":
-        parser.add_argument("--image", required=True, help="ECR image URI of neuronserve")
-        parser.add_argument("--role", required=True, help="SageMaker execution role ARN")
-        parser.add_argument("--instance-type", required=True, help="e.g. ml.inf2.xlarge")
-        parser.add_argument("--model-data", help="s3://bucket/prefix/ (uncompressed, ends with '/')")
-        parser.add_argument("--env-file", help="KEY=VALUE file (samples in sagemaker/envs/)")
-        parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="over the file")
-        parser.add_argument("--instance-count", type=int, default=1)
-        parser.add_argument("--startup-timeout", type=int, default=3600, help="health-check timeout, s")
-        parser.add_argument("--download-timeout", type=int, default=3600, help="model download timeout, s")
-        parser.add_argument("--volume-size", type=int, help="GB (default by instance type)")
-        parser.add_argument("--wait", action="store_true", help="wait until InService")
-        parser.add_argument("--dry-run", action="store_true", help="print the requests, call nothing")
+    parser.add_argument("--poll-seconds", type=float, default=15.0, help=argparse.SUPPRESS)
+    if action in ("deploy", "update"):
+        _spec_flags(parser)
+    if action == "update":
+        parser.add_argument("--traffic", default="all-at-once", choices=["all-at-once", "canary"])
+        parser.add_argument("--canary-percent", type=int, default=25, help="% of the new fleet first")
+        parser.add_argument("--wait-interval", type=int, default=600, help="baking period, s (0-3600)")
+        parser.add_argument("--termination-wait", type=int, default=600, help="old fleet kept, s (0-3600)")
+        parser.add_argument(
+            "--alarm", action="append", default=[], help="CloudWatch alarm: rollback if it fires"
+        )
     elif action == "invoke":
         parser.add_argument("--prompt", default="What is the capital of France?")
         parser.add_argument("--body", help="JSON body (default: a TGI-style generate request)")
         parser.add_argument("--stream", action="store_true", help="InvokeEndpointWithResponseStream")
         parser.add_argument("--custom-attributes", help="X-Amzn-SageMaker-Custom-Attributes")
+        parser.add_argument("--async-input", help="s3://bucket/prefix/: InvokeEndpointAsync via this prefix")
+        parser.add_argument("--timeout", type=int, default=3600, help="async invocation timeout, s (1-3600)")
     elif action == "autoscale":
         parser.add_argument("--variant", default="AllTraffic")
         parser.add_argument("--min", type=int, default=1)
         parser.add_argument("--max", type=int, default=4)
-        parser.add_argument("--target", type=float, default=10.0, help="invocations per instance per minute")
+        parser.add_argument("--metric", default="invocations", choices=["invocations", "concurrency"])
+        parser.add_argument(
+            "--target", type=float, default=10.0, help="per instance per minute, or in flight per model"
+        )
         parser.add_argument("--dry-run", action="store_true")
     return parser
 
 
 _ACTIONS = {
     "deploy": _deploy,
+    "update": _update,
     "describe": _describe,
     "invoke": _invoke,
     "delete": _delete,
@@ -151,3 +250,15 @@ def main(action: str, argv: Sequence[str] | None = None) -> int:
     except NeuronServeError as err:
         print(f"{action}: error: {err}", file=sys.stderr)
         return err.exit_code
+    except Exception as err:
+        # An AWS refusal (AccessDenied, a limit, a bad ARN) is one line naming the service's code.
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if isinstance(err, ClientError):
+            error = err.response.get("Error", {})
+            print(f"{action}: AWS error: {error.get('Code')}: {error.get('Message')}", file=sys.stderr)
+            return 1
+        if isinstance(err, BotoCoreError):
+            print(f"{action}: AWS error: {err}", file=sys.stderr)
+            return 1
+        raise

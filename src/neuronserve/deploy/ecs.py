@@ -3,6 +3,18 @@
 The container needs every /dev/neuronN of the instance (one per chip) mapped, IPC_LOCK for the Neuron
 runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and the same health
 check SageMaker uses (/ping), with a start period long enough for a first compile.
+
+The environment is run through the real launch plan first (`plan_check`): a task definition the
+container would refuse at start ("no model configured", TP over the cores, a bad flag) is refused
+here instead, before anything is registered. Shapes: botocore ecs/2014-11-13/service-2.json
+(`RegisterTaskDefinitionRequest`, `CreateServiceRequest`) and elbv2/2015-12-01 (`CreateTargetGroupInput`).
+
+IAM: `executionRoleArn` is the role the ECS agent uses to pull from ECR and write the awslogs stream;
+`taskRoleArn` is the role the container's own calls use (the S3 model and NEURONSERVE_CACHE_URI).
+Without them both fall back to the container instance role. The log group is created once by the
+command the renderer prints (`aws logs create-log-group`), not by `awslogs-create-group`, which would
+need `logs:CreateLogGroup` at every task start and is missing from the default instance role
+(AmazonEC2ContainerServiceforEC2Role); `--create-log-group` opts back in.
 """
 
 from __future__ import annotations
@@ -35,6 +47,41 @@ MEMORY_MIB = {
 }
 
 
+# Where the container instance's /opt/ml/model would be: ECS mounts nothing there, so the plan must
+# not read this machine's /opt/ml/model either.
+_NO_MODEL_DIR = "/nonexistent/neuronserve-render/opt-ml-model"
+
+
+def check_instance(instance_type: str) -> None:
+    if instance_type not in CHIPS:
+        raise ConfigError(f"--instance-type {instance_type}: expected one of {', '.join(sorted(CHIPS))}")
+
+
+def plan_check(env: Mapping[str, str], instance_type: str) -> list[str]:
+    """Run the launch plan the container will run (device neuron, every core of the instance visible)
+    on this environment; returns its warnings, raises its ConfigError with the fix it names."""
+    from neuronserve.plan import instances
+    from neuronserve.plan.resolve import resolve_plan
+
+    check_instance(instance_type)
+    cores = instances.neuron_cores(instance_type)  # logical cores: what the plugin sees
+    environ = {
+        **env,
+        "NEURONSERVE_DEVICE": "neuron",
+        "NEURON_RT_VISIBLE_CORES": f"0-{cores - 1}",
+        "SM_MODEL_DIR": _NO_MODEL_DIR,
+    }
+    environ.setdefault("NEURONSERVE_INSTANCE_TYPE", instance_type)  # the plan's HBM fit check
+    try:
+        plan = resolve_plan(environ, device="neuron")
+    except ConfigError as err:
+        message = str(err).replace(_NO_MODEL_DIR, "/opt/ml/model (this task mounts no model there)")
+        raise ConfigError(
+            f"the container would refuse this environment on {instance_type}: {message}", err.variables
+        ) from None
+    return list(plan.warnings)
+
+
 def task_definition(
     image: str,
     instance_type: str,
@@ -44,9 +91,11 @@ def task_definition(
     cache_volume: str = "/var/lib/neuronserve",
     log_group: str = "/ecs/neuronserve",
     region: str = "us-east-1",
+    execution_role_arn: str | None = None,
+    task_role_arn: str | None = None,
+    create_log_group: bool = False,
 ) -> dict[str, Any]:
-    if instance_type not in CHIPS:
-        raise ConfigError(f"--instance-type {instance_type}: expected one of {', '.join(sorted(CHIPS))}")
+    check_instance(instance_type)
     devices = [
         {"hostPath": f"/dev/neuron{i}", "containerPath": f"/dev/neuron{i}", "permissions": ["read", "write"]}
         for i in range(CHIPS[instance_type])
@@ -54,8 +103,17 @@ def task_definition(
     environment = [
         {"name": k, "value": v} for k, v in sorted({**env, "NEURONSERVE_DEVICE": "neuron"}.items())
     ]
+    log_options = {
+        "awslogs-group": log_group,
+        "awslogs-region": region,
+        "awslogs-stream-prefix": "neuronserve",
+    }
+    if create_log_group:
+        log_options["awslogs-create-group"] = "true"
+    roles = {"executionRoleArn": execution_role_arn, "taskRoleArn": task_role_arn}
     return {
         "family": family,
+        **{k: v for k, v in roles.items() if v},
         "requiresCompatibilities": ["EC2"],
         "networkMode": "bridge",
         "placementConstraints": [
@@ -91,15 +149,54 @@ def task_definition(
                     "startPeriod": 300,
                 },
                 "stopTimeout": 30,
-                "logConfiguration": {
-                    "logDriver": "awslogs",
-                    "options": {
-                        "awslogs-group": log_group,
-                        "awslogs-region": region,
-                        "awslogs-stream-prefix": "neuronserve",
-                        "awslogs-create-group": "true",
-                    },
-                },
+                "logConfiguration": {"logDriver": "awslogs", "options": log_options},
             }
         ],
+    }
+
+
+def service_request(
+    cluster: str,
+    target_group_arn: str,
+    *,
+    family: str = "neuronserve",
+    desired_count: int = 1,
+    grace_period_s: int = 3600,
+) -> dict[str, Any]:
+    """CreateService input: the task behind an ALB target group. One task per instance (it maps every
+    device and host port 8080). The grace period keeps ECS from replacing a task whose first start is
+    still compiling (the container health check's start period stops at 300 s, ECS's maximum)."""
+    if desired_count < 1:
+        raise ConfigError(f"--desired-count {desired_count}: need at least 1")
+    return {
+        "cluster": cluster,
+        "serviceName": family,
+        "taskDefinition": family,
+        "desiredCount": desired_count,
+        "launchType": "EC2",
+        "loadBalancers": [
+            {"targetGroupArn": target_group_arn, "containerName": "neuronserve", "containerPort": 8080}
+        ],
+        "healthCheckGracePeriodSeconds": grace_period_s,
+        "placementConstraints": [{"type": "distinctInstance"}],
+        "deploymentConfiguration": {"maximumPercent": 100, "minimumHealthyPercent": 0},
+    }
+
+
+def target_group_request(vpc_id: str, name: str = "neuronserve") -> dict[str, Any]:
+    """elbv2 CreateTargetGroup input: instance targets on 8080, health checked on GET /ping (200)."""
+    return {
+        "Name": name,
+        "Protocol": "HTTP",
+        "Port": 8080,
+        "VpcId": vpc_id,
+        "TargetType": "instance",
+        "HealthCheckProtocol": "HTTP",
+        "HealthCheckPath": "/ping",
+        "HealthCheckPort": "traffic-port",
+        "HealthCheckIntervalSeconds": 30,
+        "HealthCheckTimeoutSeconds": 5,
+        "HealthyThresholdCount": 2,
+        "UnhealthyThresholdCount": 3,
+        "Matcher": {"HttpCode": "200"},
     }

@@ -9,16 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from neuronserve.errors import ConfigError
+from neuronserve.plan import instances as plan_instances
 
+# From the one instance table (plan/instances.py); logical cores on Trn2 (NEURON_LOGICAL_NC_CONFIG=2).
 NEURON_CORES: dict[str, int] = {
-    "ml.inf2.xlarge": 2,
-    "ml.inf2.8xlarge": 2,
-    "ml.inf2.24xlarge": 12,
-    "ml.inf2.48xlarge": 24,
-    "ml.trn1.2xlarge": 2,
-    "ml.trn1.32xlarge": 32,
-    "ml.trn1n.32xlarge": 32,
-    "ml.trn2.48xlarge": 64,  # logical cores (NEURON_LOGICAL_NC_CONFIG=2, the default)
+    f"ml.{name}": plan_instances.neuron_cores(name) for name in plan_instances.INSTANCES
 }
 
 # Where users already put the tensor-parallel degree, in the order neuronserve reads them.

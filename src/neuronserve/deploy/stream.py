@@ -11,8 +11,10 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from neuronserve.errors import NeuronServeError
 
-class StreamError(RuntimeError):
+
+class StreamError(NeuronServeError):
     """The endpoint reported a failure mid-stream (ModelStreamError / InternalStreamFailure)."""
 
 
@@ -44,17 +46,32 @@ def lines_from_parts(parts: Iterable[bytes]) -> Iterator[str]:
 
 
 def payload_parts(event_stream: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    """The bytes of each PayloadPart of boto3's `invoke_endpoint_with_response_stream` Body."""
-    for event in event_stream:
+    """The bytes of each PayloadPart of boto3's `invoke_endpoint_with_response_stream` Body.
+
+    A mid-stream failure never arrives as an event dict: `ModelStreamError` and `InternalStreamFailure`
+    are exception events (sagemaker-runtime service-2.json, `ResponseStream` members flagged
+    `exception`), which botocore's parser turns into a raised `EventStreamError` whose Code is the
+    event's type (botocore 1.44.5 parsers.py:992 `BaseEventStreamParser._do_error_parse`;
+    eventstream.py:343 `to_response_dict` gives exception messages status 400, and :602-608
+    `EventStream._parse_event` raises on it). A connection cut mid-body raises
+    `ResponseStreamingError`. Both become one StreamError line.
+    """
+    from botocore.exceptions import EventStreamError, ResponseStreamingError
+
+    iterator = iter(event_stream)
+    while True:
+        try:
+            event = next(iterator)
+        except StopIteration:
+            return
+        except EventStreamError as err:
+            error = err.response.get("Error", {})
+            detail = f"{error.get('Code', 'EventStreamError')}: {error.get('Message', '')}".strip()
+            raise StreamError(f"{detail} (the endpoint failed mid-stream; its logs say why)") from None
+        except ResponseStreamingError as err:
+            raise StreamError(f"response stream broken: {err}") from None
         if "PayloadPart" in event:
             yield event["PayloadPart"]["Bytes"]
-            continue
-        for kind in ("ModelStreamError", "InternalStreamFailure"):
-            if kind in event:
-                detail = event[kind]
-                raise StreamError(
-                    f"{kind}: {detail.get('ErrorCode', '')} {detail.get('Message', '')}".strip()
-                )
 
 
 def events(lines: Iterable[str]) -> Iterator[Any]:

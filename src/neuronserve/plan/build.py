@@ -9,10 +9,11 @@ extra arguments last) so identical configurations give identical commands.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from neuronserve.config.settings import Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, replicas
+from neuronserve.plan import cachekey, fit, replicas, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
@@ -74,6 +75,19 @@ def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: 
 
 
 def _artifacts(settings: Settings, work_dir: str, key: str) -> ArtifactSpec:
+    spec = _artifact_location(settings, work_dir, key)
+    if not settings.fit.require_cache_hit:
+        return spec
+    if spec.mode not in ("keyed", "explicit"):
+        raise ConfigError(
+            "NEURONSERVE_REQUIRE_CACHE_HIT=true needs a remote cache to hit: set NEURONSERVE_CACHE_URI "
+            "(s3:// prefix of the keyed cache) or unset NEURONSERVE_REQUIRE_CACHE_HIT",
+            ("NEURONSERVE_REQUIRE_CACHE_HIT", "NEURONSERVE_CACHE_URI"),
+        )
+    return replace(spec, require_hit=True)
+
+
+def _artifact_location(settings: Settings, work_dir: str, key: str) -> ArtifactSpec:
     local_dir = f"{work_dir.rstrip('/')}/artifacts/{key}"
     given = settings.artifacts
     if given is not None and settings.cache_uri:
@@ -125,6 +139,7 @@ def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
     for name, present in (
         (settings.artifacts.origin if settings.artifacts else "", settings.artifacts is not None),
         ("NEURONSERVE_CACHE_URI", bool(settings.cache_uri)),
+        ("NEURONSERVE_REQUIRE_CACHE_HIT", settings.fit.require_cache_hit),
         ("VLLM_NEURON_FRAMEWORK", settings.framework is not None),
         ("NEURONSERVE_INTEGRATION", settings.integration is not None),
         ("NEURON_RT_VISIBLE_CORES", bool(settings.visible_cores)),
@@ -165,7 +180,12 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
+        revision_var = settings.origin("revision", "SM_VLLM_REVISION")
+        rules.check_hub_revision(model.source, model.revision, revision_var)
         engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
+        instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, warnings)
+        memory = estimate.as_json() if estimate else None
+        instance_doc = instance.as_json() if instance else None
         argv += engine.flags
         argv += _user_flags(settings, CONSUMED, device, warnings)
         key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
@@ -185,6 +205,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
+        memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, warnings)
     argv += replicas.strip_dp_args(settings.extra_args)
     specs = replicas.build(
@@ -210,5 +231,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         serve=settings.serve,
         work_dir=work_dir,
         integration=integration,
+        memory=memory,
+        instance=instance_doc,
         replicas=specs,
     )

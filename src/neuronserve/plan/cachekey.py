@@ -15,7 +15,7 @@ from typing import Any
 from neuronserve.plan.hostfacts import ModelFacts
 from neuronserve.types import ModelSpec
 
-SCHEMA = 1  # bump when the key's inputs change meaning
+SCHEMA = 2  # bump when the key's inputs change meaning (2: weights digest, kv as compiled, item 10 of #15)
 KEY_VERSIONS = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
 
 
@@ -29,12 +29,16 @@ def key_inputs(
     return {
         "schema": SCHEMA,
         # Model identity: where it comes from and its revision; for local dirs the config.json digest,
-        # because /opt/ml/model is the same path for every model.
+        # because /opt/ml/model is the same path for every model, and the sampled weights digest
+        # (hostfacts.weights_digest), because a fine-tune keeps config.json and the artifacts embed the
+        # weights with save_sharded_checkpoint. Not hashed: log level, ports, served model name and any
+        # other setting that does not reach the compiled graph (graph holds only those that do).
         "model": {
             "source": model.source,
             "uri": model.uri,
             "revision": model.revision,
             "config_sha256": model_facts.config_sha256 if model_facts else None,
+            "weights": model_facts.weights_digest if model_facts else None,
         },
         "graph": dict(graph),
         "versions": {name: versions.get(name) for name in KEY_VERSIONS},

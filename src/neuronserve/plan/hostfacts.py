@@ -11,6 +11,7 @@ import glob
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -34,6 +35,8 @@ class ModelFacts:
     config: dict[str, Any] | None = None
     config_sha256: str | None = None
     has_lm_head: bool | None = None  # for EAGLE drafts: weights name lm_head.weight
+    checkpoint_params: int | None = None  # parameters in the safetensors headers (HBM estimate)
+    weights_digest: str | None = None  # weights_digest(): sampled weight bytes, for the cache key
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class HostFacts:
     visible_cores: int | None = None  # NeuronCores this process may use (logical on Trn2)
     cores_source: str = "unknown"
     logical_nc_config: int | None = None
+    physical_cores: int | None = None  # neuron-ls's NeuronCore count (all devices), for instance facts
     versions: dict[str, str | None] = field(default_factory=dict)
     sagemaker_model_dir: str = "/opt/ml/model"
     sagemaker_model_dir_nonempty: bool = False
@@ -133,6 +137,23 @@ def _lm_head_in_weights(path: str) -> bool | None:
     return None
 
 
+def safetensors_params(path: str) -> int | None:
+    """Parameters counted from the safetensors headers (8-byte length + JSON; no tensor data read)."""
+    try:
+        names = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
+        total = 0
+        for name in names:
+            with open(os.path.join(path, name), "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(min(size, 100_000_000)))
+            for key, entry in header.items():
+                if key != "__metadata__" and isinstance(entry, dict):
+                    total += math.prod(int(n) for n in entry.get("shape", []))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return total or None
+
+
 def model_facts(path: str) -> ModelFacts:
     """Read a local model path's config.json (no weights)."""
     if os.path.isfile(path):
@@ -147,7 +168,55 @@ def model_facts(path: str) -> ModelFacts:
         config = json.loads(raw)
     except (OSError, ValueError):
         pass
-    return ModelFacts("dir", config, digest, _lm_head_in_weights(path))
+    return ModelFacts(
+        "dir",
+        config,
+        digest,
+        _lm_head_in_weights(path),
+        safetensors_params(path),
+        weights_digest=weights_digest(path),
+    )
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+SAMPLES_PER_FILE = 16
+SAMPLE_BYTES = 64 * 1024
+
+
+def weights_digest(path: str) -> str | None:
+    """A digest that changes when the weights do, reading ~1 MiB per weight file instead of gigabytes.
+
+    The compiled artifacts embed the weights when save_sharded_checkpoint is on, so the cache key must
+    change when a fine-tune replaces them under the same config.json. Sizes and safetensors headers are
+    not enough: a fine-tune keeps every tensor's name, shape, dtype and offset. So, per weight file (and
+    the *.index.json files): its name, size, safetensors header, and 16 blocks of 64 KiB spread evenly
+    over the file. Any full or partial fine-tune changes nearly every block; an edit confined to bytes
+    between samples would not be seen (documented limit). Reads are deterministic, so two hosts with the
+    same files compute the same digest; mtimes are not used (they differ between copies).
+    """
+    try:
+        listing = os.listdir(path)
+    except OSError:
+        return None
+    names = sorted(n for n in listing if n.endswith((*WEIGHT_SUFFIXES, ".index.json")))
+    if not names:
+        return None
+    h = hashlib.sha256()
+    try:
+        for name in names:
+            full = os.path.join(path, name)
+            size = os.path.getsize(full)
+            h.update(f"{name}\0{size}\0".encode())
+            with open(full, "rb") as f:
+                if name.endswith(".index.json"):
+                    h.update(f.read())
+                    continue
+                for i in range(SAMPLES_PER_FILE):
+                    f.seek(max(0, (size - SAMPLE_BYTES) * i // max(1, SAMPLES_PER_FILE - 1)))
+                    h.update(f.read(SAMPLE_BYTES))
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def read_serving_properties(model_dir: str) -> dict[str, str]:
@@ -178,6 +247,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     lnc_raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
     lnc = int(lnc_raw) if lnc_raw.isdigit() and int(lnc_raw) > 0 else None
     visible: int | None = None
+    physical: int | None = None
     source = "unknown"
     spec = environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
     count = environ.get("NEURON_RT_NUM_CORES", "").strip()
@@ -192,8 +262,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     elif devices:
         physical = _neuron_ls_cores()
         source = "neuron-ls" if physical else f"{devices} devices x {CORES_PER_CHIP} cores"
-        physical = physical or devices * CORES_PER_CHIP
-        visible = physical // (lnc or 1)
+        visible = (physical or devices * CORES_PER_CHIP) // (lnc or 1)
     model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
     paths: dict[str, ModelFacts] = {}
     for p in model_paths:
@@ -208,6 +277,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         visible_cores=visible,
         cores_source=source,
         logical_nc_config=lnc,
+        physical_cores=physical,
         versions=installed_versions(),
         sagemaker_model_dir=model_dir,
         sagemaker_model_dir_nonempty=_nonempty(model_dir),

@@ -9,19 +9,19 @@ older in-tree integration (`--device neuron --override-neuron-config`, VLLM_NEUR
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings, env_name
 from neuronserve.errors import ConfigError
-from neuronserve.plan import rules
+from neuronserve.plan import nxdi, overrides, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
+from neuronserve.plan.kv import kv_layout
 
 DEFAULT_MAX_NUM_SEQS = 8
-DEFAULT_BLOCK_SIZE = 32
 DEFAULT_DTYPE = "bfloat16"
+DEFAULT_CHUNK_TOKENS = 2048  # chunked prefill's compiled chunk (max_context_length) unless set
 # Engine settings this module renders itself (not passed through generically).
 CONSUMED = frozenset(
     {
@@ -33,6 +33,7 @@ CONSUMED = frozenset(
         "block-size",
         "num-gpu-blocks-override",
         "enable-chunked-prefill",
+        "max-num-batched-tokens",
         "additional-config",
         "device",
         "override-neuron-config",
@@ -117,6 +118,11 @@ def _origins(settings: Settings) -> dict[str, str]:
         "task",
         "runner",
         "enable-prefix-caching",
+        "max-num-batched-tokens",
+        "tensor-parallel-size",
+        "max-num-seqs",
+        "dtype",
+        "speculative-config",
     )
     out = {k: settings.origin(k, env_name(k)) for k in keys}
     out.update({k: s.origin for k, s in settings.override.items()})
@@ -125,59 +131,13 @@ def _origins(settings: Settings) -> dict[str, str]:
     return out
 
 
-def _kv(
-    settings: Settings, override: dict[str, Any], length: int, seqs: int, warnings: list[str]
-) -> tuple[list[str], dict[str, Any]]:
-    """Rule 4/5: contiguous cache, or a block layout with every number explicit."""
-    origins = _origins(settings)
-    prefix = settings.get("enable-prefix-caching") is True
-    chunked = settings.get("enable-chunked-prefill") is True
-    if override.get("is_prefix_caching") is True and not prefix:
-        var = origins.get("is_prefix_caching", "SM_NEURON_IS_PREFIX_CACHING")
-        raise ConfigError(
-            f"{var} sets is_prefix_caching but prefix caching is off: set "
-            f"SM_VLLM_ENABLE_PREFIX_CACHING=true, or remove is_prefix_caching",
-            (var,),
-        )
-    for key in ("is_prefix_caching", "is_block_kv_layout"):
-        if prefix and override.get(key) is False:
-            var = origins.get(key, "SM_NEURON_" + key.upper())
-            raise ConfigError(f"{var} sets {key}=false but prefix caching needs it true: remove it", (var,))
-    block_layout = prefix or chunked or override.get("is_block_kv_layout") is True
-    block, blocks = _int(settings, "block-size"), _int(settings, "num-gpu-blocks-override")
-    if not block_layout:
-        for key, value in (("block-size", block), ("num-gpu-blocks-override", blocks)):
-            if value is not None:
-                warnings.append(
-                    f"{origins[key]} ignored: the contiguous KV cache (no prefix caching) uses one "
-                    f"block of max_model_len per sequence"
-                )
-        rules.check_pa_keys(override, None, None, origins)
-        return ["--no-enable-prefix-caching"], {"mode": "contiguous"}
-    if block is None:
-        block = DEFAULT_BLOCK_SIZE
-        warnings.append(f"block_size defaulted to {block} for the block KV layout")
-    if blocks is None:
-        blocks = math.ceil(length / block) * seqs
-        if "pa_num_blocks" not in override:
-            warnings.append(f"num_gpu_blocks_override computed as ceil({length}/{block})*{seqs} = {blocks}")
-    rules.check_block_layout(length, seqs, block, blocks, origins)
-    rules.check_pa_keys(override, block, blocks, origins)
-    override["is_block_kv_layout"] = True
-    if prefix:
-        override["is_prefix_caching"] = True
-    flags = ["--enable-prefix-caching" if prefix else "--no-enable-prefix-caching"]
-    flags += ["--block-size", str(block), "--num-gpu-blocks-override", str(blocks)]
-    return flags, {"mode": "prefix" if prefix else "block", "block_size": block, "num_blocks": blocks}
-
-
 def neuron_engine(
     settings: Settings, facts: HostFacts, model_uri: str, model: ModelFacts | None, warnings: list[str]
 ) -> NeuronEngine:
     """Resolve and check the Neuron engine settings (pure)."""
     integration, framework = choose_integration(settings, facts, warnings)
     origins = _origins(settings)
-    rules.check_task(settings.get("enable-lora"), settings.get("task"), settings.get("runner"), origins)
+    rules.check_task(settings.get("task"), settings.get("runner"), origins)
     rules.check_architecture(model, model_uri, warnings)
     tp = _tp(settings, facts, warnings)
     length = _model_len(settings, model, model_uri, warnings)
@@ -199,12 +159,32 @@ def neuron_engine(
                 ("NEURON_LOGICAL_NC_CONFIG", origins.get("logical_nc_config", "")),
             )
     chunked = settings.get("enable-chunked-prefill") is True
-    warnings.extend(rules.check_chunked(chunked, override, settings.passthrough_env, origins, seqs))
+    lora = settings.get("enable-lora") is True
+    overrides.check_lora(lora, override, facts.versions.get("vllm-neuron"), origins)
+    rules.check_chunked(chunked, override, settings.passthrough_env, origins, seqs)
+    overrides.check_chunked_config(override, seqs, origins, warnings)
+    batched = _batched_tokens(settings, chunked, length, seqs, origins=origins, warnings=warnings)
+    spec = settings.get("speculative-config")
+    overrides.check_launch_duplicates(
+        override,
+        _launch(
+            origins, tp=tp, seqs=seqs, length=length, dtype=dtype, chunked=chunked, batched=batched, spec=spec
+        ),
+        origins,
+    )
     tnx = framework == "transformers-neuronx"
     if tnx:
         kv_flags, kv = tnx_kv(settings, _int(settings, "block-size"), length, origins)
     else:
-        kv_flags, kv = _kv(settings, override, length, seqs, warnings)
+        kv_flags, kv = kv_layout(
+            settings,
+            override,
+            length=length,
+            seqs=seqs,
+            origins=origins,
+            warnings=warnings,
+            plugin=integration == "plugin",
+        )
     prefix = kv["mode"] == "prefix"
     floor = rules.PREFIX_MIN_CONTEXT_BUCKET
     if prefix and length < floor and "context_encoding_buckets" not in override:
@@ -213,10 +193,13 @@ def neuron_engine(
             f"prefix-caching prefill bucket is {floor}; if the compile fails, set "
             f"SM_VLLM_MAX_MODEL_LEN={floor} or more"
         )
-    rules.check_buckets(override, length, prefix, origins)
-    rules.check_sequence_parallel(override, length, tp, origins)
-    rules.check_sampling(override, settings.passthrough_env, origins)
-    spec = settings.get("speculative-config")
+    max_context = _max_context(override, length, chunked, batched, origins=origins, warnings=warnings)
+    rules.check_buckets(
+        override, length=length, max_context=max_context, prefix=prefix, origins=origins, warnings=warnings
+    )
+    buckets = nxdi.context_buckets(override, max_context, prefix, chunked)
+    rules.check_sequence_parallel(override, buckets, tp, origins)
+    overrides.check_sampling(override, settings.passthrough_env, origins, warnings)
     draft = _draft_facts(spec, facts)
     rules.check_eagle(
         spec, settings.origin("speculative-config", "SM_VLLM_SPECULATIVE_CONFIG"), draft, warnings
@@ -234,7 +217,7 @@ def neuron_engine(
         *kv_flags,
     ]
     if chunked:
-        flags.append("--enable-chunked-prefill")
+        flags += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(batched)]
     env: dict[str, str] = {}
     env["NEURON_RT_VISIBLE_CORES"] = settings.visible_cores or (f"0-{tp - 1}" if tp > 1 else "0")
     if chunked:
@@ -259,12 +242,116 @@ def neuron_engine(
         "dtype": dtype,
         "kv": kv,
         "chunked_prefill": chunked,
+        "max_num_batched_tokens": batched,
         "override": override,
+        # Item 10: every --additional-config key reaches the plugin (0.2.2's max_prompt_length changes the
+        # graph), NEURON_CC_FLAGS reaches the compiler, and the draft is identified by its content.
+        "additional_config": dict(settings.additional_config),
+        "neuron_cc_flags": settings.passthrough_env.get("NEURON_CC_FLAGS"),
         "speculative_config": spec,
+        "draft": {"config_sha256": draft.config_sha256, "weights": draft.weights_digest} if draft else None,
+        "lora": lora,
         "quantization": settings.get("quantization"),
         "logical_nc_config": settings.logical_nc_config,
     }
     return NeuronEngine(flags, override, env, integration, graph)
+
+
+def _batched_tokens(
+    settings: Settings, chunked: bool, length: int, seqs: int, *, origins: dict[str, str], warnings: list[str]
+) -> int | None:
+    """Item 5: max_num_batched_tokens is compiled only under chunked prefill, so it is chosen here then.
+
+    vllm-neuron 0.2.0 loader.py:734-736: with chunked prefill it becomes max_context_length (the chunk
+    the graph is traced for), so leaving it to vLLM's default would compile a number nobody chose.
+    Without chunked prefill the custom scheduler overwrites it with 131072 (platform.py:187-188): a
+    configured value is dropped with a warning. NxD Inference asserts max_context_length <= seq_len
+    (nxdi config.py:136), and vLLM needs it >= max_num_seqs.
+    """
+    var = origins["max-num-batched-tokens"]
+    given = _int(settings, "max-num-batched-tokens")
+    if not chunked:
+        if given is not None:
+            warnings.append(
+                f"{var} ignored: without chunked prefill the plugin's scheduler sets "
+                f"max_num_batched_tokens to {nxdi.CUSTOM_SCHEDULER_TOKENS}"
+            )
+        return None
+    if given is None:
+        given = min(length, DEFAULT_CHUNK_TOKENS)
+        warnings.append(
+            f"max_num_batched_tokens (the compiled prefill chunk) set to {given}: set {var} to choose it"
+        )
+    if given > length or given < seqs:
+        raise ConfigError(
+            f"{var}={given}: with chunked prefill it is the compiled chunk length and must be between "
+            f"max_num_seqs {seqs} and max_model_len {length}: set {var}={min(length, DEFAULT_CHUNK_TOKENS)}",
+            (var,),
+        )
+    return given
+
+
+def _max_context(
+    override: dict[str, Any],
+    length: int,
+    chunked: bool,
+    batched: int | None,
+    *,
+    origins: dict[str, str],
+    warnings: list[str],
+) -> int:
+    """The longest prefill NxD Inference compiles (nxdi.max_context_length); an override of it must fit
+    seq_len (nxdi config.py:136) and, shorter than max_model_len, limits prompts (said)."""
+    value = nxdi.max_context_length(override, length, chunked, batched)
+    var = origins.get("max_context_length", "SM_NEURON_MAX_CONTEXT_LENGTH")
+    if "max_context_length" in override and not chunked:
+        if not isinstance(override["max_context_length"], int) or not 0 < value <= length:
+            raise ConfigError(
+                f"{var}={override['max_context_length']} must be a positive integer <= "
+                f"max_model_len {length}",
+                (var, origins["max-model-len"]),
+            )
+        if value < length:
+            warnings.append(f"{var}={value}: prompts longer than {value} tokens cannot be prefilled")
+    return value
+
+
+def _launch(
+    origins: dict[str, str],
+    *,
+    tp: int,
+    seqs: int,
+    length: int,
+    dtype: str,
+    chunked: bool,
+    batched: int | None,
+    spec: Any,
+) -> dict[str, tuple[Any, str]]:
+    """neuron_config keys the plugin derives from the launch (vllm-neuron 0.2.0 loader.py:751-791)."""
+    batch = 1 if chunked else seqs
+    batch_from = (
+        f"{origins['enable-chunked-prefill']}=true" if chunked else f"{origins['max-num-seqs']}={seqs}"
+    )
+    out: dict[str, tuple[Any, str]] = {
+        "tp_degree": (tp, f"{origins['tensor-parallel-size']}={tp}"),
+        "batch_size": (batch, batch_from),
+        "is_continuous_batching": (batch > 1, batch_from),
+        "seq_len": (length, f"{origins['max-model-len']}={length}"),
+        "torch_dtype": (dtype, f"{origins['dtype']}={dtype}"),
+    }
+    if chunked:
+        out["max_context_length"] = (batched, f"{origins['max-num-batched-tokens']}={batched}")
+    try:
+        cfg = json.loads(spec) if isinstance(spec, str) else None
+    except ValueError:
+        cfg = None
+    cfg = cfg if isinstance(cfg, dict) else {}
+    s_var = origins["speculative-config"]
+    out["enable_fused_speculation"] = (bool(cfg), f"{s_var}={'set' if cfg else 'unset'}")
+    tokens = int(cfg.get("num_speculative_tokens") or 0)
+    out["speculation_length"] = (tokens, f"{s_var}=num_speculative_tokens")
+    out["enable_eagle_speculation"] = (cfg.get("method") == "eagle", f"{s_var}=method")
+    return out
 
 
 def _draft_facts(spec: Any, facts: HostFacts) -> ModelFacts | None:

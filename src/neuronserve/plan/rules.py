@@ -12,14 +12,24 @@ import math
 from typing import Any
 
 from neuronserve.errors import ConfigError
+from neuronserve.plan import nxdi
 from neuronserve.plan.hostfacts import ModelFacts
 
-SUPPORTED_MODEL_TYPES = ("llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe")
-REFUSED_MODEL_MARKERS = {"pixtral": "Pixtral", "llava": "LLaVA", "gpt_oss": "GPT-OSS", "gptoss": "GPT-OSS"}
+# What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
+SUPPORTED_ARCHITECTURES = (
+    "LlamaForCausalLM",
+    "Llama4ForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "MllamaForConditionalGeneration",
+    "MixtralForCausalLM",
+    "DbrxForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+)
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)  # vLLM 0.11.0 --block-size choices
 PREFIX_MIN_CONTEXT_BUCKET = 512
 PREFIX_MIN_TOKEN_BUCKET = 256
-DEFAULT_GLOBAL_TOPK = 256
 
 
 def check_tp(tp: int, origin: str, visible: int | None, source: str) -> None:
@@ -73,7 +83,13 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, origins:
 def check_pa_keys(
     override: dict[str, Any], block: int | None, blocks: int | None, origins: dict[str, str]
 ) -> None:
-    """Rule 5: pa_num_blocks / pa_block_size in the override must match the flags they derive from."""
+    """Item 3: pa_num_blocks / pa_block_size in the override must match the flags they derive from.
+
+    vllm-neuron 0.2.0 loader.py:796-831 (_handle_pa_num_blocks, block layout only): pa_num_blocks must
+    equal the --num-gpu-blocks-override the user gave, exactly (the plugin compares it with the flag's
+    value before its own +1 for the null block, platform.py:149-159, and raises otherwise), and without
+    that flag the key raises. pa_block_size replaces the block size the plugin passes (loader.py:777-778).
+    """
     n_var = origins["num-gpu-blocks-override"]
     if "pa_num_blocks" in override:
         origin = origins.get("pa_num_blocks", "SM_NEURON_PA_NUM_BLOCKS")
@@ -86,10 +102,11 @@ def check_pa_keys(
                 "remove pa_num_blocks",
                 (origin, n_var),
             )
-        if value not in (blocks, blocks + 1):
+        if value != blocks:
             raise ConfigError(
-                f"{origin} sets pa_num_blocks={value} but {n_var}={blocks}: set {n_var}={value} or remove "
-                f"pa_num_blocks (the plugin derives it)",
+                f"{origin} sets pa_num_blocks={value} but {n_var}={blocks}: the plugin requires them equal "
+                f"(it adds the null block itself): set {n_var}={value} or remove pa_num_blocks "
+                f"(the plugin derives it)",
                 (origin, n_var),
             )
     if "pa_block_size" in override and block is not None and override["pa_block_size"] != block:
@@ -109,38 +126,74 @@ def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
     return value
 
 
-def check_buckets(override: dict[str, Any], length: int, prefix: bool, origins: dict[str, str]) -> None:
-    """Rule 6: buckets fit max_model_len; prefix caching needs at least 512 (prefill) / 256 (decode)."""
-    for key, floor in (
-        ("context_encoding_buckets", PREFIX_MIN_CONTEXT_BUCKET),
-        ("token_generation_buckets", PREFIX_MIN_TOKEN_BUCKET),
+def check_buckets(
+    override: dict[str, Any],
+    *,
+    length: int,
+    max_context: int,
+    prefix: bool,
+    origins: dict[str, str],
+    warnings: list[str],
+) -> None:
+    """Item 4: buckets as NxD Inference 0.7 checks them.
+
+    nxdi config.py:183-195: the largest context-encoding bucket must be <= max_context_length (which is
+    max_model_len, or max_num_batched_tokens under chunked prefill, or the override's
+    max_context_length: nxdi.max_context_length), the largest token-generation bucket <= seq_len.
+    With prefix caching and bucketing on (the plugin's default), context_encoding_buckets without
+    prefix_buckets reach `[0] + None` in autobucketing.py:45-57 (TypeError): refused.
+    The 512 (prefill) / 256 (decode) minimums with prefix caching are comments next to the automatic
+    buckets (autobucketing.py:188, 238), not checks: a smaller bucket is warned about, not refused.
+    """
+    for key, limit, floor in (
+        ("context_encoding_buckets", max_context, PREFIX_MIN_CONTEXT_BUCKET),
+        ("token_generation_buckets", length, PREFIX_MIN_TOKEN_BUCKET),
     ):
         if override.get(key) is None:
             continue
         origin = origins.get(key, "SM_NEURON_" + key.upper())
         buckets = _bucket_list(override[key], origin, key)
-        too_big = [b for b in buckets if b > length]
+        too_big = [b for b in buckets if b > limit]
         if too_big:
+            what = "max_model_len" if limit == length else "max_context_length (the longest prefill)"
             raise ConfigError(
-                f"{origin}: {key} {too_big} exceed max_model_len {length}: use buckets <= {length} "
-                f"(e.g. {[b for b in buckets if b <= length] or [length]}) or raise "
-                f"{origins['max-model-len']}",
+                f"{origin}: {key} {too_big} exceed {what} {limit}: use buckets <= {limit} "
+                f"(e.g. {[b for b in buckets if b <= limit] or [limit]}) or raise "
+                f"{origins['max-model-len'] if limit == length else _context_var(origins)}",
                 (origin, origins["max-model-len"]),
             )
         if prefix and min(buckets) < floor:
-            raise ConfigError(
-                f"{origin}: with prefix caching the smallest {key} entry must be >= {floor}, "
-                f"got {min(buckets)}: "
-                f"use buckets from {floor} up (e.g. {[b for b in buckets if b >= floor] or [floor]})",
-                (origin,),
+            warnings.append(
+                f"{origin}: {min(buckets)} is below {floor}, the smallest {key} entry NxD Inference "
+                "generates itself with prefix caching (its kernel's stated minimum, not a check)"
             )
+    bucketing = override.get("enable_bucketing", True) is not False
+    given = override.get("context_encoding_buckets")
+    if prefix and bucketing and given and not override.get("prefix_buckets"):
+        origin = origins.get("context_encoding_buckets", "SM_NEURON_CONTEXT_ENCODING_BUCKETS")
+        raise ConfigError(
+            f"{origin}: with prefix caching, context_encoding_buckets need prefix_buckets too (NxD Inference "
+            "builds a 2-D grid from both and fails with a TypeError without them): set "
+            f"SM_NEURON_PREFIX_BUCKETS (e.g. {override['context_encoding_buckets']}), or remove {origin}",
+            (origin, "SM_NEURON_PREFIX_BUCKETS"),
+        )
+
+
+def _context_var(origins: dict[str, str]) -> str:
+    if "max_context_length" in origins:
+        return origins["max_context_length"]
+    return origins.get("max-num-batched-tokens", "SM_VLLM_MAX_NUM_BATCHED_TOKENS")
 
 
 def check_chunked(
     chunked: bool, override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str], seqs: int
-) -> list[str]:
-    """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off."""
-    warnings: list[str] = []
+) -> None:
+    """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off.
+
+    vllm-neuron 0.2.0 loader.py:841-843 asserts chunked_prefill_config and is_block_kv_layout;
+    platform.py:176-183 turns chunked prefill off unless DISABLE_NEURON_CUSTOM_SCHEDULER=1.
+    The native scheduler without chunked prefill is decided in kv.py (it needs a block size).
+    """
     c_var = origins["enable-chunked-prefill"]
     if chunked:
         if not isinstance(override.get("chunked_prefill_config"), dict):
@@ -155,59 +208,41 @@ def check_chunked(
                 "unset DISABLE_NEURON_CUSTOM_SCHEDULER or set it to 1",
                 ("DISABLE_NEURON_CUSTOM_SCHEDULER", c_var),
             )
-    else:
-        if "chunked_prefill_config" in override:
-            origin = origins.get("chunked_prefill_config", "SM_NEURON_CHUNKED_PREFILL_CONFIG")
-            raise ConfigError(
-                f"{origin} sets chunked_prefill_config but chunked prefill is off: set "
-                f"SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
-                (origin, "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
-            )
-        if user_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1":
-            warnings.append(
-                "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill: the plugin's scheduler "
-                "is off; set SM_VLLM_ENABLE_CHUNKED_PREFILL=true if chunked prefill was meant"
-            )
-    return warnings
-
-
-def check_sequence_parallel(override: dict[str, Any], length: int, tp: int, origins: dict[str, str]) -> None:
-    """Rule 9: sequence parallelism splits seq_len over the TP ranks."""
-    if override.get("sequence_parallel_enabled") is True and length % tp:
-        l_var = origins["max-model-len"]
+    elif "chunked_prefill_config" in override:
+        origin = origins.get("chunked_prefill_config", "SM_NEURON_CHUNKED_PREFILL_CONFIG")
         raise ConfigError(
-            f"sequence_parallel_enabled needs max_model_len divisible by tensor_parallel_size {tp}: set "
-            f"{l_var}={math.ceil(length / tp) * tp}, or sequence_parallel_enabled false",
-            (l_var, origins.get("sequence_parallel_enabled", "SM_NEURON_SEQUENCE_PARALLEL_ENABLED")),
+            f"{origin} sets chunked_prefill_config but chunked prefill is off: set "
+            f"SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
+            (origin, "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
         )
 
 
-def check_sampling(override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str]) -> None:
-    """Rules 10 and 13: the broken env switch, and a top_k the device would silently clamp."""
-    if "NEURON_ON_DEVICE_SAMPLING_DISABLED" in user_env:
+def check_sequence_parallel(
+    override: dict[str, Any], buckets: list[int], tp: int, origins: dict[str, str]
+) -> None:
+    """Item 7: sequence parallelism splits every traced prefill length over the TP ranks.
+
+    NxD Inference model_base.py:1341-1342 calls validate_sequence_parallel (:1513-1521) for each
+    context-encoding trace, asserting seq_length % tp == 0. The traced lengths are the context buckets
+    (nxdi.context_buckets: the user's, or the automatic 128, 256, ..., max_context_length).
+    """
+    if override.get("sequence_parallel_enabled") is not True:
+        return
+    bad = [b for b in buckets if b % tp]
+    if bad:
+        var = origins.get("sequence_parallel_enabled", "SM_NEURON_SEQUENCE_PARALLEL_ENABLED")
+        fixed = sorted({max(tp, b // tp * tp) for b in buckets})
         raise ConfigError(
-            "NEURON_ON_DEVICE_SAMPLING_DISABLED is broken in vllm-neuron 0.2.x: unset it and set "
-            "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null (CPU sampling, needed for logprobs)",
-            ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
+            f"{var}: sequence parallelism needs every prefill bucket divisible by tensor_parallel_size {tp}, "
+            f"but {bad} are not (buckets {buckets}): set SM_NEURON_CONTEXT_ENCODING_BUCKETS={fixed} "
+            f"(and {origins['max-model-len']} a multiple of {tp}), or a TP that divides them, "
+            f"or remove {var}",
+            (var, origins["max-model-len"]),
         )
-    cfg = override.get("on_device_sampling_config")
-    if isinstance(cfg, dict) and isinstance(cfg.get("top_k"), int):
-        limit = cfg.get("global_topk", DEFAULT_GLOBAL_TOPK)
-        if isinstance(limit, int) and cfg["top_k"] > limit:
-            origin = origins.get("on_device_sampling_config", "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG")
-            raise ConfigError(
-                f"{origin}: top_k {cfg['top_k']} exceeds global_topk {limit} and would be "
-                "clamped: set top_k <= "
-                f"{limit} or global_topk >= {cfg['top_k']}",
-                (origin,),
-            )
 
 
-def check_task(lora: Any, task: Any, runner: Any, origins: dict[str, str]) -> None:
-    """Rule 8: LoRA and non-generate tasks raise inside the plugin."""
-    if lora is True:
-        var = origins["enable-lora"]
-        raise ConfigError(f"{var}: LoRA is not implemented by vllm-neuron 0.2.x: unset {var}", (var,))
+def check_task(task: Any, runner: Any, origins: dict[str, str]) -> None:
+    """Rule 8: only text generation (the plugin's runner has no pooling path)."""
     for key, value in (("task", task), ("runner", runner)):
         if value not in (None, "generate", "auto"):
             var = origins[key]
@@ -219,28 +254,42 @@ def check_task(lora: Any, task: Any, runner: Any, origins: dict[str, str]) -> No
 
 
 def check_architecture(facts: ModelFacts | None, model: str, warnings: list[str]) -> None:
-    """Rules 8 and 11: refuse architectures NxD Inference 0.7 cannot run, before anything is compiled."""
+    """Item 6: the class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
+
+    vllm-neuron 0.2.0 loader.py:612-631 reads architectures[0] (not model_type) and the head counts;
+    loader.py:672-674 refuses LLaVA/Pixtral; loader.py:639-659 maps the name (nxdi.plugin_model_key) into
+    NxD Inference 0.7 MODEL_TYPES (utils/constants.py:41-51), which only has causal-lm classes. So a
+    LlamaForSequenceClassification (model_type llama) fails, and GptOssForCausalLM looks up "gptoss".
+    """
     config = facts.config if facts else None
     if not config:
         warnings.append(
             f"architecture of {model} not checked before staging (no local config.json); supported "
-            f"model_type: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"architectures: {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
         return
-    model_type = str(config.get("model_type", "")).lower()
-    names = " ".join([model_type, *map(str, config.get("architectures") or [])]).lower()
-    for marker, label in REFUSED_MODEL_MARKERS.items():
-        if marker in names.replace("-", "_"):
-            raise ConfigError(
-                f"{model}: {label} models do not run on vllm-neuron 0.2.x; choose a supported "
-                f"model ({', '.join(SUPPORTED_MODEL_TYPES)})",
-                ("SM_VLLM_MODEL",),
-            )
-    if model_type not in SUPPORTED_MODEL_TYPES:
+    archs = config.get("architectures") or []
+    arch = str(archs[0]) if archs else ""
+    key = nxdi.plugin_model_key(arch) if arch else None
+    if arch in nxdi.PLUGIN_REFUSED_ARCHITECTURES or (key and key[0] == "pixtral"):
         raise ConfigError(
-            f"{model}: model_type {model_type or '(none)'} is not supported by NxD Inference 0.7: use one of "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}",
+            f"{model}: {arch} (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a supported "
+            f"architecture ({', '.join(SUPPORTED_ARCHITECTURES)})",
             ("SM_VLLM_MODEL",),
+        )
+    if key is None or key[0] not in nxdi.NXDI_MODEL_TYPES or key[1] != "causal-lm":
+        looked = f" (the plugin looks up {key[0]!r}/{key[1]!r} in NxD Inference)" if key else ""
+        label = " GPT-OSS" if "gpt" in arch.lower() and "oss" in arch.lower() else ""
+        raise ConfigError(
+            f"{model}: architectures[0] {arch or '(none)'}{label} cannot be loaded by vllm-neuron 0.2.x"
+            f"{looked}: use a model whose config.json architectures[0] is one of "
+            f"{', '.join(SUPPORTED_ARCHITECTURES)}",
+            ("SM_VLLM_MODEL",),
+        )
+    if not nxdi.heads_known(config, arch):
+        warnings.append(
+            f"{model}: config.json has no num_key_value_heads / head_dim (or hidden_size and "
+            "num_attention_heads); the plugin reads them before compiling and raises without them"
         )
 
 
@@ -263,4 +312,27 @@ def check_eagle(spec: Any, origin: str, draft: ModelFacts | None, warnings: list
             f"{origin}: EAGLE draft {cfg.get('model')} has no lm_head.weight: copy the target model's "
             f"lm_head.weight into the draft checkpoint",
             (origin,),
+        )
+
+
+def check_hub_revision(source: str, revision: str | None, origin: str) -> None:
+    """Item 11: a hub model's revision never reaches what the plugin compiles.
+
+    vllm-neuron 0.2.0 loader.py:711-715 passes only model_config.model (the id) to load_weights; the
+    config is read with NxD Inference's load_pretrained_config(model) (loader.py:165-167, nxdi
+    utils/hf_adapter.py:33-36: no revision argument), and for a hub id the weights are fetched with
+    AutoModelForCausalLM.from_pretrained(model) and saved to ./local-models (loader.py:228-232), again
+    without the revision. vLLM's tokenizer would follow --revision while the graph and weights come from
+    the default branch: a silent mix. Staging the revision ourselves would need the hub at plan/stage
+    time (not reachable from many deployments and not from this project's tests), so the combination is
+    refused with the way to do it: put the revision's files in S3 or a local directory and point the
+    model there (`huggingface-cli download ID --revision REV --local-dir DIR`).
+    """
+    if source == "hub" and revision:
+        raise ConfigError(
+            f"{origin}={revision}: vllm-neuron 0.2.x compiles and loads hub models without the revision "
+            "(the default branch would be compiled): download that revision "
+            "(`huggingface-cli download ID --revision REV --local-dir DIR`, then upload DIR to S3 if needed) "
+            "and set SM_VLLM_MODEL to the directory or s3:// prefix, or unset the revision",
+            (origin, "SM_VLLM_MODEL"),
         )

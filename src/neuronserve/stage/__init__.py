@@ -45,8 +45,12 @@ def stage_all(
 
     opts = options_from(environ)
     make = _client_factory(environ, opts.concurrency + 4)
-    model_dir = stage_model(plan.model, make, opts, progress)
-    artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+    if plan.artifacts.require_hit:  # fail before the model download, not after it
+        artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+        model_dir = stage_model(plan.model, make, opts, progress)
+    else:
+        model_dir = stage_model(plan.model, make, opts, progress)
+        artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
     return StageResult(model_dir=model_dir, artifacts_dir=artifacts_dir, cache=cache)
 
 

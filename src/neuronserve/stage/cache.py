@@ -36,6 +36,20 @@ log = logging.getLogger("neuronserve.stage")
 CacheState = Literal["hit", "miss", "off"]
 
 
+class CacheMissError(StageError):
+    """NEURONSERVE_REQUIRE_CACHE_HIT=true and the keyed compiled artifacts are not in the cache."""
+
+    def __init__(self, spec: ArtifactSpec, uri: str, why: str = "") -> None:
+        key = uri.rstrip("/").rsplit("/", 1)[-1] if spec.mode == "keyed" else None
+        super().__init__(
+            "compile cache miss with NEURONSERVE_REQUIRE_CACHE_HIT=true: no complete compiled artifacts "
+            + (f"for cache key {key} " if key else "")
+            + f"at {uri}{f' ({why})' if why else ''}; nothing was compiled. Compile once where a compile may "
+            f"run (same settings, NEURONSERVE_REQUIRE_CACHE_HIT unset), then upload with "
+            f"`neuronserve cache push <dir>{f' --key {key}' if key else ''}`"
+        )
+
+
 def read_remote_manifest(client: Any, remote: S3Uri) -> Manifest | None:
     """The entry's manifest; None when absent; StageError when unreadable or invalid."""
     key = remote.key + MANIFEST_NAME
@@ -138,10 +152,16 @@ def stage_artifacts(
                 return spec.local_dir, "hit"
             if spec.mode == "explicit" and _plain_copy(client, remote, spec.local_dir, opts, progress):
                 return spec.local_dir, "hit"
+            if spec.require_hit:
+                raise CacheMissError(spec, remote.uri)
             log.info(
                 "compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, spec.local_dir
             )
+        except CacheMissError:
+            raise
         except StageError as err:
+            if spec.require_hit:
+                raise CacheMissError(spec, remote.uri, str(err)) from None
             if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
                 raise
             log.warning("ignoring compile cache entry %s (treated as a miss): %s", remote.uri, err)

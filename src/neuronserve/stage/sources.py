@@ -14,13 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from neuronserve.errors import StageError
-from neuronserve.stage import atomic
+from neuronserve.stage import atomic, fresh
 from neuronserve.stage.archive import extract_tar, remove_tree
 from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.s5 import fetch_objects, list_with_s5cmd, start_early_copy
+from neuronserve.stage.s5proc import S5Run
 from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
 from neuronserve.types import ModelSpec, Progress
 
@@ -30,16 +31,45 @@ ProgressCb = Callable[[Progress], None] | None
 
 
 def stage_prefix(  # noqa: PLR0917
-    make_client: ClientFactory, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
+    make_client: ClientFactory,
+    src: S3Uri,
+    dest: str,
+    opts: TransferOptions,
+    progress: ProgressCb,
+    what: str,
+    *,
+    check_fresh: bool = False,
 ) -> Manifest:
-    """Copy every object under `src` to `dest` (atomically, resumably); a complete copy costs no request."""
+    """Copy every object under `src` to `dest` (atomically, resumably).
+
+    A complete copy costs no request, unless `check_fresh` (models): then one listing is compared,
+    by key, size and ETag, against the manifest, and only what changed in S3 is fetched (fresh.py).
+    Artifacts under a cache key never change in place, so they skip the check.
+    """
     src = src.as_prefix()
     done = local_complete(dest, src.uri)
+    listing = None
     if done is not None:
-        log.info("%s: complete copy at %s (manifest present), nothing to download", what, dest)
-        return done
+        if not check_fresh:
+            log.info("%s: complete copy at %s (manifest present), nothing to download", what, dest)
+            return done
+        listing = fresh.list_for_check(make_client, src, opts, what, dest)
+        if listing is None or not fresh.changes(done, listing):
+            return done
     with atomic.dir_lock(dest):
         done = local_complete(dest, src.uri)
+        if done is not None and listing is not None and fresh.changes(done, listing):
+            log.warning(
+                "%s: %s changed in place since the local copy (%s): fetching the changes. The compile "
+                "cache key of an s3:// model names its URI, not its bytes: a cached compile of the old "
+                "weights would be reused; give each model version its own prefix",
+                what,
+                src.uri,
+                fresh.describe(done, listing),
+            )
+            staging = atomic.staging_path(dest)
+            fresh.seed_staging(dest, staging, done, listing, src.uri)
+            return _fetch_and_commit(make_client, src, dest, staging, listing, opts, progress, what, None)
         if done is not None:
             return done
         return copy_prefix_locked(make_client, src, dest, opts, progress, what)
@@ -65,6 +95,22 @@ def copy_prefix_locked(  # noqa: PLR0917
             early.abandon(staging, keep_dir=False)
         raise
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
+    return _fetch_and_commit(make_client, src, dest, staging, objects, opts, progress, what, early)
+
+
+def _fetch_and_commit(  # noqa: PLR0917
+    make_client: ClientFactory,
+    src: S3Uri,
+    dest: str,
+    staging: str,
+    objects: list[RemoteObject],
+    opts: TransferOptions,
+    progress: ProgressCb,
+    what: str,
+    early: S5Run | None,
+) -> Manifest:
+    """Fetch what the staging journal lacks, drop what the listing lacks, commit with the new manifest."""
+    total = sum(o.size for o in objects)
     try:
         with ProgressMeter(what, total, progress) as meter:
             fetched = fetch_objects(
@@ -79,7 +125,7 @@ def copy_prefix_locked(  # noqa: PLR0917
         what,
         fetched,
         len(objects),
-        f" ({resumed} already complete from an earlier run)" if resumed else "",
+        f" ({resumed} already complete locally)" if resumed else "",
     )
     atomic.prune(staging, {o.rel for o in objects})
     files = tuple(FileEntry(o.rel, o.size, o.etag, o.key) for o in objects)
@@ -174,7 +220,13 @@ def stage_model(
         raise StageError(f"no local path planned for model {spec.uri}")
     if spec.source == "s3":
         stage_prefix(
-            make_client, parse_s3_uri(spec.uri), spec.local_path, opts, progress, f"model {spec.uri}"
+            make_client,
+            parse_s3_uri(spec.uri),
+            spec.local_path,
+            opts,
+            progress,
+            f"model {spec.uri}",
+            check_fresh=True,
         )
     elif spec.source == "archive":
         stage_archive(make_client, spec.uri, spec.local_path, opts, progress)

@@ -1,0 +1,138 @@
+"""`neuronserve plan --recommend`: the configurations of a model that fit an instance, best first.
+
+The shell around plan/recommend.py (pure): read the model's config.json (and safetensors headers when
+a local directory is given) and the instance facts (--instance-type, NEURONSERVE_INSTANCE_TYPE, or the
+host's devices), then print JSON or a table with the SM_VLLM_* lines of the best configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from neuronserve.config.fit import parse_fit
+from neuronserve.errors import ConfigError
+from neuronserve.plan import hostfacts, instances, memory, recommend
+from neuronserve.plan.instances import GIB, InstanceFacts
+
+
+def add_arguments(p: Any) -> None:
+    p.add_argument(
+        "--recommend",
+        action="store_true",
+        help="list every TP / DP / max_model_len / max_num_seqs that fits the instance's HBM, best first",
+    )
+    p.add_argument("--model-config", default=None, help="--recommend: the model's config.json")
+    p.add_argument(
+        "--model-dir", default=None, help="--recommend: a local model directory (default SM_VLLM_MODEL)"
+    )
+    p.add_argument(
+        "--instance-type",
+        default=None,
+        help="--recommend: e.g. ml.inf2.48xlarge (env NEURONSERVE_INSTANCE_TYPE)",
+    )
+    p.add_argument("--max-model-len", type=int, default=None, help="--recommend: only this length")
+    p.add_argument("--max-num-seqs", type=int, default=None, help="--recommend: only this batch size")
+
+
+def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, dict[str, Any], int | None]:
+    if args.model_config:
+        try:
+            with open(args.model_config, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"--model-config {args.model_config}: {err}", ("--model-config",)) from None
+        return args.model_config, doc, None
+    path = args.model_dir or environ.get("SM_VLLM_MODEL", "").strip()
+    origin = "--model-dir" if args.model_dir else "SM_VLLM_MODEL"
+    if not path:
+        raise ConfigError(
+            "--recommend needs a model: --model-config config.json or --model-dir DIR", ("--model-config",)
+        )
+    facts = hostfacts.model_facts(path)
+    if facts.kind != "dir" or not facts.config:
+        raise ConfigError(
+            f"{origin}={path}: no local directory with a config.json; pass --model-config config.json",
+            (origin, "--model-config"),
+        )
+    return path, facts.config, facts.checkpoint_params
+
+
+def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceFacts:
+    raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
+    lnc = int(raw) if raw.isdigit() else None
+    if args.instance_type:
+        return instances.instance_facts(args.instance_type, lnc, "--instance-type")
+    name = environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip()
+    if name:
+        return instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE")
+    host = hostfacts.gather(environ)
+    detected = instances.facts_for_host(host.neuron_devices, host.physical_cores, lnc)
+    if detected is None:
+        raise ConfigError(
+            "--recommend needs an instance: --instance-type (e.g. ml.inf2.xlarge) or "
+            "NEURONSERVE_INSTANCE_TYPE",
+            ("--instance-type", "NEURONSERVE_INSTANCE_TYPE"),
+        )
+    return detected
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    inst, model = doc["instance"], doc["model"]
+    lines = [
+        f"instance: {inst['name']}: {inst['neuron_cores']} NeuronCores of "
+        f"{inst['hbm_bytes_per_core'] / GIB:g} GiB, {inst['hbm_bytes_per_s_per_core'] / 1e9:g} GB/s each",
+        f"model:    {model['name']} ({model['parameters'] / 1e9:.2f} B parameters, {model['dtype']})",
+    ]
+    configs = doc["configurations"]
+    if not configs:
+        return "\n".join([*lines, "", doc["why_none"]])
+    lines += ["", "  TP  DP  max_model_len  max_num_seqs  HBM/core  tokens/s (roofline)  ms/token"]
+    for c in configs:
+        m = c["memory"]
+        lines.append(
+            f"{c['tensor_parallel_size']:>4}{c['data_parallel_size']:>4}{c['max_model_len']:>15}"
+            f"{c['max_num_seqs']:>14}{100 * m['utilization']:>9.0f}%"
+            f"{c['projected_output_tokens_per_s']:>21.0f}"
+            f"{c['projected_ms_per_output_token']:>10.2f}"
+        )
+    lines += ["", "best configuration:"]
+    lines += [f"{k}={shlex.quote(v)}" for k, v in configs[0]["env"].items()]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    name, config, params = _model(args, environ)
+    try:
+        shape = memory.model_shape(config)
+    except memory.ShapeError as err:
+        raise ConfigError(f"{name}: {err}", ("--model-config",)) from None
+    instance = _instance(args, environ)
+    options = parse_fit(environ)
+    if options.hbm_gib_per_core:
+        instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))
+    dtype = environ.get("SM_VLLM_DTYPE", "").strip() or "bfloat16"
+    size = memory.DTYPE_BYTES.get(dtype.lower(), 2)
+    model = memory.Model(shape, memory.Precision(size, size), params)
+    overhead = (
+        memory.DEFAULT_OVERHEAD_BYTES if options.overhead_gib is None else int(options.overhead_gib * GIB)
+    )
+    for flag in ("max_model_len", "max_num_seqs"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be a positive integer", (f"--{flag}",))
+    doc = recommend.document(
+        os.path.basename(os.path.dirname(os.path.abspath(name))) if name.endswith(".json") else name,
+        model,
+        instance,
+        overhead,
+        dtype,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+    )
+    print(json.dumps(doc, indent=2) if args.json else render_text(doc))
+    return 0

@@ -1,0 +1,200 @@
+"""Rules on override_neuron_config itself: keys that shadow the launch, and nested configs NxD Inference
+reads key by key (sampling, chunked prefill, LoRA).
+
+The plugin merges the override over its defaults with a plain dict.update (vllm-neuron 0.2.0
+loader.py:870-877), one level deep. So a top-level key replaces the launch's own number, and a nested
+object replaces the plugin's whole default object; NxD Inference then pops the keys it knows from the
+nested object and silently drops the rest (nxdi config.py:931-959). Each rule here turns one of those
+silent outcomes into a refusal (or a rewrite the plan says out loud).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronserve.errors import ConfigError
+from neuronserve.plan import nxdi
+
+
+def _origin(origins: dict[str, str], key: str) -> str:
+    return origins.get(key, "SM_NEURON_" + key.upper())
+
+
+def check_launch_duplicates(
+    override: dict[str, Any], launch: dict[str, tuple[Any, str]], origins: dict[str, str]
+) -> None:
+    """Item 1: an override key that duplicates a launch setting must agree with it.
+
+    `launch` maps neuron_config keys to (the value the plugin derives from the vLLM flags, the setting
+    that decides it), as in vllm-neuron 0.2.0 loader.py:751-791 (tp_degree <- tensor_parallel_size,
+    batch_size <- max_num_seqs or 1 with chunked prefill, seq_len <- max_model_len, torch_dtype <- dtype,
+    speculation keys <- speculative_config). Because loader.py:877 applies the override after those
+    defaults, a disagreeing key would compile the override's number while vLLM schedules for the flag's,
+    and every later rule would check the wrong number. Agreement passes (it changes nothing).
+    """
+    for key, (expected, setting) in launch.items():
+        if key not in override:
+            continue
+        given = override[key]
+        same = _norm_dtype(given) == _norm_dtype(expected) if key == "torch_dtype" else given == expected
+        if not same:
+            var = _origin(origins, key)
+            raise ConfigError(
+                f"{var} sets {key}={json_text(given)} but the launch gives {key}={json_text(expected)} "
+                f"({setting}); the plugin merges the override over its own value (vllm-neuron 0.2.0 "
+                f"loader.py:877), so the compiled graph and vLLM would disagree: remove {var}, or change "
+                f"{setting.split('=')[0]} instead",
+                (var, setting.split("=")[0]),
+            )
+
+
+def _norm_dtype(value: Any) -> str:
+    text = str(value).removeprefix("torch.")
+    return {"half": "float16", "float": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(text, text)
+
+
+def json_text(value: Any) -> str:
+    return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
+
+
+def check_sampling(
+    override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str], warnings: list[str]
+) -> None:
+    """Item 8: on-device sampling as the plugin and NxD Inference run it.
+
+    - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value)) (loader.py:67-70) and the path it
+      enables is broken in 0.2.x: a non-zero integer is refused, 0 is harmless and passes, a
+      non-integer would raise ValueError in the worker and is refused.
+    - A partial on_device_sampling_config replaces the plugin's default OnDeviceSamplingConfig(dynamic=
+      True, deterministic=False) whole (loader.py:731-732, 877), and NxD Inference defaults dynamic to
+      False (nxdi config.py:937): every request would be sampled with the config's fixed parameters,
+      i.e. greedily by default. The plan fills in the plugin's dynamic/deterministic defaults for keys
+      the user left out, and says so.
+    - global_topk outside 1..256: the runner caps it at 256 (runner.py:219-227, 1107-1113), so a larger
+      value compiles a bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256)
+      are clamped by the runner (runner.py:1119-1122): said as a warning with the number.
+    - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
+    """
+    raw = user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
+    if raw is not None:
+        text = raw.strip() or "0"
+        if not text.lstrip("-").isdigit() or int(text) != 0:
+            raise ConfigError(
+                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an "
+                "integer): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
+                "(CPU sampling, needed for logprobs)",
+                ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
+            )
+    cfg = override.get("on_device_sampling_config")
+    var = _origin(origins, "on_device_sampling_config")
+    if cfg is None:
+        return
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{var} must be a JSON object or null", (var,))
+    unknown = sorted(set(cfg) - nxdi.SAMPLING_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{var}: unknown key(s) {', '.join(unknown)} (NxD Inference drops them silently): use only "
+            f"{', '.join(sorted(nxdi.SAMPLING_KEYS))}",
+            (var,),
+        )
+    topk = cfg.get("global_topk", nxdi.MAX_DEVICE_TOPK)
+    if not isinstance(topk, int) or isinstance(topk, bool) or not 1 <= topk <= nxdi.MAX_DEVICE_TOPK:
+        raise ConfigError(
+            f"{var}: global_topk={topk} is outside 1..{nxdi.MAX_DEVICE_TOPK} (the plugin samples at most "
+            f"{nxdi.MAX_DEVICE_TOPK} on device): set global_topk <= {nxdi.MAX_DEVICE_TOPK}",
+            (var,),
+        )
+    missing = {k: v for k, v in nxdi.PLUGIN_SAMPLING_DEFAULT.items() if k not in cfg}
+    if missing:
+        override["on_device_sampling_config"] = {**cfg, **missing}
+        warnings.append(
+            f"{var}: added the plugin's defaults {missing} (a partial config replaces them, and "
+            "NxD Inference's own default dynamic=false samples every request greedily)"
+        )
+    elif cfg.get("dynamic") is False:
+        warnings.append(f"{var}: dynamic=false ignores each request's temperature/top_k/top_p")
+    warnings.append(f"on-device sampling: requests' top_k above {topk} are clamped to {topk} by the plugin")
+
+
+def check_chunked_config(
+    override: dict[str, Any], seqs: int, origins: dict[str, str], warnings: list[str]
+) -> None:
+    """Item 5: chunked_prefill_config keys as NxD Inference reads them.
+
+    ChunkedPrefillConfig (nxdi config.py:944-959) pops max_num_seqs, tkg_model_enabled,
+    kernel_q_tile_size and kernel_kv_tile_size and ignores anything else; max_num_seqs defaults to 0,
+    which makes the chunked-prefill kernel's tile count 0 (autobucketing.py:123-124). So unknown keys
+    (a misspelt max_num_seq) are refused, and a missing max_num_seqs is set to vLLM's max_num_seqs.
+    """
+    cfg = override.get("chunked_prefill_config")
+    if not isinstance(cfg, dict):
+        return
+    var = _origin(origins, "chunked_prefill_config")
+    unknown = sorted(set(cfg) - nxdi.CHUNKED_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{var}: unknown key(s) {', '.join(unknown)} (NxD Inference ignores them and uses its "
+            f"defaults, max_num_seqs=0): use only {', '.join(sorted(nxdi.CHUNKED_KEYS))}, e.g. "
+            f'{{"max_num_seqs": {seqs}}}',
+            (var,),
+        )
+    value = cfg.get("max_num_seqs")
+    if value is None:
+        override["chunked_prefill_config"] = {**cfg, "max_num_seqs": seqs}
+        warnings.append(f"{var}: max_num_seqs set to max_num_seqs {seqs} (NxD Inference's default is 0)")
+    elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{var}: max_num_seqs must be a positive integer, e.g. {seqs}", (var,))
+
+
+LORA_KEYS = ("lora_ckpt_json", "target_modules", "lora_modules")
+
+
+def check_lora(
+    lora: bool, override: dict[str, Any], plugin_version: str | None, origins: dict[str, str]
+) -> None:
+    """Item 9: LoRA by plugin version.
+
+    vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
+    runner.py:152-154 and 178-181). The image's 0.2.2+lts builds NxD Inference's LoraServingConfig from
+    vLLM's LoRA settings plus the override keys target_modules and lora_ckpt_json (the adapter list,
+    compiled in); AWS's Neuron 2.27 multi-LoRA guide serves with --enable-lora and
+    override_neuron_config.lora_ckpt_json. Its source could not be read here (the vllm-neuron snapshot
+    has tags 0.1.0 and 0.2.0 only); this rule follows those two descriptions: refused before 0.2.2,
+    accepted from 0.2.2 (or an unknown version: the image pins 0.2.2+lts) when lora_ckpt_json names the
+    adapters. LoRA keys without --enable-lora are refused: without a LoRA config the plugin never pops
+    them and NxD Inference gets unknown keys.
+    """
+    var = origins["enable-lora"]
+    keys = [k for k in LORA_KEYS if k in override]
+    if not lora:
+        if keys:
+            key_var = _origin(origins, keys[0])
+            raise ConfigError(
+                f"{key_var} sets {keys[0]} but LoRA is off: set SM_VLLM_ENABLE_LORA=true, or remove it",
+                (key_var, var),
+            )
+        return
+    if not _at_least(plugin_version, (0, 2, 2)):
+        raise ConfigError(
+            f"{var}: LoRA raises NotImplementedError in vllm-neuron {plugin_version} (0.2.2+lts adds it): "
+            f"unset {var}, or use the image's vllm-neuron 0.2.2+lts",
+            (var,),
+        )
+    if not isinstance(override.get("lora_ckpt_json"), str):
+        raise ConfigError(
+            f"{var}=true on vllm-neuron 0.2.2 needs the adapters compiled in: set "
+            "SM_NEURON_LORA_CKPT_JSON=/path/to/lora_adapters.json (and SM_NEURON_TARGET_MODULES if the "
+            "adapters do not name theirs)",
+            (var, "SM_NEURON_LORA_CKPT_JSON"),
+        )
+
+
+def _at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+    if not version:
+        return True
+    parts: list[int] = []
+    for piece in version.split("+")[0].split(".")[: len(floor)]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= floor

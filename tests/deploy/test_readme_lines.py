@@ -1,0 +1,114 @@
+"""The deploy lines users copy from README.md and docs/DEPLOY.md, run as written (variables filled in):
+every `python ecs/render.py` line renders a request its API's model accepts (RegisterTaskDefinition,
+CreateService, elbv2 CreateTargetGroup; for a task the renderer runs the container's launch plan on
+its environment first), and every
+`docker run` line for the Neuron image has the device, IPC_LOCK and memlock flags, and its env file
+with the mounted model plans on the Neuron device without error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from service_model import check
+
+from neuronserve.deploy.envfile import load_env
+from neuronserve.plan.resolve import resolve_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "DEPLOY.md"]
+VARIABLES = {
+    "$IMAGE": "IMAGE_URI",
+    "$ECR": "123456789012.dkr.ecr.us-east-1.amazonaws.com",
+    "$PWD": "/work",
+    "$TARGET_GROUP_ARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/neuronserve/0123",
+}
+# What each `--what` renders, and the API operation that takes it.
+OPERATIONS = {
+    "task": ("ecs", "RegisterTaskDefinition"),
+    "service": ("ecs", "CreateService"),
+    "target-group": ("elbv2", "CreateTargetGroup"),
+}
+# TinyLlama-1.1B's config.json values (the model the samples name), for the mounted /opt/ml/model.
+TINYLLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 22,
+    "max_position_embeddings": 2048,
+    "vocab_size": 32000,
+    "torch_dtype": "bfloat16",
+}
+
+
+def command_lines(prefix: str) -> list[tuple[str, list[str]]]:
+    """Every shell command in the docs' bash blocks starting with `prefix`, continuations joined,
+    variables filled in, redirections and comments dropped."""
+    found = []
+    for doc in DOCS:
+        for block in re.findall(r"```bash\n(.*?)```", doc.read_text(), re.S):
+            for raw in block.replace("\\\n", " ").splitlines():
+                command = raw.split(" # ")[0].split(" > ")[0].strip()
+                if command.startswith(prefix):
+                    for name, value in VARIABLES.items():
+                        command = command.replace(name, value)
+                    found.append((f"{doc.name}: {command[:60]}", shlex.split(command)))
+    return found
+
+
+RENDER = command_lines("python ecs/render.py")
+DOCKER = [c for c in command_lines("docker run") if "--device=/dev/neuron0" in c[1]]
+
+
+def test_the_docs_have_the_lines() -> None:
+    assert len(RENDER) >= 2 and len(DOCKER) >= 2, (RENDER, DOCKER)
+
+
+@pytest.mark.parametrize("argv", [a for _, a in RENDER], ids=[i for i, _ in RENDER])
+def test_render_line_gives_a_valid_request(argv: list[str]) -> None:
+    result = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    what = argv[argv.index("--what") + 1] if "--what" in argv else "task"
+    check(*OPERATIONS[what], doc)
+    if what != "task":
+        return
+    env = {e["name"]: e["value"] for e in doc["containerDefinitions"][0]["environment"]}
+    assert env.get("HF_MODEL_ID") or env.get("SM_VLLM_MODEL"), "the task would start with no model"
+
+
+@pytest.mark.parametrize("argv", [a for _, a in DOCKER], ids=[i for i, _ in DOCKER])
+def test_docker_line_has_the_neuron_flags_and_plans(argv: list[str], tmp_path: Path) -> None:
+    def values(flag: str) -> list[str]:
+        return [argv[i + 1] for i, a in enumerate(argv) if a == flag] + [
+            a.split("=", 1)[1] for a in argv if a.startswith(flag + "=")
+        ]
+
+    devices = values("--device")
+    assert devices and all(re.fullmatch(r"/dev/neuron\d+", d) for d in devices)
+    assert "IPC_LOCK" in values("--cap-add")
+    assert "memlock=-1" in values("--ulimit"), "the Neuron runtime pins memory: --ulimit memlock=-1"
+    mounts = [v for v in values("-v") if ":/opt/ml/model" in v]
+    assert mounts, "the model comes from the mounted /opt/ml/model"
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(TINYLLAMA))
+    env = load_env(str(ROOT / values("--env-file")[0]), [e for e in values("-e") if "=" in e])
+    env.update(
+        {
+            "SM_MODEL_DIR": str(model),
+            "NEURON_RT_VISIBLE_CORES": f"0-{2 * len(devices) - 1}",  # 2 NeuronCores per inf2 chip
+            "NEURONSERVE_WORK_DIR": str(tmp_path / "work"),
+        }
+    )
+    plan = resolve_plan(env, device="neuron")
+    assert plan.model.local_path == str(model)
