@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 STANDIN = REPO / "tests" / "support" / "standin_engine"
 
 
-def _start(tmp: Path, events: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(tmp: Path, events: Path, log: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURON", "VLLM_"))
@@ -45,6 +45,7 @@ def _start(tmp: Path, events: Path, log: Path) -> tuple[subprocess.Popen[bytes],
         NEURONSERVE_ENGINE_PORT=str(free_port()),
         STANDIN_EVENTS=str(events),
     )
+    env.update(extra)
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "neuronserve", "serve", "--device", "neuron"],
@@ -118,3 +119,32 @@ def test_replica_1_loads_what_replica_0_compiled(tmp_path: Path) -> None:
     second = _events(events2)
     assert sorted(e["cores"] for e in second if e["event"] == "loaded") == ["0", "1"]
     assert not [e for e in second if e["event"] == "compiled"]
+
+
+def test_session_api_with_one_replica(tmp_path: Path) -> None:
+    """The SageMaker session API behaves the same with a single engine (no data parallel)."""
+    log = tmp_path / "serve.log"
+    proc, url = _start(
+        tmp_path,
+        tmp_path / "events.jsonl",
+        log,
+        NEURONSERVE_DATA_PARALLEL="1",
+        SAGEMAKER_ENABLE_STATEFUL_SESSIONS="true",
+    )
+    inv = f"{url}/invocations"
+    try:
+        _until_ready(proc, url, log)
+        new = httpx.post(
+            inv, json={"requestType": "NEW_SESSION"}, headers={"x-amzn-sagemaker-session-id": "NEW_SESSION"}
+        )
+        assert new.status_code == 200, new.text
+        sid, _, expires = new.headers["x-amzn-sagemaker-new-session-id"].partition("; ")
+        assert expires.startswith("Expires=") and expires.endswith("Z")
+        used = httpx.post(inv, json={"prompt": "hi"}, headers={"x-amzn-sagemaker-session-id": sid})
+        assert used.status_code == 200 and used.headers["x-neuronserve-replica"] == "0"
+        close = httpx.post(inv, json={"requestType": "CLOSE"}, headers={"x-amzn-sagemaker-session-id": sid})
+        assert close.status_code == 200 and close.headers["x-amzn-sagemaker-closed-session-id"] == sid
+        gone = httpx.post(inv, json={"prompt": "hi"}, headers={"x-amzn-sagemaker-session-id": sid})
+        assert gone.status_code == 400 and gone.json()["error"]["code"] == 400
+    finally:
+        assert _stop(proc) == 0

@@ -163,6 +163,29 @@ def test_sessions_stick_close_and_expire(dp: Server) -> None:
     assert "unknown or expired session" in assert_error(expired, 400)
 
 
+def test_metrics_per_replica(dp: Server) -> None:
+    """/metrics: each replica's engine metrics with a replica label (one valid exposition), and the
+    front's per-replica counts."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    before = httpx.get(f"{dp.url}/metrics", timeout=10)
+    assert before.status_code == 200
+    families = {f.name: f for f in text_string_to_metric_families(before.text)}
+    engine = [f for name, f in families.items() if name.startswith("vllm:") and f.samples]
+    assert engine, sorted(families)
+    assert {s.labels["replica"] for s in engine[0].samples} == {"0", "1"}
+    routed = {s.labels["replica"]: s.value for s in families["neuronserve_replica_requests"].samples}
+    r = httpx.post(f"{dp.url}/invocations", json=SMALL, timeout=30)
+    after = text_string_to_metric_families(httpx.get(f"{dp.url}/metrics", timeout=10).text)
+    counts = {
+        s.labels["replica"]: s.value
+        for f in after
+        if f.name == "neuronserve_replica_requests"
+        for s in f.samples
+    }
+    assert counts[str(replica_of(r))] == routed[str(replica_of(r))] + 1
+
+
 def test_engine_killed_under_load(dp: Server) -> None:
     """SIGKILL replica 1's engine while 4 clients send requests and /ping is polled: no request fails
     (those that had not reached it are retried on replica 0), /ping stays 200, replica 1's sessions

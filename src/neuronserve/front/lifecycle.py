@@ -27,6 +27,7 @@ from neuronserve.engine.pool import Fatal, ReplicaPool
 from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
+from neuronserve.front.replica_metrics import ReplicaMetrics
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
@@ -256,6 +257,8 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         store = SessionStore(opts.session_ttl_s)
         pool.on_replaced = store.close_replica
         app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
+    if len(pool) > 1:
+        app = ReplicaMetrics(app, pool, client)
     gate = Gate(ReplicaScope(app), state, opts.max_concurrency)
     config = uvicorn.Config(
         gate,

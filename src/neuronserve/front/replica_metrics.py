@@ -1,0 +1,127 @@
+"""GET /metrics with several replicas: every replica's engine metrics with a `replica` label, merged
+into one valid Prometheus text exposition, plus the front's own per-replica counts.
+
+Why merge instead of concatenating: the text format wants each metric family once (its HELP/TYPE,
+then all its samples); N copies of `vllm:num_requests_running` would be rejected by strict scrapers.
+A replica that does not answer is left out (its `neuronserve_replica_ready` says 0), so one dead engine
+never fails the scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import aiohttp
+
+from neuronserve.engine.pool import Replica, ReplicaPool
+from neuronserve.front.gate import ASGIApp, Receive, Scope, Send
+from neuronserve.front.router import Router, routable
+
+log = logging.getLogger("neuronserve.front")
+
+_HEADER = re.compile(r"^# (HELP|TYPE) (\S+)")
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*?\})?(\s.*)$")
+CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
+def label(line: str, replica: int) -> str:
+    """One sample line with `replica="<i>"` as its first label."""
+    m = _SAMPLE.match(line)
+    if not m:
+        return line
+    name, labels, rest = m.groups()
+    inner = labels[1:-1] if labels else ""
+    joined = f'replica="{replica}"' + (f",{inner}" if inner else "")
+    return f"{name}{{{joined}}}{rest}"
+
+
+def merge(texts: dict[int, str]) -> str:
+    """Families in order of first appearance; headers once; each replica's samples labelled."""
+    headers: dict[str, list[str]] = {}
+    samples: dict[str, list[str]] = {}
+    for replica, text in sorted(texts.items()):
+        family = ""
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            h = _HEADER.match(line)
+            if h:
+                family = h.group(2)
+                seen = headers.setdefault(family, [])
+                samples.setdefault(family, [])
+                if not any(x.startswith(f"# {h.group(1)} ") for x in seen):
+                    seen.append(line)
+            elif not line.startswith("#"):
+                samples.setdefault(family, []).append(label(line, replica))
+                headers.setdefault(family, [])
+    out: list[str] = []
+    for family, head in headers.items():
+        out += head
+        out += samples[family]
+    return "\n".join(out) + "\n"
+
+
+def front_counts(replicas: list[Replica]) -> str:
+    rows = [
+        (
+            "neuronserve_replica_requests_total",
+            "counter",
+            "Requests the front routed to the replica",
+            "routed",
+        ),
+        (
+            "neuronserve_replica_outstanding",
+            "gauge",
+            "Requests routed to the replica and not finished",
+            "outstanding",
+        ),
+        (
+            "neuronserve_replica_restarts_total",
+            "counter",
+            "Times the replica's engine was restarted",
+            "restarts",
+        ),
+    ]
+    out: list[str] = []
+    for name, kind, text, attr in rows:
+        out += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+        out += [f'{name}{{replica="{r.index}"}} {getattr(r, attr)}' for r in replicas]
+    out += [
+        "# HELP neuronserve_replica_ready 1 when the replica takes requests",
+        "# TYPE neuronserve_replica_ready gauge",
+    ]
+    out += [f'neuronserve_replica_ready{{replica="{r.index}"}} {int(routable(r))}' for r in replicas]
+    return "\n".join(out) + "\n"
+
+
+class ReplicaMetrics:
+    """ASGI wrapper answering GET /metrics from all replicas; everything else passes through."""
+
+    def __init__(self, app: ASGIApp, pool: ReplicaPool, router: Router) -> None:
+        self.app = app
+        self.pool = pool
+        self.router = router
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/metrics" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        live = [r for r in self.pool.replicas if routable(r)]
+        texts = await asyncio.gather(*(self._fetch(r) for r in live))
+        body = merge({r.index: t for r, t in zip(live, texts, strict=True) if t}) + front_counts(
+            self.pool.replicas
+        )
+        data = body.encode()
+        headers = [(b"content-type", CONTENT_TYPE), (b"content-length", str(len(data)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    async def _fetch(self, r: Replica) -> str:
+        try:
+            async with self.router.session().get(f"{r.base_url}/metrics") as resp:
+                return await resp.text() if resp.status == 200 else ""
+        except (aiohttp.ClientError, TimeoutError) as err:
+            log.warning("replica %d /metrics: %s", r.index, err)
+            return ""
