@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.server import Server, base_env, start_server
+from tests.support.server import Server, base_env, free_port_run, start_server
 from tests.support.tiny_model import tiny_model_dir
 
 
@@ -52,6 +52,7 @@ def run_config(dp: int, model: Path, args: argparse.Namespace, work: Path) -> di
         SM_VLLM_MAX_NUM_SEQS="32",
         SM_VLLM_DTYPE="float32",  # no AMX attention (SIGILL on this VM with bfloat16)
         NEURONSERVE_DATA_PARALLEL=str(dp),
+        NEURONSERVE_ENGINE_PORT=str(free_port_run(dp)),
     )
     server: Server = start_server(env, work / f"dp{dp}.log")
     try:

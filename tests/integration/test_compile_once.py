@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.server import REPO, free_port
+from tests.support.server import REPO, free_port, free_port_run
 from tests.support.tiny_model import tiny_model_dir
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ def _start(tmp: Path, events: Path, log: Path, **extra: str) -> tuple[subprocess
         NEURON_RT_VISIBLE_CORES="0-1",
         NEURONSERVE_WORK_DIR=str(tmp / "work"),
         SAGEMAKER_BIND_TO_PORT=str(port),
-        NEURONSERVE_ENGINE_PORT=str(free_port()),
+        NEURONSERVE_ENGINE_PORT=str(free_port_run(2)),
         STANDIN_EVENTS=str(events),
     )
     env.update(extra)

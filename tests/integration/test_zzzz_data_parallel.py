@@ -25,6 +25,7 @@ from tests.support.server import (
     assert_error,
     base_env,
     engine_core_of,
+    free_port_run,
     replica_pids,
 )
 
@@ -51,7 +52,9 @@ EXPIRES = re.compile(r"^Expires=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 @pytest.fixture(scope="module")
 def dp_env(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return base_env(tiny_model, tmp_path_factory.mktemp("dp-work"), **DP_SETTINGS)
+    env = base_env(tiny_model, tmp_path_factory.mktemp("dp-work"), **DP_SETTINGS)
+    env["NEURONSERVE_ENGINE_PORT"] = str(free_port_run(2))  # replica 1 listens on the next port
+    return env
 
 
 @pytest.fixture

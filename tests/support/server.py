@@ -32,6 +32,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_run(n: int) -> int:
+    """A port p with p .. p+n-1 all free now (data-parallel replicas listen on consecutive ports)."""
+    for _ in range(200):
+        base = free_port()
+        if base + n > 65535:
+            continue
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no run of {n} free ports found")
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen[bytes]
