@@ -169,3 +169,22 @@ def test_metrics_merge_is_one_valid_exposition_with_replica_labels() -> None:
     assert all(s.labels["model_name"] == "m" for s in running)
     assert len(families["vllm:e2e"].samples) == 8
     assert text.count("# TYPE vllm:e2e histogram") == 1
+
+
+def test_min_ready_setting_applies_at_start(tmp_path: object) -> None:
+    p = ReplicaPool(
+        make_plan(2, str(tmp_path), min_ready=1), {"PATH": os.environ.get("PATH", "")}, clock=Clock()
+    )
+    try:
+        p.start_initial(compile_first=False)
+        assert not p.enough_ready()
+        p.mark_ready(p.replicas[0])
+        assert p.enough_ready()  # 1 of 2 is enough when NEURONSERVE_MIN_READY_REPLICAS=1
+        default = ReplicaPool(make_plan(2, str(tmp_path)), {}, clock=Clock())
+        default.replicas[0].proc, default.replicas[0].phase = p.replicas[0].proc, RPhase.READY
+        default.replicas[0].healthy = True
+        assert not default.enough_ready()  # default: all replicas at start
+        default.server_ready = True
+        assert default.enough_ready()  # then one
+    finally:
+        p.stop_all(grace_s=1)
