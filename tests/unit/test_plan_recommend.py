@@ -149,3 +149,26 @@ def test_text_output_gives_the_best_sm_vllm_lines() -> None:
     assert r.returncode == 0, r.stderr
     best = r.stdout.split("best configuration:\n", 1)[1].splitlines()
     assert best[0].startswith("SM_VLLM_TENSOR_PARALLEL_SIZE=") and "SM_VLLM_MAX_NUM_SEQS=" in r.stdout
+
+
+def test_plan_instance_type_flag_checks_the_fit() -> None:
+    # Same refusal as NEURONSERVE_INSTANCE_TYPE (test_plan_memory: 16 GiB of KV on a 16 GiB core).
+    env = {
+        "SM_VLLM_MODEL": str(DATA / "Llama-3.1-8B"),
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_VLLM_MAX_MODEL_LEN": "8192",
+        "SM_VLLM_MAX_NUM_SEQS": "32",
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "NEURON"))}
+    run = [sys.executable, "-m", "neuronserve", "plan", "--json", "--device", "neuron"]
+    full = {**base, "PYTHONPATH": SRC, **env}
+    r = subprocess.run([*run, "--instance-type", "ml.inf2.xlarge"], env=full, capture_output=True, text=True)
+    assert r.returncode == 2 and "SM_VLLM_MAX_NUM_SEQS<=14" in r.stderr
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE" not in r.stderr  # no TP above 2 on 2 cores
+    # Same per-core HBM on inf2.48xlarge, but 24 cores: TP 4 halves the KV heads per core (2): 8 GiB of KV.
+    big = [*run, "--instance-type", "ml.inf2.48xlarge"]
+    r = subprocess.run(big, env=full, capture_output=True, text=True)
+    assert r.returncode == 2 and "SM_VLLM_TENSOR_PARALLEL_SIZE=4 (of 24 NeuronCores)" in r.stderr
+    r = subprocess.run(big, env={**full, "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["memory"]["fits"] is True

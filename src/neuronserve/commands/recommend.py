@@ -34,7 +34,8 @@ def add_arguments(p: Any) -> None:
     p.add_argument(
         "--instance-type",
         default=None,
-        help="--recommend: e.g. ml.inf2.48xlarge (env NEURONSERVE_INSTANCE_TYPE)",
+        help="instance to check the HBM fit for / recommend for, e.g. ml.inf2.48xlarge "
+        "(env NEURONSERVE_INSTANCE_TYPE)",
     )
     p.add_argument("--max-model-len", type=int, default=None, help="--recommend: only this length")
     p.add_argument("--max-num-seqs", type=int, default=None, help="--recommend: only this batch size")
