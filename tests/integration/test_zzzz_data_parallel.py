@@ -9,6 +9,7 @@ starts streams, no token comes), never by racing the tiny model. The kill test r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -74,6 +75,19 @@ def warm(engine_port: int) -> None:
         assert r.status_code == 200, r.text
 
 
+def outstanding(server: Server) -> dict[int, int]:
+    """The front's per-replica count of unfinished requests, from /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return {
+        int(s.labels["replica"]): int(s.value)
+        for f in text_string_to_metric_families(text)
+        if f.name == "neuronserve_replica_outstanding"
+        for s in f.samples
+    }
+
+
 def replica_of(r: httpx.Response) -> int:
     return int(r.headers["x-neuronserve-replica"])
 
@@ -110,6 +124,8 @@ def test_load_spreads_by_outstanding_requests(dp: Server) -> None:
         for s in streams:
             if replica_of(s) == free:
                 assert "[DONE]" in s.read().decode()
+        # The client has the last byte a moment before the server's request ends: wait for the count.
+        assert _wait_for(lambda: outstanding(dp) == {free: 0, free ^ 1: 2}, 10), outstanding(dp)
         quick = [client.post("/invocations", json=SMALL, timeout=30) for _ in range(3)]
         assert [q.status_code for q in quick] == [200, 200, 200]
         assert [replica_of(q) for q in quick] == [free, free, free]
@@ -246,7 +262,13 @@ def test_drain_loses_nothing(server_pool: ServerPool, dp: Server) -> None:
     """SIGTERM with a stream open on each replica: /ping turns 503, both streams finish whole, exit 0."""
     server = server_pool.take("dp2")
     assert server is not None
-    body = {"prompt": "hello", "max_tokens": 16, "ignore_eos": True, "stream": True}
+    body = {
+        "prompt": "hello",
+        "max_tokens": 16,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     with httpx.Client(base_url=server.url, timeout=60) as client, ExitStack() as stack:
         thaws = [stack.enter_context(_frozen_until_exit(core(server, i))) for i in (0, 1)]
         streams = [stack.enter_context(client.stream("POST", "/invocations", json=body)) for _ in range(2)]
@@ -256,8 +278,11 @@ def test_drain_loses_nothing(server_pool: ServerPool, dp: Server) -> None:
         for t in thaws:
             t.set()
         texts = [s.read().decode() for s in streams]
-    for text in texts:
-        assert text.count("data: {") >= 16 and "[DONE]" in text, text[-500:]
+    for text in texts:  # a thawed engine may send several tokens per event: count them by usage
+        events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+        assert events[-1]["usage"]["completion_tokens"] == 16 and text.rstrip().endswith("[DONE]"), text[
+            -500:
+        ]
     assert server.stop() == 0
     assert "drained: no request in flight" in server.log()
 
