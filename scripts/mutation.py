@@ -28,21 +28,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The modules measured (the issue's list: the plan and its rules, settings, the TGI/LMI translation,
 # the SSE parser, the stage's paths, manifest and atomic modules, the cache key, the deploy stream
-# client). The plan and protocol ones carry the 90 % goal.
-MODULES = (
-    "plan/build.py",
-    "plan/neuron.py",
-    "plan/rules.py",
+# client). The plan and protocol ones carry the 90 % goal. Modules not (yet) in the tree are skipped.
+MODULES = (  # small and fast first: time a module leaves unused passes on to the next ones
+    "front/sse.py",
+    "deploy/stream.py",
     "plan/cachekey.py",
     "plan/intree.py",
-    "config/settings.py",
-    "front/tgi.py",
-    "front/lmi.py",
-    "front/sse.py",
     "stage/paths.py",
     "stage/manifest.py",
     "stage/atomic.py",
-    "deploy/stream.py",
+    "front/lmi.py",
+    "front/tgi.py",
+    "front/answer.py",
+    "front/genparams.py",
+    "config/settings.py",
+    "plan/nxdi.py",
+    "plan/kv.py",
+    "plan/overrides.py",
+    "plan/rules.py",
+    "plan/build.py",
+    "plan/neuron.py",
 )
 # What CI may run (scripts/test, NEURONSERVE_MUTATION_SAMPLE=1): two small protocol modules, ~1 minute.
 SAMPLE = ("front/sse.py", "deploy/stream.py")
@@ -53,6 +58,7 @@ TESTS = (
     "tests/s3/test_paths.py",
     "tests/deploy/test_stream_reassembly.py",
     "tests/deploy/test_stream_edges.py",
+    "tests/deploy/test_stream_errors.py",
 )
 SKIP = {".git", "mutants", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
@@ -74,7 +80,8 @@ class Score:
 
     @property
     def survived(self) -> list[str]:
-        return sorted(n for n, s in self.status.items() if s == "survived")
+        """Mutants no test noticed, including those no selected test even runs ("no tests")."""
+        return sorted(n for n, s in self.status.items() if s in ("survived", "no tests"))
 
     @property
     def checked(self) -> int:
@@ -241,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for s in scores:
         for name in s.survived:
-            print(f"survived: {name}")
+            print(f"survived: {name}" + (" (no test runs it)" if s.status[name] == "no tests" else ""))
             if args.diffs:
                 print(diff(args.work, name))
     if args.json:

@@ -60,6 +60,11 @@ class ServeOptions:
     request_timeout_s: float = 600.0  # engine answer deadline before 504
     drain_grace_s: float = 25.0  # SIGTERM: time for in-flight requests (SageMaker kills at 30 s)
     startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
+    engine_nice: int = 10  # the engine's niceness above the front's: /ping stays fast on a saturated host
+    expose_engine_routes: bool = False  # forward every engine route, not only the allowlist (front/routes.py)
+    dialect: str = "tgi"  # generate answers on /invocations: "tgi" or "lmi" (LMI's rolling-batch shapes)
+    lmi_stream_format: str = "jsonlines"  # LMI dialect streams: "jsonlines" or "sse"
+    strict_model_name: bool = False  # keep vLLM's 404 for OpenAI bodies naming another model
     # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
     min_ready_replicas: int | None = None
     sticky_sessions: bool = False  # SAGEMAKER_ENABLE_STATEFUL_SESSIONS

@@ -3,9 +3,19 @@ test exercised: docs/TESTING.md). Literal inputs, literal expected values."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from neuronserve.deploy.stream import LineBuffer, events, lines_from_parts, payload_parts, text_of
+from neuronserve.deploy.stream import (
+    LineBuffer,
+    StreamError,
+    events,
+    lines_from_parts,
+    payload_parts,
+    text_of,
+)
 
 
 def test_a_last_line_ending_in_cr_loses_only_the_cr() -> None:
@@ -53,3 +63,40 @@ def test_json_lines_are_events_too() -> None:
 )
 def test_text_of_each_event_kind(event: object, text: str) -> None:
     assert text_of(event) == text
+
+
+def _failing(exc: BaseException) -> Iterator[dict[str, object]]:
+    yield {"PayloadPart": {"Bytes": b"data: 1\n"}}
+    raise exc
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        ({}, "EventStreamError: (the endpoint failed mid-stream; its logs say why)"),
+        (
+            {"Error": {"Code": "ModelStreamError"}},
+            "ModelStreamError: (the endpoint failed mid-stream; its logs say why)",
+        ),
+        (
+            {"Error": {"Message": "boom"}},
+            "EventStreamError: boom (the endpoint failed mid-stream; its logs say why)",
+        ),
+    ],
+)
+def test_stream_errors_with_missing_fields(response: dict[str, Any], message: str) -> None:
+    from botocore.exceptions import EventStreamError
+
+    got: list[bytes] = []
+    with pytest.raises(StreamError) as err:
+        got.extend(payload_parts(_failing(EventStreamError(response, "InvokeEndpointWithResponseStream"))))
+    assert str(err.value) == message
+    assert got == [b"data: 1\n"]
+
+
+def test_a_broken_response_stream_is_one_stream_error() -> None:
+    from botocore.exceptions import ResponseStreamingError
+
+    with pytest.raises(StreamError) as err:
+        list(payload_parts(_failing(ResponseStreamingError(error="connection reset"))))
+    assert str(err.value).startswith("response stream broken: ") and "connection reset" in str(err.value)

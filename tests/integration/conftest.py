@@ -11,6 +11,7 @@ fresh one; the pool never runs two engines at once.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,16 @@ SHARED_SETTINGS = {
     "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS": "8",
     "NEURONSERVE_DRAIN_GRACE_S": "20",
 }
+
+
+@pytest.fixture(autouse=True, scope="session")
+def vllm_is_installed() -> None:
+    """vLLM is this tier's engine, a hard dependency: without it every integration test FAILS (a skip
+    once let the tier pass with nothing tested)."""
+    if importlib.util.find_spec("vllm") is None:
+        pytest.fail(
+            "vLLM is not installed: the integration tier needs the cpu extra (pip install -e '.[cpu]')"
+        )
 
 
 @pytest.fixture(scope="session")

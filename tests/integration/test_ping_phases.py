@@ -10,18 +10,27 @@ pytestmark = pytest.mark.integration
 
 
 def test_front_answers_long_before_the_engine(server: Server) -> None:
+    """The front answers /ping from its first second and all through the engine's load.
+
+    What is checked does not follow from the fixture's staging hold: that hold only delays STAGING's
+    end. The engine's own load (LOADING, after staging) is watched from outside: /ping answered 503
+    LOADING again and again, over more than a second, before the first 200.
+    """
     assert server.first_connect_s is not None and server.first_answer_s is not None
     # Listening right after the plan (before the server stack is imported); bounds leave room for a
     # loaded 2-core machine, where Python start-up alone can take most of a second.
     assert server.first_connect_s < 2.0, f"front took {server.first_connect_s:.2f} s to accept"
     assert server.first_answer_s < 6.0, f"front took {server.first_answer_s:.2f} s to answer /ping"
-    ready_s = server.ping_trace[-1][0]
-    assert ready_s > server.first_answer_s + 5.0  # long before the engine
-    phases = [body["phase"] for _, status, body in server.ping_trace if status == 503 and body]
-    assert phases, "never saw a not-ready /ping: the engine cannot have been ready that fast"
+    trace = server.ping_trace
+    assert trace[0][1] == 503 and trace[0][2] is not None, trace[:3]
+    assert trace[0][2]["phase"] == "STAGING", trace[:3]  # up before the model was even fetched
+    phases = [body["phase"] for _, status, body in trace if status == 503 and body]
     assert set(phases) <= {"STAGING", "LOADING"}
-    assert "LOADING" in phases
-    assert server.ping_trace[-1][1] == 200
+    loading = [t for t, status, body in trace if status == 503 and body and body["phase"] == "LOADING"]
+    assert len(loading) >= 3, f"/ping answered only {len(loading)} time(s) while the engine loaded"
+    ready_s = trace[-1][0]
+    assert trace[-1][1] == 200
+    assert ready_s - loading[0] > 1.0, f"the engine loaded in {ready_s - loading[0]:.2f} s: watched?"
 
 
 def test_ping_shows_staging_progress_then_loading(server: Server) -> None:

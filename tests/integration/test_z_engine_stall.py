@@ -76,5 +76,20 @@ def test_504_when_the_engine_does_not_answer_in_time(server: Server) -> None:
         assert 7.0 < took < 20.0
         ping = httpx.get(f"{server.url}/ping", timeout=2)
         assert ping.elapsed.total_seconds() < 1.0  # /ping never waits on the engine
+        # ...but turns 503 once the engine's /health has timed out HEALTH_TIMEOUTS_TOLERATED times
+        # in a row (3 x (2 s timeout + 0.5 s interval) after the freeze)
+        while ping.status_code != 503:
+            assert time.monotonic() - t0 < 20.0, "/ping still 200 with the engine frozen for 20 s"
+            time.sleep(0.2)
+            ping = httpx.get(f"{server.url}/ping", timeout=2)
+        assert ping.json()["detail"] == "engine health check failing"
+        print(f"engine frozen: 504 after {took:.1f} s, /ping 503 by {time.monotonic() - t0:.1f} s")
+        # /metrics does not hang on a silent engine: the front's series, and a line saying why the
+        # engine's are missing, after at most ENGINE_SCRAPE_TIMEOUT_S (1 s)
+        t0 = time.monotonic()
+        m = httpx.get(f"{server.url}/metrics", timeout=10)
+        assert m.status_code == 200 and time.monotonic() - t0 < 3.0
+        assert "# engine metrics unavailable: no answer within" in m.text
+        assert 'neuronserve_phase{phase="READY"} 1.0' in m.text and "vllm:" not in m.text
     # It recovers (frozen() waited for /ping 200 and a quick answer): requests succeed again.
     assert httpx.post(f"{server.url}/invocations", json={"prompt": "hi", "max_tokens": 2}).status_code == 200

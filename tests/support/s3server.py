@@ -30,6 +30,8 @@ class ServerControl:
     redirect: dict[str, str] = field(default_factory=dict)  # bucket -> its region
     hold: dict[str, threading.Event] = field(default_factory=dict)  # "/bucket/key" -> released when set
     faults: dict[str, list[str]] = field(default_factory=dict)  # "/bucket/key" -> GET faults, in order
+    # "METHOD /bucket/key-prefix" -> released when set: holds any matching request (e.g. an upload's PUTs)
+    hold_prefix: dict[str, threading.Event] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def object_gets(self, bucket: str) -> dict[str, int]:
@@ -81,6 +83,9 @@ class _Layer:
         held = self.ctl.hold.get(path)
         if held is not None and method == "GET":
             held.wait(60)
+        for prefix, event in list(self.ctl.hold_prefix.items()):
+            if f"{method} {path}".startswith(prefix):
+                event.wait(60)
         fault = None
         with self.ctl.lock:
             pending = self.ctl.faults.get(path)
@@ -131,7 +136,7 @@ def s3_server() -> Iterator[ServerControl]:
     try:
         yield ctl
     finally:
-        for ev in ctl.hold.values():
+        for ev in [*ctl.hold.values(), *ctl.hold_prefix.values()]:
             ev.set()
         server.stop()
 

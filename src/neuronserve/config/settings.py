@@ -267,7 +267,7 @@ def parse_settings(
     if dev not in ("auto", "neuron", "cpu"):
         origin = "--device" if device else "NEURONSERVE_DEVICE"
         raise ConfigError(f"{origin}={dev!r} is not one of: auto, neuron, cpu", (origin,))
-    serve, engine_port = parse_serve(environ)
+    serve, engine_port = parse_serve(environ, serving_properties)
     passthrough = {
         k: environ[k]
         for k in (

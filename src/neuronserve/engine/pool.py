@@ -102,6 +102,8 @@ class ReplicaPool:
         self.server_ready = False  # set by the supervisor once /ping first went 200
         # Called with a replica index when that replica's engine is gone (its sessions must close).
         self.on_replaced: Callable[[int], object] = lambda _index: None
+        # Called with a replica index each time its engine process starts (metrics count them).
+        self.on_start: Callable[[int], object] = lambda _index: None
 
     # --- counts -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -151,9 +153,17 @@ class ReplicaPool:
 
     def _start(self, r: Replica) -> None:
         label = "engine" if len(self.replicas) == 1 else f"engine {r.index}"
-        r.proc = EngineProcess(r.spec.argv, r.spec.env, self.plan.work_dir, self.environ, label=label)
+        r.proc = EngineProcess(
+            r.spec.argv,
+            r.spec.env,
+            self.plan.work_dir,
+            self.environ,
+            label=label,
+            nice=self.plan.serve.engine_nice,
+        )
         r.proc.start()  # EngineError propagates: the caller decides whether that is fatal
         r.phase, r.healthy, r.detail = RPhase.LOADING, False, ""
+        self.on_start(r.index)
         log.info(
             "replica %d started: pid %s, cores %s, port %d%s",
             r.index,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import IO
 
 from neuronserve.errors import EngineError
+from neuronserve.logsetup import engine_line
 from neuronserve.redact import redact_text, secret_values
 
 LOG_LINES_KEPT = 100
@@ -37,10 +38,12 @@ class EngineProcess:
         *,
         out: IO[str] | None = None,
         label: str = "engine",
+        nice: int = 0,
     ) -> None:
         self._argv = argv
         self._work_dir = work_dir
         self._label = label
+        self._nice = nice
         self._env = {**environ, **env}
         # The engine may echo its arguments or environment: scrub secret values from what we relay.
         self._secrets = secret_values(self._env)
@@ -67,8 +70,27 @@ class EngineProcess:
             )
         except OSError as err:
             raise EngineError(f"cannot start the {self._label} ({self._argv[0]}): {err}") from err
+        self._lower_priority(self._nice)
         self._pump = threading.Thread(target=self._pump_log, name=f"{self._label}-log", daemon=True)
         self._pump.start()
+
+    def _lower_priority(self, nice: int) -> None:
+        """Run the engine below the front's priority (docs/RELIABILITY.md, "/ping under saturation").
+
+        The engine busy-loops on every core while it generates; at equal priority the scheduler gives
+        the front's event loop no precedence, and a health probe on a new connection waited seconds.
+        Set right after the start, long before the engine forks its workers (they inherit it); a
+        niceness only ever goes up without privileges, so this cannot fail for lack of rights.
+        """
+        if nice and self._proc is not None:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, self._proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+            # The engine runs in its own session, and with sched_autogroup (on by default in many
+            # kernels, on here) each session is scheduled as one group at equal share: a process's
+            # nice then only ranks it inside its group. The group's own nice is what competes with
+            # the front's group (sched(7), "The autogroup feature").
+            with contextlib.suppress(OSError), open(f"/proc/{self._proc.pid}/autogroup", "w") as f:
+                f.write(str(nice))
 
     def _pump_log(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -78,7 +100,7 @@ class EngineProcess:
             if _QUIET in line:
                 continue  # our own health polls, twice a second: kept in the tail, not printed
             try:
-                self._out.write(f"[{self._label}] {line}\n")
+                self._out.write(engine_line(line, self._label))
                 self._out.flush()
             except (OSError, ValueError):
                 pass

@@ -1,24 +1,42 @@
-"""Routes: /ping from state, /invocations by schema, everything else proxied to the engine."""
+"""Routes: /ping from state, /invocations by schema, TGI's routes, everything else proxied to the engine."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
-from starlette.background import BackgroundTask
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.responses import JSONResponse, Response
 
-from neuronserve.front import proxy, schema, tgi
+import neuronserve
+from neuronserve.front import proxy, routes, schema, tgi
 from neuronserve.front.errors import FrontError, error_body
-from neuronserve.front.gate import TOKENS_KEY
-from neuronserve.front.sse import SSEParser
-from neuronserve.front.state import ServerState
+from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
+from neuronserve.front.generate import Generator, Shape, error_response
+from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
+from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
+from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.front")
+
+# The routes the front answers itself, with their methods: any other method there is 405.
+FRONT_ROUTES: dict[str, tuple[str, ...]] = {
+    "/ping": ("GET", "POST"),
+    "/invocations": ("POST",),
+    "/generate": ("POST",),
+    "/generate_stream": ("POST",),
+    "/": ("POST",),
+    "/info": ("GET",),
+    "/health": ("GET",),
+}
+_MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
+_BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 async def read_limited(request: Request, limit_bytes: int) -> bytes:
@@ -31,13 +49,16 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
         )
     parts: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit_bytes:
-            raise FrontError(
-                413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
-            )
-        parts.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit_bytes:
+                raise FrontError(
+                    413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
+                )
+            parts.append(chunk)
+    except ClientDisconnect:
+        raise FrontError(400, "the client went away before sending the whole body") from None
     return b"".join(parts)
 
 
@@ -46,81 +67,169 @@ def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
         request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
-def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClient) -> FastAPI:
+def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> bytes | None:
+    """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
+
+    TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
+    None = forward the body unchanged (strict mode, several models served, or nothing to change).
+    A body that is not a JSON object is refused here (400, the one shape), as /invocations does.
+    """
+    try:
+        body = schema.load_json(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise FrontError(400, f"malformed JSON body ({err})") from None
+    if not isinstance(body, dict):
+        raise FrontError(400, "the body must be a JSON object")
+    if opts.strict_model_name or len(state.model_names) != 1:
+        return None
+    served = state.model_names[0]
+    if body.get("model") == served:
+        return None
+    body["model"] = served
+    return json.dumps(body).encode()
+
+
+def _guarded(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """FrontError -> the one shape; anything unexpected -> 500 in the one shape and ONE log line
+    (a front bug, never a traceback in the access log's way)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except FrontError as err:
+            request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
+            return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+        except Exception as err:  # the last line of defence of the one error shape
+            log.error(
+                "front error on %s %s: %s: %s", request.method, request.url.path, type(err).__name__, err
+            )
+            return JSONResponse(error_body(500, "internal error in the front"), status_code=500)
+
+    return run
+
+
+def create_app(
+    state: ServerState,
+    opts: ServeOptions,
+    client: proxy.EngineClient,
+    metrics: FrontMetrics | None = None,
+) -> FastAPI:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     limit = int(opts.max_payload_mb * 1024 * 1024)
+    gen = Generator(client, lambda: state.model_name)
+    lmi_jsonlines = opts.lmi_stream_format == "jsonlines"
 
     @app.exception_handler(FrontError)
-    async def _front_error(_: Request, err: FrontError) -> JSONResponse:
+    async def _front_error(request: Request, err: FrontError) -> JSONResponse:
+        request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
         return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+
+    async def metrics_route(_: Request) -> Response:
+        """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
+        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
+        body = metrics.render() if metrics is not None else b""
+        if state.phase in (Phase.READY, Phase.DRAINING):
+            body += await client.engine_metrics()
+        return Response(body, media_type=CONTENT_TYPE)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
+        )
 
     async def ping(_: Request) -> Response:
         if state.ready():
             return Response(status_code=200)
         return JSONResponse(state.ping_body(), status_code=503)
 
+    async def health(_: Request) -> Response:
+        if state.ready():
+            return Response(status_code=200)
+        return JSONResponse(tgi.error_body(503, "unhealthy") | {"error_type": "healthcheck"}, status_code=503)
+
+    async def info(_: Request) -> Response:
+        limits = {"best_of": MAX_BEST_OF, "stop": MAX_STOP_SEQUENCES, "batch": MAX_CLIENT_BATCH}
+        return JSONResponse(
+            tgi.info(
+                state.model_name,
+                state.model_dtype,
+                state.device,
+                state.max_model_len,
+                opts.max_concurrency,
+                neuronserve.__version__,
+                limits,
+            )
+        )
+
+    def record(request: Request) -> Callable[[dict[str, Any]], None]:
+        return lambda usage: _record_tokens(request, usage)
+
     async def invocations(request: Request) -> Response:
         schema.check_content_type(request.headers.get("content-type"))
         raw = await read_limited(request, limit)
         route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
+        if route is not None and not routes.is_allowed(route, opts.expose_engine_routes):
+            raise FrontError(404, routes.refusal(route))  # the allowlist also holds for routed requests
         body = schema.parse_body(raw)
-        headers = {"content-type": "application/json"}
+        rid = request_id(request.scope)
+        headers = {"content-type": "application/json", "x-request-id": rid}
         accept = request.headers.get("accept")
         if accept:
             headers["accept"] = accept
+        request.scope[SCHEMA_KEY] = "routed"
         if route is None:
             kind, path = schema.classify(body)
+            request.scope[SCHEMA_KEY] = kind
             if kind == "tgi":
-                return await _generate(request, body, accept or "")
+                if opts.dialect == "lmi":
+                    shape = Shape("lmi", listed=False, errors="lmi", jsonlines=lmi_jsonlines)
+                else:
+                    shape = Shape("tgi", listed=True, errors="front", jsonlines="jsonlines" in (accept or ""))
+                return await gen.serve(body, shape, rid, record(request))
         else:
             path = route
+        if path in _MODEL_ROUTES:
+            raw = served_model_body(raw, state, opts) or raw
         resp = await proxy.send(client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
         return out
 
-    async def _generate(request: Request, body: dict[str, Any], accept: str) -> Response:
-        req, engine_body = tgi.translate_request(body, state.model_name)
-        content = json.dumps(engine_body).encode()
-        resp = await proxy.send(
-            client, "POST", "/v1/completions", headers={"content-type": "application/json"}, content=content
-        )
-        if resp.status != 200:
-            return await proxy.relay(resp)  # engine errors keep their status and message
-        if not req.stream:
-            engine_json = json.loads(await proxy.read_body(resp))
-            answer, _ = tgi.translate_response(req, engine_json)
-            _record_tokens(request, engine_json.get("usage") or {})
-            return JSONResponse(answer)
-        jsonlines = "jsonlines" in accept
-        translator = tgi.StreamTranslator(req)
+    def tgi_route(stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
+        shape = Shape("tgi", listed=listed, errors="tgi", stream=stream)
 
-        async def events() -> AsyncIterator[bytes]:
-            parser = SSEParser()
+        async def handle(request: Request) -> Response:
             try:
-                async for chunk in proxy.chunks(resp):
-                    for data in parser.feed(chunk):
-                        for event in translator.feed(data):
-                            yield tgi.encode_event(event, jsonlines)
-                for data in parser.close():
-                    for event in translator.feed(data):
-                        yield tgi.encode_event(event, jsonlines)
-            except proxy.StreamBroken as err:
-                # TGI's own in-band error event: the 200 is already sent, so the stream says why it ends.
-                log.warning("TGI stream from the engine broke: %s", err.message)
-                error_type = "overloaded" if err.status == 503 else "incomplete_generation"
-                yield tgi.encode_event({"error": err.message, "error_type": error_type}, jsonlines)
-            finally:
-                proxy.done(resp)
-                _record_tokens(request, translator.usage)
+                schema.check_content_type(request.headers.get("content-type"))
+                body = schema.parse_body(await read_limited(request, limit))
+                if "inputs" not in body:
+                    raise FrontError(422, "missing field 'inputs'")
+            except FrontError as err:
+                return error_response("tgi", err.status, err.message)
+            return await gen.serve(body, shape, request_id(request.scope), record(request))
 
-        media = "application/jsonlines" if jsonlines else "text/event-stream"
-        return StreamingResponse(events(), media_type=media, background=BackgroundTask(proxy.done, resp))
+        return handle
 
     async def engine_route(request: Request) -> Response:
+        allowed = FRONT_ROUTES.get(request.url.path)
+        if allowed is not None:  # a front route with another method: never forwarded
+            raise FrontError(
+                405, f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
+            )
         raw = await read_limited(request, limit)
         headers = proxy.forward_headers(request.headers.items())
+        headers["x-request-id"] = request_id(request.scope)
+        if raw and request.method in _BODY_METHODS:
+            if request.url.path in _MODEL_ROUTES:
+                raw = served_model_body(raw, state, opts) or raw
+            else:
+                # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
+                with contextlib.suppress(ValueError):
+                    schema.load_json(raw)
         path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
             client,
@@ -139,6 +248,16 @@ def create_app(state: ServerState, opts: ServeOptions, client: proxy.EngineClien
     # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
     app.add_route("/ping", ping, methods=["GET", "POST"])
-    app.add_route("/invocations", invocations, methods=["POST"])
-    app.add_route("/{path:path}", engine_route, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    app.add_route("/metrics", metrics_route, methods=["GET"])
+    app.add_route("/invocations", _guarded(invocations), methods=["POST"])
+    app.add_route("/generate", _guarded(tgi_route(False, listed=False)), methods=["POST"])
+    app.add_route("/generate_stream", _guarded(tgi_route(True, listed=False)), methods=["POST"])
+    app.add_route("/", _guarded(tgi_route(None, listed=True)), methods=["POST"])
+    app.add_route("/info", _guarded(info), methods=["GET"])
+    app.add_route("/health", health, methods=["GET"])
+    app.add_route(
+        "/{path:path}",
+        _guarded(engine_route),
+        methods=["GET", "POST", "PUT", "DELETE", "PATCH"],
+    )
     return app

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -21,17 +20,19 @@ from typing import Any, TypeVar
 import httpx
 import uvicorn
 
-from neuronserve import stage
+from neuronserve import __version__, logsetup, stage
 from neuronserve.engine import health as engine_health
 from neuronserve.engine.pool import Fatal, ReplicaPool
 from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
-from neuronserve.front.replica_metrics import ReplicaMetrics
+from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.types import LaunchPlan, StageResult
+from neuronserve.plan.hostfacts import installed_versions
+from neuronserve.stage import events
+from neuronserve.types import LaunchPlan, Progress, StageResult
 
 log = logging.getLogger("neuronserve.serve")
 T = TypeVar("T")
@@ -90,12 +91,17 @@ class Supervisor:
         state: ServerState,
         gate: Gate,
         pool: ReplicaPool | None = None,
+        *,
+        metrics: FrontMetrics | None = None,
     ) -> None:
         self.plan = plan
         self.environ = environ
         self.state = state
         self.gate = gate
+        self.metrics = metrics
         self.pool = pool or ReplicaPool(plan, environ)
+        if metrics is not None:
+            self.pool.on_start = lambda _index: metrics.engine_starts.inc()
         self.stop_requested = asyncio.Event()
         self._stage_result: StageResult | None = None
         self._publishing: asyncio.Future[None] | None = None
@@ -108,10 +114,17 @@ class Supervisor:
             if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
                 self.state.move(Phase.DRAINING, f"{self.gate.in_flight} request(s) in flight")
 
+    def _progress(self, progress: Progress) -> None:
+        self.state.set_progress(progress)
+        if self.metrics is not None:
+            self.metrics.stage_progress(progress.what, progress.done_bytes)
+
     async def run(self, server_task: asyncio.Task[Any]) -> int:
+        unsubscribe = events.subscribe(self.metrics.cache_event) if self.metrics else (lambda: None)
         try:
             return await self._run(server_task)
         finally:
+            unsubscribe()
             # also after a death: its workers may survive it
             await asyncio.to_thread(self.pool.stop_all)
 
@@ -126,7 +139,7 @@ class Supervisor:
         )
 
     async def _run(self, server_task: asyncio.Task[Any]) -> int:
-        staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self.state.set_progress)
+        staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
         while not staging.done():
             if server_task.done():
                 return self._front_died(server_task)
@@ -143,6 +156,8 @@ class Supervisor:
             return self._fail(f"staging failed: {err}")
         except Exception as err:
             return self._fail(f"staging failed unexpectedly: {type(err).__name__}: {err}")
+        if self.metrics is not None and self._stage_result.cache in ("hit", "miss"):
+            self.metrics.cache_event(self._stage_result.cache)
         try:
             self.pool.start_initial(self._compile_first())
         except NeuronServeError as err:
@@ -162,7 +177,7 @@ class Supervisor:
                     return self._engine_died(fatal)
                 if server_task.done():
                     return self._front_died(server_task)
-                await self._progress()
+                await self._advance()
                 if timeout and self.state.phase == Phase.LOADING and time.monotonic() - started > timeout:
                     return self._fail(
                         f"the engine was not ready after {timeout:.0f} s (SAGEMAKER_STARTUP_TIMEOUT)"
@@ -174,7 +189,7 @@ class Supervisor:
     def _alive(self) -> bool:
         return any(r.proc is not None and r.proc.returncode() is None for r in self.pool.replicas)
 
-    async def _progress(self) -> None:
+    async def _advance(self) -> None:
         """Publish after replica 0's first READY; start the waiting replicas once that is done; READY."""
         first = self.pool.replicas[0]
         if self._publishing is None and first.ever_ready and self._stage_result is not None:
@@ -201,6 +216,8 @@ class Supervisor:
             async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S) as client:
                 models = (await client.get(f"{url}/v1/models")).json()
             self.state.model_name = models["data"][0]["id"]
+            self.state.model_names = [str(m["id"]) for m in models["data"]]
+            self.state.max_model_len = models["data"][0].get("max_model_len")
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
             log.warning("could not read the engine's model name from /v1/models: %s", err)
         self.state.set_engine_health(True)
@@ -211,6 +228,7 @@ class Supervisor:
         try:
             stage.publish_artifacts(self.plan, result, self.environ)
         except Exception as err:  # publishing is best effort: serving goes on
+            events.emit("publish_failed")
             log.warning("publishing compiled artifacts failed: %s", err)
 
     async def _drain(self) -> int:
@@ -227,10 +245,7 @@ class Supervisor:
 
     def _engine_died(self, fatal: Fatal) -> int:
         self.state.move(Phase.FAILED, fatal.message)
-        print(f"neuronserve serve: error: {fatal.message}; its last lines:", file=sys.stderr)
-        for line in fatal.lines:
-            print(f"  | {line}", file=sys.stderr)
-        sys.stderr.flush()
+        logsetup.fatal(f"{fatal.message}; its last lines:", fatal.lines)
         return 1
 
     def _front_died(self, server_task: asyncio.Task[Any]) -> int:
@@ -242,7 +257,7 @@ class Supervisor:
     def _fail(self, message: str) -> int:
         if self.state.phase != Phase.FAILED:
             self.state.move(Phase.FAILED, message)
-        print(f"neuronserve serve: error: {message}", file=sys.stderr)
+        logsetup.fatal(message)
         return 1
 
 
@@ -250,16 +265,33 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
     opts = plan.serve
     state = ServerState()
+    state.device = plan.device
+    if "--dtype" in plan.argv[:-1]:
+        state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
     client = Router(pool, opts.request_timeout_s, opts.max_concurrency)
-    app: Any = create_app(state, opts, client)
+    sdk = environ.get("NEURON_SDK_VERSION")
+    metrics = FrontMetrics(
+        state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
+    )
+    app: Any = create_app(state, opts, client, metrics=metrics)
     if opts.sticky_sessions:
         store = SessionStore(opts.session_ttl_s)
         pool.on_replaced = store.close_replica
         app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
-    if len(pool) > 1:
-        app = ReplicaMetrics(app, pool, client)
-    gate = Gate(ReplicaScope(app), state, opts.max_concurrency)
+    gate = Gate(
+        ReplicaScope(app),
+        state,
+        opts.max_concurrency,
+        metrics=metrics,
+        expose_engine_routes=opts.expose_engine_routes,
+    )
+    if opts.expose_engine_routes:
+        log.warning(
+            "NEURONSERVE_EXPOSE_ENGINE_ROUTES=true: every engine route is reachable on port %d, "
+            "including admin routes (/scale_elastic_ep, /collective_rpc, /sleep, LoRA loading, /docs)",
+            opts.port,
+        )
     config = uvicorn.Config(
         gate,
         host=opts.host,
@@ -272,7 +304,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         timeout_graceful_shutdown=3,
     )
     server = _Server(config)
-    supervisor = Supervisor(plan, environ, state, gate, pool)
+    supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, supervisor.request_stop)

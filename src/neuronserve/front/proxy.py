@@ -69,6 +69,12 @@ class EngineClient:
         url = URL(self.base_url + path_query, encoded=True)
         return await self.session().request(method, url, headers=headers, data=data)
 
+    async def engine_metrics(self) -> bytes:
+        """The engine's /metrics text for the front's /metrics (the router merges all replicas')."""
+        from neuronserve.front.metrics import engine_metrics  # noqa: PLC0415 (metrics imports this module's users)
+
+        return await engine_metrics(self.session(), self.base_url)
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()

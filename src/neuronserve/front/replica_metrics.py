@@ -1,5 +1,6 @@
-"""GET /metrics with several replicas: every replica's engine metrics with a `replica` label, merged
-into one valid Prometheus text exposition, plus the front's own per-replica counts.
+"""/metrics with several replicas: every replica's engine metrics with a `replica` label, merged into
+one valid Prometheus text exposition, plus the front's own per-replica counts (the router serves them
+after the front's series, front/metrics.py).
 
 Why merge instead of concatenating: the text format wants each metric family once (its HELP/TYPE,
 then all its samples); N copies of `vllm:num_requests_running` would be rejected by strict scrapers.
@@ -9,21 +10,12 @@ never fails the scrape.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 
-import aiohttp
-
-from neuronserve.engine.pool import Replica, ReplicaPool
-from neuronserve.front.gate import ASGIApp, Receive, Scope, Send
-from neuronserve.front.router import Router, routable
-
-log = logging.getLogger("neuronserve.front")
+from neuronserve.engine.pool import Replica, RPhase
 
 _HEADER = re.compile(r"^# (HELP|TYPE) (\S+)")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*?\})?(\s.*)$")
-CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 
 def label(line: str, replica: int) -> str:
@@ -92,36 +84,7 @@ def front_counts(replicas: list[Replica]) -> str:
         "# HELP neuronserve_replica_ready 1 when the replica takes requests",
         "# TYPE neuronserve_replica_ready gauge",
     ]
-    out += [f'neuronserve_replica_ready{{replica="{r.index}"}} {int(routable(r))}' for r in replicas]
+    out += [
+        f'neuronserve_replica_ready{{replica="{r.index}"}} {int(r.phase == RPhase.READY)}' for r in replicas
+    ]
     return "\n".join(out) + "\n"
-
-
-class ReplicaMetrics:
-    """ASGI wrapper answering GET /metrics from all replicas; everything else passes through."""
-
-    def __init__(self, app: ASGIApp, pool: ReplicaPool, router: Router) -> None:
-        self.app = app
-        self.pool = pool
-        self.router = router
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != "/metrics" or scope["method"] != "GET":
-            await self.app(scope, receive, send)
-            return
-        live = [r for r in self.pool.replicas if routable(r)]
-        texts = await asyncio.gather(*(self._fetch(r) for r in live))
-        body = merge({r.index: t for r, t in zip(live, texts, strict=True) if t}) + front_counts(
-            self.pool.replicas
-        )
-        data = body.encode()
-        headers = [(b"content-type", CONTENT_TYPE), (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
-
-    async def _fetch(self, r: Replica) -> str:
-        try:
-            async with self.router.session().get(f"{r.base_url}/metrics") as resp:
-                return await resp.text() if resp.status == 200 else ""
-        except (aiohttp.ClientError, TimeoutError) as err:
-            log.warning("replica %d /metrics: %s", r.index, err)
-            return ""

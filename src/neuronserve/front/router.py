@@ -16,6 +16,7 @@ stream or a client disconnect), releases it and stamps `X-Neuronserve-Replica` o
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass, field
@@ -108,6 +109,19 @@ class Router(EngineClient):
                 log.warning(
                     "replica %d unreachable (%s): retrying once elsewhere", replica.index, type(err).__name__
                 )
+
+    async def engine_metrics(self) -> bytes:
+        """Every routable replica's /metrics merged with a `replica` label, then per-replica counts.
+        One replica keeps the engine's text as it is (nothing to tell apart)."""
+        if len(self.fleet.replicas) == 1:
+            return await super().engine_metrics()
+        from neuronserve.front.metrics import engine_metrics  # noqa: PLC0415
+        from neuronserve.front.replica_metrics import front_counts, merge  # noqa: PLC0415
+
+        live = [r for r in self.fleet.replicas if routable(r)]
+        texts = await asyncio.gather(*(engine_metrics(self.session(), r.base_url) for r in live))
+        merged = merge({r.index: t.decode("utf-8", "replace") for r, t in zip(live, texts, strict=True)})
+        return (merged + front_counts(self.fleet.replicas)).encode()
 
     def _choose(self, route: RequestRoute | None, tried: list[Replica]) -> Replica:
         if route is not None and route.pinned is not None:

@@ -10,6 +10,36 @@ from neuronserve.front.errors import ACCEPTED_SHAPES, FrontError
 Kind = Literal["chat", "completion", "tgi", "routed"]
 
 _JSON_TYPES = ("application/json", "text/json")
+MAX_DEPTH = 64  # nesting levels of a JSON body; no request schema needs more than a handful
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Nesting deeper than `limit` (iterative: a deep body must not exhaust our own stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def load_json(raw: bytes) -> Any:
+    """Parse a JSON body; 400 for bodies too deep to parse (Python's parser recurses) or nested
+    past MAX_DEPTH. ValueError for anything else that is not JSON (callers decide)."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise FrontError(400, f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)") from None
+    if too_deep(value):
+        raise FrontError(400, f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)")
+    return value
 
 
 def check_content_type(content_type: str | None) -> None:
@@ -24,7 +54,7 @@ def check_content_type(content_type: str | None) -> None:
 
 def parse_body(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
+        body = load_json(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise FrontError(400, f"malformed JSON body ({err}); accepted shapes: {ACCEPTED_SHAPES}") from None
     if not isinstance(body, dict):

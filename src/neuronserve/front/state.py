@@ -62,6 +62,10 @@ class ServerState:
         self._detail = ""
         self._healthy = False
         self.model_name: str | None = None  # the engine's served model name, for TGI translation
+        self.model_names: list[str] = []  # every name the engine serves (/v1/models), set at READY
+        self.max_model_len: int | None = None  # from /v1/models, for TGI's /info
+        self.model_dtype: str = "auto"  # the engine's --dtype, for TGI's /info
+        self.device: str = ""  # neuron | cpu, for TGI's /info
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
         # death at once, without waiting for the supervisor's next poll.
         self.engine_alive: Callable[[], bool] = lambda: True

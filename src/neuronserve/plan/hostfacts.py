@@ -161,13 +161,16 @@ def model_facts(path: str) -> ModelFacts:
     if not os.path.isdir(path):
         return ModelFacts("missing")
     config, digest = None, None
+    config_path = os.path.join(path, "config.json")
     try:
-        with open(os.path.join(path, "config.json"), "rb") as f:
+        with open(config_path, "rb") as f:
             raw = f.read()
+    except OSError:
+        raw = None
+    if raw is not None:
         digest = hashlib.sha256(raw).hexdigest()
-        config = json.loads(raw)
-    except (OSError, ValueError):
-        pass
+        # A config.json the engine cannot parse fails it minutes later with a bare JSON traceback.
+        config = parse_config_json(raw, config_path)
     return ModelFacts(
         "dir",
         config,
@@ -219,18 +222,44 @@ def weights_digest(path: str) -> str | None:
     return h.hexdigest()
 
 
+def parse_config_json(raw: bytes, where: str) -> Any:
+    """The model's config.json, or a ConfigError naming the file (the model's, so no variable to set)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ConfigError(
+            f"{where} is not valid JSON ({err}): the model directory is damaged or incomplete; "
+            "copy the model again (a Hugging Face model's config.json is a JSON object)",
+            ("SM_VLLM_MODEL",),
+        ) from None
+
+
 def read_serving_properties(model_dir: str) -> dict[str, str]:
     """LMI's serving.properties (`key=value` lines) in the model directory, if there is one."""
     out: dict[str, str] = {}
+    path = os.path.join(model_dir, "serving.properties")
     try:
-        with open(os.path.join(model_dir, "serving.properties"), encoding="utf-8") as f:
-            for line in f:
-                text = line.strip()
-                if text and not text.startswith("#") and "=" in text:
-                    key, _, value = text.partition("=")
-                    out[key.strip()] = value.strip()
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError:
-        pass
+        return out
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path} is not UTF-8 text ({err}): write it as key=value lines", ()) from None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "!")):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep or not key.strip():
+            # silently skipping it would drop a setting the user believes is applied
+            raise ConfigError(
+                f"{path} line {number}: {stripped[:80]!r} is not key=value "
+                "(e.g. option.tensor_parallel_degree=2)",
+                (),
+            )
+        out[key.strip()] = value.strip()
     return out
 
 

@@ -11,10 +11,12 @@ error translation), `transfer` (parallel ranged downloads), `manifest`, `atomic`
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from neuronserve.errors import StageError
+from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
 ProgressCallback = Callable[[Progress], None]
@@ -51,7 +53,28 @@ def stage_all(
     else:
         model_dir = stage_model(plan.model, make, opts, progress)
         artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+    if model_dir:
+        check_model_config(model_dir, plan.model.uri)
     return StageResult(model_dir=model_dir, artifacts_dir=artifacts_dir, cache=cache)
+
+
+def check_model_config(model_dir: str, uri: str) -> None:
+    """A staged config.json must be JSON: the engine would otherwise fail minutes into loading."""
+    import json  # noqa: PLC0415
+
+    path = os.path.join(model_dir, "config.json")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return  # no config.json (a GGUF file, a hub id): the engine decides
+    try:
+        json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise StageError(
+            f"{path} (from {uri}) is not valid JSON ({err}): the model at {uri} is damaged or incomplete; "
+            "upload its config.json again"
+        ) from None
 
 
 def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[str, str]) -> None:
@@ -87,4 +110,7 @@ def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[st
         manifest = publish_dir(client, result.artifacts_dir, parse_s3_uri(spec.remote_uri), opts)
         mark_local(result.artifacts_dir, manifest)
     except StageError as err:
+        events.emit("publish_failed")
         log.warning("compile cache write-back failed (the server keeps running): %s", err)
+        return
+    events.emit("publish_ok")

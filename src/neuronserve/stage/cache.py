@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from neuronserve.errors import StageError
-from neuronserve.stage import atomic
+from neuronserve.stage import atomic, events
 from neuronserve.stage.client import translate
 from neuronserve.stage.manifest import (
     LOCAL_COMPILE_SOURCE,
@@ -165,6 +165,7 @@ def stage_artifacts(
             if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
                 raise
             log.warning("ignoring compile cache entry %s (treated as a miss): %s", remote.uri, err)
+            events.emit("corrupt")
             shutil.rmtree(atomic.staging_path(spec.local_dir), ignore_errors=True)
     fresh_dir(spec.local_dir)
     return spec.local_dir, "miss"

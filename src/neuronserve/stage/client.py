@@ -46,6 +46,25 @@ def make_client(environ: Mapping[str, str], *, pool: int = 32) -> Any:
     return session.client("s3", endpoint_url=endpoint, config=config)
 
 
+# No space, over the file-size limit (RLIMIT_FSIZE), over the quota: the same fix for the user.
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+
+
+# The same conditions as s5cmd (Go) words them in its error lines.
+_DISK_FULL_TEXT = ("no space left on device", "file too large", "disk quota exceeded")
+
+
+def disk_full(uri: str, detail: str) -> StageError:
+    return StageError(
+        f"disk full while staging {uri} ({detail}): nothing partial is used; use a larger volume "
+        "(SageMaker VolumeSizeInGB / ECS ephemeral storage) or point NEURONSERVE_WORK_DIR at one"
+    )
+
+
+def is_disk_full_text(message: str) -> bool:
+    return any(t in message.lower() for t in _DISK_FULL_TEXT)
+
+
 def translate(err: BaseException, uri: str) -> StageError:
     """Turn a botocore/OS error into a StageError that names the URI and the likely fix."""
     from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError  # noqa: PLC0415
@@ -90,9 +109,6 @@ def translate(err: BaseException, uri: str) -> StageError:
         if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
             return StageError(f"the AWS credentials were rejected for {uri} ({code}): refresh or fix them")
         return StageError(f"S3 error on {uri}: {code or status}: {info.get('Message', '')}".rstrip(": "))
-    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-        return StageError(
-            f"disk full while staging {uri} ({err.filename or ''}): use a larger volume "
-            "(SageMaker VolumeSizeInGB / ECS ephemeral storage) or point NEURONSERVE_WORK_DIR at one"
-        )
+    if isinstance(err, OSError) and err.errno in _DISK_FULL:
+        return disk_full(uri, f"{err.strerror}{', ' + str(err.filename) if err.filename else ''}")
     return StageError(f"staging {uri} failed: {type(err).__name__}: {err}")

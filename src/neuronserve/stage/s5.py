@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from neuronserve.errors import StageError
+from neuronserve.stage.client import disk_full, is_disk_full_text
 from neuronserve.stage.paths import S3Uri, check_no_conflicts, key_to_relpath
 from neuronserve.stage.progress import ProgressMeter
 from neuronserve.stage.s5proc import S5Run, child_env, first_error, global_args, parse_event, s5cmd_binary
@@ -247,6 +248,9 @@ def _collect(  # noqa: PLR0917
 ) -> set[str]:
     """Journal each object s5cmd reports as copied; fail on its error or on a file we did not list."""
     landed: set[str] = set()
+    # Files a previous run finished: s5cmd's --if-size-differ still re-copies some (an empty file
+    # after a failed run did); a fresh whole copy of a listed object is not a stranger.
+    finished = {os.path.abspath(os.path.join(staging_dir, rel)) for rel in journal.load()}
     stop = threading.Event()
     poller = threading.Thread(target=_poll_sizes, args=(staging_dir, meter, base, stop), daemon=True)
     poller.start()
@@ -255,8 +259,12 @@ def _collect(  # noqa: PLR0917
             if not event.get("success"):
                 continue
             dest = os.path.abspath(str(event.get("destination", "")))
-            if dest not in todo:  # the prefix changed after our listing: stop before it writes more
-                _unexpected(run.proc, bucket, event, dest, staging_dir)
+            if dest not in todo:
+                if dest in finished:
+                    continue
+                _unexpected(
+                    run.proc, bucket, event, dest, staging_dir
+                )  # the prefix changed after our listing
             obj = todo[dest]
             if _size(dest) != obj.size:
                 raise StageError(f"s3://{bucket}/{obj.key}: size changed during download; re-run")
@@ -269,7 +277,13 @@ def _collect(  # noqa: PLR0917
         stop.set()
         run.kill()
     if rc != 0:
-        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {first_error(run.errors)}")
+        message = first_error(run.errors)
+        if is_disk_full_text(message):
+            dirs = os.path.commonpath(
+                [o.key.rsplit("/", 1)[0] if "/" in o.key else "" for o in todo.values()]
+            )
+            raise disk_full(f"s3://{bucket}/{dirs + '/' if dirs else ''}", message)
+        raise StageError(f"s5cmd failed downloading from s3://{bucket}/: {message}")
     return landed
 
 

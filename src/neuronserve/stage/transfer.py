@@ -193,7 +193,10 @@ def download_objects(  # noqa: PLR0917
     def fetch(state: _FileState, start: int, end: int) -> None:
         if cancel.is_set():
             return
-        fd = state.open()
+        try:
+            fd = state.open()  # preallocates: a full disk (or file-size limit) shows here first
+        except OSError as err:
+            raise translate(err, f"s3://{bucket}/{state.obj.key}") from err
         pos, attempt = start, 0
         while pos < end:
             try:

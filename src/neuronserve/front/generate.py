@@ -1,0 +1,216 @@
+"""The generate schema ({"inputs", "parameters", "stream"}) served over the engine's /v1/completions.
+
+One flow for every route and dialect: validate (genparams), call the engine once per prompt (a
+list of prompts goes concurrently, answered in order), fetch the texts of token ids when top
+tokens were asked for, and shape the answer as TGI (tgi.py) or LMI (lmi.py). Errors take the
+shape of the route: TGI's {"error", "error_type"} on TGI's own routes, LMI's {"error", "code"} in
+the LMI dialect, the front's one shape on /invocations in the TGI dialect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from starlette.background import BackgroundTask
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from neuronserve.front import answer, genparams, lmi, proxy, tgi
+from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.sse import SSEParser
+
+log = logging.getLogger("neuronserve.front")
+
+Dialect = Literal["tgi", "lmi"]
+ErrorStyle = Literal["front", "tgi", "lmi"]
+TEXT_CACHE_MAX = 262_144  # token id -> text entries (a vocabulary or two)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How one route answers: dialect, list or single object, stream framing, error style."""
+
+    dialect: Dialect
+    listed: bool  # non-streamed answers are a list (TGI compat, /invocations) or one object
+    errors: ErrorStyle
+    stream: bool | None = None  # force streaming on/off (/generate_stream, /generate); None: the body
+    jsonlines: bool = False
+
+
+def error_response(style: ErrorStyle, status: int, message: str) -> JSONResponse:
+    if style == "tgi":
+        return JSONResponse(tgi.error_body(status, message), status_code=status)
+    if style == "lmi":
+        status = 424 if status == 422 else status  # LMI answers validation errors with 424
+        return JSONResponse(lmi.error_body(status, message), status_code=status)
+    return JSONResponse(error_body(status, message), status_code=status)
+
+
+def _engine_message(raw: bytes) -> str:
+    try:
+        body = json.loads(raw)
+        err = body.get("error", body) if isinstance(body, dict) else body
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or err)
+        return str(err)
+    except (ValueError, RecursionError):
+        return raw.decode("utf-8", "replace")[:500]
+
+
+class Generator:
+    """Holds the engine client and the token-text cache shared by all requests."""
+
+    def __init__(self, client: proxy.EngineClient, model: Callable[[], str | None]) -> None:
+        self.client = client
+        self.model = model
+        self.texts: dict[int, str] = {}
+        self._detok = asyncio.Semaphore(8)
+
+    async def _text_of(self, tid: int) -> None:
+        body = {"tokens": [tid]}
+        if self.model():
+            body["model"] = self.model()  # type: ignore[assignment]
+        async with self._detok:
+            try:
+                resp = await proxy.send(
+                    self.client,
+                    "POST",
+                    "/detokenize",
+                    headers={"content-type": "application/json"},
+                    content=json.dumps(body).encode(),
+                )
+                raw = await proxy.read_body(resp)
+                text = json.loads(raw).get("prompt") if resp.status == 200 else None
+            except (FrontError, ValueError, AttributeError):
+                text = None
+        if isinstance(text, str):
+            if len(self.texts) >= TEXT_CACHE_MAX:
+                self.texts.clear()
+            self.texts[tid] = text
+
+    async def resolve(self, ids: set[int]) -> dict[int, str]:
+        missing = [i for i in ids if i not in self.texts]
+        if missing:
+            await asyncio.gather(*(self._text_of(i) for i in missing))
+        return self.texts
+
+    async def _call(self, req: genparams.GenRequest, rid: str) -> proxy.EngineResponse:
+        engine = dict(req.engine)
+        if req.top_n:
+            engine["return_tokens_as_token_ids"] = True  # ids of the alternatives (answer.py)
+        return await proxy.send(
+            self.client,
+            "POST",
+            "/v1/completions",
+            headers={"content-type": "application/json", "x-request-id": rid},
+            content=json.dumps(engine).encode(),
+        )
+
+    async def _one(self, req: genparams.GenRequest, rid: str) -> tuple[list[answer.Seq], dict[str, Any]]:
+        resp = await self._call(req, rid)
+        raw = await proxy.read_body(resp)
+        if resp.status != 200:
+            raise FrontError(resp.status, _engine_message(raw))
+        try:
+            body = json.loads(raw)
+            choices = list(body.get("choices") or [])
+        except (ValueError, AttributeError, TypeError):
+            raise FrontError(502, "the engine answered something that is not a completion") from None
+        ids: set[int] = set()
+        for choice in choices:
+            ids |= answer.ids_to_resolve(choice)
+        texts = await self.resolve(ids) if ids else self.texts
+        return answer.sequences(req, body, texts), body.get("usage") or {}
+
+    async def serve(
+        self, body: dict[str, Any], shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+    ) -> Response:
+        try:
+            return await self._serve(body, shape, rid, record)
+        except FrontError as err:
+            return error_response(shape.errors, err.status, err.message)
+
+    async def _serve(
+        self, body: dict[str, Any], shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+    ) -> Response:
+        inputs = genparams.check_inputs(body)
+        if shape.stream is not None:
+            body = {**body, "stream": shape.stream}
+        model = self.model()
+        if isinstance(inputs, list):
+            reqs = [genparams.translate(body, p, model) for p in inputs]
+            if reqs[0].stream:
+                raise genparams.bad("a list of 'inputs' cannot be streamed: send one prompt per request")
+            done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
+            record(_sum_usage([u for _, u in done]))
+            return JSONResponse(
+                [self._shape(r, seqs, shape) for r, (seqs, _) in zip(reqs, done, strict=True)]
+            )
+        req = genparams.translate(body, inputs, model)
+        if req.stream:
+            return await self._stream(req, shape, rid, record)
+        seqs, usage = await self._one(req, rid)
+        record(usage)
+        item = self._shape(req, seqs, shape)
+        return JSONResponse([item] if shape.listed else item)
+
+    @staticmethod
+    def _shape(req: genparams.GenRequest, seqs: list[answer.Seq], shape: Shape) -> dict[str, Any]:
+        return tgi.response(req, seqs) if shape.dialect == "tgi" else lmi.response(req, seqs)
+
+    async def _stream(
+        self, req: genparams.GenRequest, shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+    ) -> Response:
+        resp = await self._call(req, rid)
+        if resp.status != 200:
+            raise FrontError(resp.status, _engine_message(await proxy.read_body(resp)))
+        reader = answer.StreamReader(req)
+        fmt = tgi.stream_event if shape.dialect == "tgi" else lmi.stream_event
+
+        async def events_of(data: str) -> list[bytes]:
+            try:
+                choice, ids = reader.pending(data)
+            except (ValueError, AttributeError, TypeError):
+                log.warning("skipped a stream chunk from the engine that is not JSON: %.200s", data)
+                return []
+            if choice is None:
+                return []
+            texts = await self.resolve(ids) if ids else self.texts
+            return [tgi.encode_event(fmt(req, e), shape.jsonlines) for e in reader.events(choice, texts)]
+
+        async def body() -> AsyncIterator[bytes]:
+            parser = SSEParser()
+            try:
+                async for chunk in proxy.chunks(resp):
+                    for data in parser.feed(chunk):
+                        for line in await events_of(data):
+                            yield line
+                for data in parser.close():
+                    for line in await events_of(data):
+                        yield line
+            except proxy.StreamBroken as err:
+                # The 200 is already sent: the stream says in-band why it ends.
+                log.warning("generate stream from the engine broke: %s", err.message)
+                yield tgi.encode_event(_stream_error(shape, err), shape.jsonlines)
+            finally:
+                proxy.done(resp)
+                record(reader.usage)
+
+        media = "application/jsonlines" if shape.jsonlines else "text/event-stream"
+        return StreamingResponse(body(), media_type=media, background=BackgroundTask(proxy.done, resp))
+
+
+def _stream_error(shape: Shape, err: proxy.StreamBroken) -> dict[str, Any]:
+    if shape.dialect == "lmi":
+        return lmi.stream_error_event()
+    error_type = "overloaded" if err.status == 503 else "incomplete_generation"
+    return {"error": err.message, "error_type": error_type}
+
+
+def _sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("prompt_tokens", "completion_tokens")
+    return {k: sum(int(u.get(k) or 0) for u in usages) for k in keys}

@@ -1,0 +1,80 @@
+"""LMI's rolling-batch answer shapes (the `lmi` generate dialect). Pure.
+
+Reference: deepjavalibrary/djl-serving serving/docs/lmi/user_guides/lmi_input_output_schema.md,
+"Rolling Batch/Continuous Batch Schema": a JSON object (not TGI's list) {"generated_text",
+"details"?: {finish_reason, generated_tokens, inputs, tokens, prefill?, best_of_sequences?}};
+tokens are {"id", "text", "log_prob"}. Streams are `application/jsonlines` by default
+(`OPTION_OUTPUT_FORMATTER=sse` for `data:` events), one {"token": ...} per line, the last line
+adding "generated_text" and "details". Errors: {"error", "code"} before generation starts; a stream
+that fails after its 200 ends with LMI's error token line (finish_reason "error").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronserve.front.answer import Event, Seq, Tok
+from neuronserve.front.genparams import GenRequest
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    return {"error": message, "code": status}
+
+
+def stream_error_event() -> dict[str, Any]:
+    return {
+        "token": {"id": -1, "text": "", "log_prob": -1, "special_token": True},
+        "generated_text": "",
+        "details": {"finish_reason": "error", "generated_tokens": None, "inputs": None},
+    }
+
+
+def _tok(t: Tok) -> dict[str, Any]:
+    return {"id": t.id, "text": t.text, "log_prob": t.logprob}
+
+
+def _text(req: GenRequest, text: str) -> str:
+    return req.prompt + text if req.full_text else text
+
+
+def _details(req: GenRequest, seq: Seq) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "finish_reason": seq.finish_reason,
+        "generated_tokens": seq.generated,
+        "inputs": req.prompt,
+        "tokens": [_tok(t) for t in seq.tokens],
+    }
+    if req.decoder_details:
+        out["prefill"] = [_tok(t) for t in seq.prefill]
+    if req.top_n:
+        out["top_tokens"] = [[_tok(t) for t in row] for row in seq.top]
+    return out
+
+
+def response(req: GenRequest, seqs: list[Seq]) -> dict[str, Any]:
+    best = seqs[0]
+    item: dict[str, Any] = {"generated_text": _text(req, best.text)}
+    if req.details or len(seqs) > 1:
+        details = _details(req, best)
+        if len(seqs) > 1:
+            details["best_of_sequences"] = [
+                {
+                    "finish_reason": s.finish_reason,
+                    "generated_tokens": s.generated,
+                    "tokens": [_tok(t) for t in s.tokens],
+                    "generated_text": _text(req, s.text),
+                }
+                for s in seqs[1:]
+            ]
+        item["details"] = details
+    return item
+
+
+def stream_event(req: GenRequest, event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {"token": _tok(event.token)}
+    if event.final is not None:
+        reason, count, text = event.final
+        out["generated_text"] = _text(req, text)
+        if req.details:
+            out["details"] = {"finish_reason": reason, "generated_tokens": count, "inputs": req.prompt}
+    return out

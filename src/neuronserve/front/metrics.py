@@ -1,0 +1,187 @@
+"""The front's own Prometheus metrics, served on /metrics ahead of the engine's (relayed) metrics.
+
+Why the front counts for itself: the engine never sees what the front refuses (429 at the
+concurrency limit, 413 payloads, 503 while loading or draining, 404 routes) nor staging and the
+compile cache, so an operator could not alert on them from the engine's metrics alone.
+
+Why a registry per app (not prometheus_client's global one): tests build several apps in one
+process, and the engine's metrics must never be mixed into ours by accident. Every series carries
+`BASE_LABELS` first (none today); a per-replica `replica` label is added there, in one place.
+
+Phase and in-flight are read at scrape time from the live state (a custom collector), so nothing on
+the request path has to remember to update them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import aiohttp
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from neuronserve.front.routes import ALLOWED
+from neuronserve.front.state import Phase, ServerState
+
+log = logging.getLogger("neuronserve.front")
+
+BASE_LABELS: tuple[str, ...] = ()  # e.g. ("replica",) once the front routes to several engines
+REJECT_REASONS = ("limit", "payload", "draining", "not_ready", "bad_request", "not_found")
+CACHE_EVENTS = ("hit", "miss", "publish_ok", "publish_failed", "corrupt")
+STAGE_KINDS = ("model", "artifacts")
+ENGINE_SCRAPE_TIMEOUT_S = 1.0  # a saturated engine may answer /metrics late: never hold a scrape longer
+# Latency buckets from 5 ms (a refusal) to 10 minutes (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS' default).
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# front status -> rejected reason (the gate's own refusals and the handlers' FrontErrors)
+_REASON_BY_STATUS = {
+    413: "payload",
+    400: "bad_request",
+    415: "bad_request",
+    422: "bad_request",
+    404: "not_found",
+}
+
+
+def route_label(path: str) -> str:
+    """The path itself when allowed (a small fixed set), else "other": label values stay bounded."""
+    return path if path in ALLOWED else "other"
+
+
+def reason_for(status: int) -> str | None:
+    return _REASON_BY_STATUS.get(status)
+
+
+class _LiveState(Collector):
+    def __init__(self, state: ServerState, in_flight: Callable[[], int]) -> None:
+        self._state = state
+        self._in_flight = in_flight
+
+    def collect(self) -> Iterable[Metric]:
+        phase = GaugeMetricFamily("neuronserve_phase", "1 for the server's current phase", labels=["phase"])
+        current = self._state.phase
+        for p in Phase:
+            phase.add_metric([str(p)], 1.0 if p == current else 0.0)
+        yield phase
+        yield GaugeMetricFamily(
+            "neuronserve_in_flight", "Requests in flight through the front", value=float(self._in_flight())
+        )
+
+
+class FrontMetrics:
+    """Every series of the front. Methods are thread-safe (staging reports from its own thread)."""
+
+    def __init__(self, state: ServerState, in_flight: Callable[[], int], build: Mapping[str, str]) -> None:
+        reg = self.registry = CollectorRegistry(auto_describe=False)
+        req = (*BASE_LABELS, "route", "schema")
+        self.requests = Counter(
+            "neuronserve_requests", "Requests answered by the front", (*req, "status"), registry=reg
+        )
+        self.duration = Histogram(
+            "neuronserve_request_duration_seconds",
+            "Request time to the last byte",
+            req,
+            buckets=BUCKETS,
+            registry=reg,
+        )
+        self.ttfb = Histogram(
+            "neuronserve_time_to_first_byte_seconds",
+            "Request time to the first body byte (a stream's first event)",
+            req,
+            buckets=BUCKETS,
+            registry=reg,
+        )
+        self.rejected = Counter(
+            "neuronserve_rejected",
+            "Requests the front refused itself",
+            (*BASE_LABELS, "reason"),
+            registry=reg,
+        )
+        self.stage_bytes = Counter(
+            "neuronserve_stage_bytes", "Bytes staged before the engine starts", ("kind",), registry=reg
+        )
+        self.stage_seconds = Gauge(
+            "neuronserve_stage_seconds", "Seconds the last staging step took", ("kind",), registry=reg
+        )
+        self.cache_events = Counter(
+            "neuronserve_cache_events", "Compile cache events", ("event",), registry=reg
+        )
+        self.engine_starts = Counter(
+            "neuronserve_engine_starts", "Engine processes started", BASE_LABELS, registry=reg
+        )
+        info = Gauge(
+            "neuronserve_build_info",
+            "Versions of neuronserve and its engine stack (value 1)",
+            ("version", "vllm", "plugin", "sdk"),
+            registry=reg,
+        )
+        info.labels(**{k: build.get(k) or "none" for k in ("version", "vllm", "plugin", "sdk")}).set(1)
+        # Zero-valued series exist from the start, so alerts on rate() work before the first event.
+        for reason in REJECT_REASONS:
+            self.rejected.labels(reason=reason)
+        for event in CACHE_EVENTS:
+            self.cache_events.labels(event=event)
+        for kind in STAGE_KINDS:
+            self.stage_bytes.labels(kind=kind)
+            self.stage_seconds.labels(kind=kind)
+        reg.register(_LiveState(state, in_flight))
+        self._staged: dict[str, tuple[int, float]] = {}  # what -> (bytes counted, first seen)
+
+    def observe(self, path: str, schema: str, status: int, ttfb_s: float | None, total_s: float) -> None:
+        route = route_label(path)
+        self.requests.labels(route=route, schema=schema, status=str(status)).inc()
+        self.duration.labels(route=route, schema=schema).observe(total_s)
+        if ttfb_s is not None:
+            self.ttfb.labels(route=route, schema=schema).observe(ttfb_s)
+
+    def reject(self, reason: str) -> None:
+        self.rejected.labels(reason=reason).inc()
+
+    def cache_event(self, event: str) -> None:
+        if event in CACHE_EVENTS:
+            self.cache_events.labels(event=event).inc()
+
+    def stage_progress(self, what: str, done_bytes: int) -> None:
+        """Fed by every staging progress report: counts the new bytes and the step's duration so far."""
+        kind = "artifacts" if what.startswith("artifacts") else "model"
+        now = time.monotonic()
+        counted, first = self._staged.get(what, (0, now))
+        if done_bytes > counted:
+            self.stage_bytes.labels(kind=kind).inc(done_bytes - counted)
+            counted = done_bytes
+        self._staged[what] = (counted, first)
+        self.stage_seconds.labels(kind=kind).set(now - first)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+async def engine_metrics(session: aiohttp.ClientSession, base_url: str) -> bytes:
+    """The engine's own /metrics text, or a comment saying why it is missing (never waits > 1 s)."""
+    try:
+        async with session.get(
+            f"{base_url}/metrics", timeout=aiohttp.ClientTimeout(total=ENGINE_SCRAPE_TIMEOUT_S)
+        ) as resp:
+            if resp.status != 200:
+                return f"# engine metrics unavailable: HTTP {resp.status}\n".encode()
+            return await resp.read()
+    except TimeoutError:
+        return f"# engine metrics unavailable: no answer within {ENGINE_SCRAPE_TIMEOUT_S} s\n".encode()
+    except aiohttp.ClientError as err:
+        return f"# engine metrics unavailable: {type(err).__name__}\n".encode()
+
+
+def build_labels(versions: Mapping[str, str | None], version: str, sdk: str | None) -> dict[str, Any]:
+    """neuronserve_build_info's labels from the installed versions (plan/hostfacts.installed_versions)."""
+    cc = versions.get("neuronx-cc")
+    return {
+        "version": version,
+        "vllm": versions.get("vllm") or "none",
+        "plugin": versions.get("vllm-neuron") or "none",
+        "sdk": sdk or (f"neuronx-cc {cc}" if cc else "none"),
+    }

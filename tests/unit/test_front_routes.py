@@ -1,0 +1,69 @@
+"""The front's own answers that need no engine: 405s, too-deep bodies, /health and /info shapes.
+
+The app is driven in process (Starlette's TestClient); its engine client points at a closed port,
+so anything that reached the engine would answer 503, never what these tests expect.
+"""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from neuronserve.front.app import create_app
+from neuronserve.front.proxy import make_client
+from neuronserve.front.state import Phase, ServerState
+from neuronserve.types import ServeOptions
+
+
+@pytest.fixture
+def client() -> TestClient:
+    state = ServerState()
+    state.move(Phase.LOADING)
+    state.model_name, state.model_names, state.max_model_len = "m", ["m"], 512
+    app = create_app(state, ServeOptions(max_concurrency=7), make_client("http://127.0.0.1:9", 5.0, 8))
+    return TestClient(app)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/invocations"),
+        ("PUT", "/generate"),
+        ("DELETE", "/generate_stream"),
+        ("GET", "/"),
+        ("HEAD", "/invocations"),
+        ("POST", "/info"),
+    ],
+)
+def test_wrong_method_on_a_front_route_is_405_in_the_one_shape(
+    client: TestClient, method: str, path: str
+) -> None:
+    r = client.request(method, path)
+    assert r.status_code == 405
+    if method != "HEAD":
+        assert r.json()["error"]["type"] == "MethodNotAllowedError"
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/v1/completions", "/v1/chat/completions", "/tokenize"])
+def test_too_deep_bodies_are_400_not_500(client: TestClient, path: str) -> None:
+    r = client.post(
+        path, content=b"[" * 100_000 + b"]" * 100_000, headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"]
+
+
+def test_generate_route_errors_are_tgi_shaped(client: TestClient) -> None:
+    r = client.post("/generate", json={"inputs": "x", "parameters": {"watermark": True}})
+    assert r.status_code == 422
+    assert (
+        r.json() == {"error": r.json()["error"], "error_type": "validation"}
+        and "watermark" in r.json()["error"]
+    )
+
+
+def test_health_and_info(client: TestClient) -> None:
+    r = client.get("/health")
+    assert r.status_code == 503 and r.json()["error_type"] == "healthcheck"  # not READY yet
+    info = client.get("/info").json()
+    assert (info["model_id"], info["max_total_tokens"], info["max_input_tokens"]) == ("m", 512, 511)
+    assert info["max_concurrent_requests"] == 7

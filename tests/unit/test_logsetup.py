@@ -1,0 +1,66 @@
+"""NEURONSERVE_LOG_FORMAT: one JSON object per line with the access-log fields; text stays the default."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from neuronserve import logsetup
+from neuronserve.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _restore() -> object:
+    yield
+    logsetup.setup("text")
+
+
+def test_json_lines_parse_and_carry_the_access_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    logsetup.setup("json")
+    logging.getLogger("neuronserve.access").info(
+        "POST /invocations status=200",
+        extra={
+            "request_id": "r1",
+            "route": "/invocations",
+            "status": 200,
+            "latency_ms": 12.5,
+            "tokens": {"prompt": 3},
+        },
+    )
+    logging.getLogger("neuronserve.serve").warning('quote " and\nnewline')
+    print(logsetup.engine_line('INFO engine says "hi"'), end="")
+    logsetup.fatal("the engine exited with code 1; its last lines:", ["a", "b"])
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]  # every line is one object
+    assert len(lines) == 3
+    access, warning, engine = lines
+    assert access["logger"] == "neuronserve.access" and access["level"] == "INFO"
+    assert {k: access[k] for k in ("request_id", "route", "status", "latency_ms")} == {
+        "request_id": "r1",
+        "route": "/invocations",
+        "status": 200,
+        "latency_ms": 12.5,
+    }
+    assert access["time"].endswith("Z") and access["message"] == "POST /invocations status=200"
+    assert warning["message"] == 'quote " and\nnewline'
+    assert engine == {"time": engine["time"], "source": "engine", "message": 'INFO engine says "hi"'}
+    final = json.loads(err)
+    assert final["level"] == "ERROR" and final["engine_last_lines"] == ["a", "b"]
+
+
+def test_text_is_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert logsetup.parse_format({}) == "text"
+    logsetup.setup(logsetup.parse_format({}))
+    print(logsetup.engine_line("x"), end="")
+    logsetup.fatal("boom", ["last"])
+    out, err = capsys.readouterr()
+    assert out == "[engine] x\n"
+    assert err == "neuronserve serve: error: boom\n  | last\n"
+
+
+def test_unknown_format_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        logsetup.parse_format({"NEURONSERVE_LOG_FORMAT": "yaml"})
+    assert "NEURONSERVE_LOG_FORMAT" in str(info.value) and info.value.variables == ("NEURONSERVE_LOG_FORMAT",)
