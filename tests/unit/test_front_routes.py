@@ -10,6 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from neuronserve.front.app import create_app
+from neuronserve.front.gate import Gate
 from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
@@ -33,6 +34,7 @@ def client() -> TestClient:
         ("GET", "/"),
         ("HEAD", "/invocations"),
         ("POST", "/info"),
+        ("POST", "/metrics"),
     ],
 )
 def test_wrong_method_on_a_front_route_is_405_in_the_one_shape(
@@ -67,3 +69,13 @@ def test_health_and_info(client: TestClient) -> None:
     info = client.get("/info").json()
     assert (info["model_id"], info["max_total_tokens"], info["max_input_tokens"]) == ("m", 512, 511)
     assert info["max_concurrent_requests"] == 7
+
+
+def test_unknown_paths_are_404_in_the_one_shape_through_the_gate() -> None:
+    state = ServerState()
+    state.move(Phase.LOADING)
+    state.move(Phase.READY)
+    app = create_app(state, ServeOptions(), make_client("http://127.0.0.1:9", 5.0, 8))
+    r = TestClient(Gate(app, state, 4)).get("/no/such/route", headers={"X-Request-Id": "r-404"})
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+    assert r.headers["x-request-id"] == "r-404"

@@ -28,6 +28,7 @@ log = logging.getLogger("neuronserve.front")
 # The routes the front answers itself, with their methods: any other method there is 405.
 FRONT_ROUTES: dict[str, tuple[str, ...]] = {
     "/ping": ("GET", "POST"),
+    "/metrics": ("GET",),
     "/invocations": ("POST",),
     "/generate": ("POST",),
     "/generate_stream": ("POST",),
