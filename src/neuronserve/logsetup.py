@@ -69,14 +69,14 @@ def is_json() -> bool:
     return _state["format"] == "json"
 
 
-def engine_line(line: str) -> str:
-    """One relayed engine line, newline-terminated, in the configured format."""
+def engine_line(line: str, source: str = "engine") -> str:
+    """One relayed engine line, newline-terminated, in the configured format (`engine 1`: replica 1)."""
     if _state["format"] == "json":
         return (
-            json.dumps({"time": _iso(datetime.now(UTC).timestamp()), "source": "engine", "message": line})
+            json.dumps({"time": _iso(datetime.now(UTC).timestamp()), "source": source, "message": line})
             + "\n"
         )
-    return f"[engine] {line}\n"
+    return f"[{source}] {line}\n"
 
 
 def fatal(message: str, detail_lines: list[str] | None = None) -> None:

@@ -23,12 +23,34 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_PID = re.compile(r"phase STAGING -> LOADING after [\d.]+ s: engine pid (\d+)")
+REPLICA_PID = re.compile(r"replica (\d+) started: pid (\d+)")
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_port_run(n: int) -> int:
+    """A port p with p .. p+n-1 all free now (data-parallel replicas listen on consecutive ports)."""
+    for _ in range(200):
+        base = free_port()
+        if base + n > 65535:
+            continue
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no run of {n} free ports found")
 
 
 @dataclass
@@ -102,18 +124,29 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        # Belt and braces: never leave an engine behind (its own process group).
-        m = ENGINE_PID.search(self.log())
-        if m:
+        # Belt and braces: never leave an engine behind (its own process group), of any replica.
+        text = self.log()
+        pids = [int(m.group(1)) for m in ENGINE_PID.finditer(text)]
+        pids += [int(m.group(2)) for m in REPLICA_PID.finditer(text)]
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(m.group(1)), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
         return int(self.proc.returncode)
+
+
+def replica_pids(server: Server) -> dict[int, int]:
+    """Each replica's current engine (API process) pid, from the supervisor's "replica N started" lines."""
+    return {int(m.group(1)): int(m.group(2)) for m in REPLICA_PID.finditer(server.log())}
 
 
 def engine_core_pid(server: Server) -> int:
     """The engine's EngineCore process (a child of its API process) where vLLM runs one, else the
     API process itself: freezing it stops token generation while the API server still answers."""
-    api = server.engine_pid()
+    return engine_core_of(server.engine_pid())
+
+
+def engine_core_of(api: int) -> int:
+    """The EngineCore child of the engine API process `api` (or `api` itself when there is none)."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -217,7 +250,9 @@ class ServerPool:
         self.log_dir = log_dir
         self.current: tuple[str, Server] | None = None
 
-    def get(self, name: str, env: dict[str, str], ready_timeout_s: float = 240.0) -> Server:
+    def get(
+        self, name: str, env: dict[str, str], ready_timeout_s: float = 240.0, warm: bool = True
+    ) -> Server:
         if self.current and self.current[0] == name and self.current[1].proc.poll() is None:
             return self.current[1]
         self.close()
@@ -225,7 +260,8 @@ class ServerPool:
         self.current = (name, server)
         try:
             server.wait_ready(ready_timeout_s)
-            warm_up(int(env["NEURONSERVE_ENGINE_PORT"]))
+            if warm:
+                warm_up(int(env["NEURONSERVE_ENGINE_PORT"]))
         except BaseException:
             self.close()
             raise

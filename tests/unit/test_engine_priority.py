@@ -35,7 +35,10 @@ def _nice_of(pid: int) -> int:
 
 @pytest.mark.parametrize("nice", [0, 10])
 def test_engine_nice_and_autogroup(tmp_path: Path, nice: int) -> None:
-    engine = EngineProcess(_plan(tmp_path, nice), dict(os.environ), out=io.StringIO())
+    plan = _plan(tmp_path, nice)
+    engine = EngineProcess(
+        plan.argv, plan.env, plan.work_dir, dict(os.environ), out=io.StringIO(), nice=plan.serve.engine_nice
+    )
     engine.start()
     try:
         pid = engine.pid

@@ -19,7 +19,7 @@ from neuronserve.front.errors import FrontError, error_body
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
 from neuronserve.front.generate import Generator, Shape, error_response
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
-from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, engine_metrics
+from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
 
@@ -132,7 +132,7 @@ def create_app(
         more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
         body = metrics.render() if metrics is not None else b""
         if state.phase in (Phase.READY, Phase.DRAINING):
-            body += await engine_metrics(client.session(), client.base_url)
+            body += await client.engine_metrics()
         return Response(body, media_type=CONTENT_TYPE)
 
     @app.exception_handler(HTTPException)

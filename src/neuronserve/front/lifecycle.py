@@ -21,12 +21,14 @@ import httpx
 import uvicorn
 
 from neuronserve import __version__, logsetup, stage
-from neuronserve.engine import EngineProcess
+from neuronserve.engine import health as engine_health
+from neuronserve.engine.pool import Fatal, ReplicaPool
 from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
 from neuronserve.front.metrics import FrontMetrics, build_labels
-from neuronserve.front.proxy import make_client
+from neuronserve.front.router import ReplicaScope, Router
+from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.plan.hostfacts import installed_versions
 from neuronserve.stage import events
@@ -36,11 +38,7 @@ log = logging.getLogger("neuronserve.serve")
 T = TypeVar("T")
 
 POLL_S = 0.1
-HEALTH_EVERY_S = 0.5
 HEALTH_TIMEOUT_S = 2.0
-HEALTH_TIMEOUTS_TOLERATED = (
-    3  # a saturated engine may answer /health late; only repeated silence is unhealthy
-)
 
 
 def in_daemon_thread(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
@@ -92,6 +90,8 @@ class Supervisor:
         environ: Mapping[str, str],
         state: ServerState,
         gate: Gate,
+        pool: ReplicaPool | None = None,
+        *,
         metrics: FrontMetrics | None = None,
     ) -> None:
         self.plan = plan
@@ -99,11 +99,10 @@ class Supervisor:
         self.state = state
         self.gate = gate
         self.metrics = metrics
-        self.engine = EngineProcess(plan, environ)
+        self.pool = pool or ReplicaPool(plan, environ)
+        if metrics is not None:
+            self.pool.on_start = lambda _index: metrics.engine_starts.inc()
         self.stop_requested = asyncio.Event()
-        self._health = httpx.AsyncClient(
-            base_url=f"http://{plan.engine_host}:{plan.engine_port}", timeout=HEALTH_TIMEOUT_S
-        )
         self._stage_result: StageResult | None = None
         self._publishing: asyncio.Future[None] | None = None
 
@@ -126,9 +125,18 @@ class Supervisor:
             return await self._run(server_task)
         finally:
             unsubscribe()
-            await self._health.aclose()
-            if self.engine.pid is not None:  # also after a death: its workers may survive it
-                await asyncio.to_thread(self.engine.stop)
+            # also after a death: its workers may survive it
+            await asyncio.to_thread(self.pool.stop_all)
+
+    def _compile_first(self) -> bool:
+        """Neuron cache miss with several replicas: replica 0 compiles, the others load its artifacts."""
+        result = self._stage_result
+        return (
+            self.plan.device == "neuron"
+            and len(self.pool) > 1
+            and result is not None
+            and result.cache == "miss"
+        )
 
     async def _run(self, server_task: asyncio.Task[Any]) -> int:
         staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
@@ -151,25 +159,25 @@ class Supervisor:
         if self.metrics is not None and self._stage_result.cache in ("hit", "miss"):
             self.metrics.cache_event(self._stage_result.cache)
         try:
-            self.engine.start()
+            self.pool.start_initial(self._compile_first())
         except NeuronServeError as err:
             return self._fail(str(err))
-        if self.metrics is not None:
-            self.metrics.engine_starts.inc()
-        self.state.engine_alive = lambda: self.engine.returncode() is None
-        self.state.move(Phase.LOADING, f"engine pid {self.engine.pid}")
-        health = asyncio.create_task(self._health_loop())
+        self.state.engine_alive = self.pool.enough_ready if len(self.pool) > 1 else self._alive
+        self.state.replicas = self.pool.describe if len(self.pool) > 1 else self.state.replicas
+        self.state.move(Phase.LOADING, self.pool.pids())
+        health = asyncio.create_task(engine_health.watch(self.pool))
         started = time.monotonic()
         timeout = self.plan.serve.startup_timeout_s
         try:
             while True:
                 if self.stop_requested.is_set():
                     return await self._drain()
-                rc = self.engine.returncode()
-                if rc is not None:
-                    return self._engine_died(rc)
+                fatal = self.pool.poll()
+                if fatal is not None:
+                    return self._engine_died(fatal)
                 if server_task.done():
                     return self._front_died(server_task)
+                await self._advance()
                 if timeout and self.state.phase == Phase.LOADING and time.monotonic() - started > timeout:
                     return self._fail(
                         f"the engine was not ready after {timeout:.0f} s (SAGEMAKER_STARTUP_TIMEOUT)"
@@ -178,39 +186,43 @@ class Supervisor:
         finally:
             health.cancel()
 
-    async def _health_loop(self) -> None:
-        timeouts = 0
-        while True:
+    def _alive(self) -> bool:
+        return any(r.proc is not None and r.proc.returncode() is None for r in self.pool.replicas)
+
+    async def _advance(self) -> None:
+        """Publish after replica 0's first READY; start the waiting replicas once that is done; READY."""
+        first = self.pool.replicas[0]
+        if self._publishing is None and first.ever_ready and self._stage_result is not None:
+            self._publishing = asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
+        if (
+            self.pool.waiting()
+            and first.serving()
+            and self._publishing is not None
+            and self._publishing.done()
+        ):
+            log.info("replica 0's artifacts are complete: starting the other replicas, which load them")
             try:
-                resp = await self._health.get("/health")
-                ok = resp.status_code == 200
-                timeouts = 0
-            except httpx.TimeoutException:
-                timeouts += 1
-                ok = timeouts < HEALTH_TIMEOUTS_TOLERATED and self.state.ready()
-            except httpx.HTTPError:
-                ok = False  # connection refused: still loading (or gone; the process poll decides)
-            phase = self.state.phase
-            if phase == Phase.LOADING and ok:
-                await self._became_ready()
-            elif phase == Phase.READY:
-                if ok != self.state.ready():
-                    log.warning("engine health check %s", "passes again" if ok else "FAILS")
-                self.state.set_engine_health(ok)
-            await asyncio.sleep(HEALTH_EVERY_S)
+                self.pool.start_waiting()
+            except NeuronServeError as err:
+                log.warning("%s", err)
+        if self.state.phase == Phase.LOADING and self.pool.enough_ready():
+            await self._became_ready()
+        elif self.state.phase == Phase.READY:
+            self.state.set_engine_health(any(r.healthy for r in self.pool.replicas))
 
     async def _became_ready(self) -> None:
+        url = next(r.base_url for r in self.pool.replicas if r.serving())
         try:
-            models = (await self._health.get("/v1/models")).json()
+            async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S) as client:
+                models = (await client.get(f"{url}/v1/models")).json()
             self.state.model_name = models["data"][0]["id"]
             self.state.model_names = [str(m["id"]) for m in models["data"]]
             self.state.max_model_len = models["data"][0].get("max_model_len")
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
             log.warning("could not read the engine's model name from /v1/models: %s", err)
         self.state.set_engine_health(True)
+        self.pool.server_ready = True
         self.state.move(Phase.READY, f"model {self.state.model_name}")
-        if self._stage_result is not None:
-            self._publishing = asyncio.ensure_future(asyncio.to_thread(self._publish, self._stage_result))
 
     def _publish(self, result: StageResult) -> None:
         try:
@@ -227,14 +239,13 @@ class Supervisor:
             log.info("drained: no request in flight")
         except TimeoutError:
             log.warning("grace period over with %d request(s) still in flight", self.gate.in_flight)
-        rc = await asyncio.to_thread(self.engine.stop)
-        log.info("engine stopped (exit %s)", rc)
+        codes = await asyncio.to_thread(self.pool.stop_all)
+        log.info("engine(s) stopped (exit %s)", ", ".join(str(c) for c in codes))
         return 0
 
-    def _engine_died(self, rc: int) -> int:
-        lines = self.engine.last_lines()
-        self.state.move(Phase.FAILED, f"engine exited with code {rc}")
-        logsetup.fatal(f"the engine exited with code {rc}; its last lines:", lines)
+    def _engine_died(self, fatal: Fatal) -> int:
+        self.state.move(Phase.FAILED, fatal.message)
+        logsetup.fatal(f"{fatal.message}; its last lines:", fatal.lines)
         return 1
 
     def _front_died(self, server_task: asyncio.Task[Any]) -> int:
@@ -257,16 +268,19 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     state.device = plan.device
     if "--dtype" in plan.argv[:-1]:
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
-    client = make_client(
-        f"http://{plan.engine_host}:{plan.engine_port}", opts.request_timeout_s, opts.max_concurrency
-    )
+    pool = ReplicaPool(plan, environ)
+    client = Router(pool, opts.request_timeout_s, opts.max_concurrency)
     sdk = environ.get("NEURON_SDK_VERSION")
     metrics = FrontMetrics(
         state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
     )
-    app = create_app(state, opts, client, metrics=metrics)
+    app: Any = create_app(state, opts, client, metrics=metrics)
+    if opts.sticky_sessions:
+        store = SessionStore(opts.session_ttl_s)
+        pool.on_replaced = store.close_replica
+        app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
     gate = Gate(
-        app,
+        ReplicaScope(app),
         state,
         opts.max_concurrency,
         metrics=metrics,
@@ -290,7 +304,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         timeout_graceful_shutdown=3,
     )
     server = _Server(config)
-    supervisor = Supervisor(plan, environ, state, gate, metrics)
+    supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, supervisor.request_stop)

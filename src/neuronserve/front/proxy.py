@@ -62,6 +62,19 @@ class EngineClient:
             )
         return self._session
 
+    async def request(
+        self, method: str, path_query: str, headers: dict[str, str] | None, data: bytes | None
+    ) -> EngineResponse:
+        """One engine request (the router overrides this to pick a replica)."""
+        url = URL(self.base_url + path_query, encoded=True)
+        return await self.session().request(method, url, headers=headers, data=data)
+
+    async def engine_metrics(self) -> bytes:
+        """The engine's /metrics text for the front's /metrics (the router merges all replicas')."""
+        from neuronserve.front.metrics import engine_metrics  # noqa: PLC0415 (metrics imports this module's users)
+
+        return await engine_metrics(self.session(), self.base_url)
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -90,9 +103,8 @@ async def send(
 ) -> EngineResponse:
     """Send; the body is left unread. Engine trouble becomes 504 (timeout) or 503 (unreachable)."""
     # already percent-encoded (a fixed route, or the client's raw path and query): sent as is
-    url = URL(client.base_url + path + (f"?{params}" if params else ""), encoded=True)
     try:
-        return await client.session().request(method, url, headers=headers, data=content)
+        return await client.request(method, path + (f"?{params}" if params else ""), headers, content)
     except TimeoutError:
         raise FrontError(504, f"the engine did not answer {path} in time") from None
     except aiohttp.ClientError as err:

@@ -69,6 +69,8 @@ class ServerState:
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
         # death at once, without waiting for the supervisor's next poll.
         self.engine_alive: Callable[[], bool] = lambda: True
+        # Set with several replicas: each one's phase, listed in the 503 body (and enough_ready above).
+        self.replicas: Callable[[], list[dict[str, Any]]] | None = None
 
     @property
     def phase(self) -> Phase:
@@ -108,7 +110,13 @@ class ServerState:
         """The small JSON body of a 503 /ping: the phase, and progress where known."""
         snap = self.snapshot()
         body: dict[str, Any] = {"phase": str(snap.phase)}
-        if snap.phase in (Phase.LOADING, Phase.READY) and not self.engine_alive():
+        if self.replicas is not None:
+            body["replicas"] = self.replicas()
+            if snap.phase == Phase.READY:
+                body["detail"] = "too few replicas READY (NEURONSERVE_MIN_READY_REPLICAS)"
+            elif snap.detail:
+                body["detail"] = snap.detail
+        elif snap.phase in (Phase.LOADING, Phase.READY) and not self.engine_alive():
             body["phase"] = str(Phase.FAILED)
             body["detail"] = "the engine process exited"
         elif snap.phase == Phase.READY and not snap.engine_healthy:

@@ -21,7 +21,6 @@ from typing import IO
 from neuronserve.errors import EngineError
 from neuronserve.logsetup import engine_line
 from neuronserve.redact import redact_text, secret_values
-from neuronserve.types import LaunchPlan
 
 LOG_LINES_KEPT = 100
 _QUIET = '"GET /health HTTP/1.1" 200'
@@ -30,9 +29,22 @@ _QUIET = '"GET /health HTTP/1.1" 200'
 class EngineProcess:
     """One engine process. `start()` returns at once; the engine loads in the background."""
 
-    def __init__(self, plan: LaunchPlan, environ: Mapping[str, str], out: IO[str] | None = None) -> None:
-        self._plan = plan
-        self._env = {**environ, **plan.env}
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        env: Mapping[str, str],
+        work_dir: str,
+        environ: Mapping[str, str],
+        *,
+        out: IO[str] | None = None,
+        label: str = "engine",
+        nice: int = 0,
+    ) -> None:
+        self._argv = argv
+        self._work_dir = work_dir
+        self._label = label
+        self._nice = nice
+        self._env = {**environ, **env}
         # The engine may echo its arguments or environment: scrub secret values from what we relay.
         self._secrets = secret_values(self._env)
         self._out = out if out is not None else sys.stdout
@@ -45,21 +57,21 @@ class EngineProcess:
         return self._proc.pid if self._proc else None
 
     def start(self) -> None:
-        os.makedirs(self._plan.work_dir, exist_ok=True)
+        os.makedirs(self._work_dir, exist_ok=True)
         try:
             self._proc = subprocess.Popen(
-                list(self._plan.argv),
+                list(self._argv),
                 env=self._env,
-                cwd=self._plan.work_dir,
+                cwd=self._work_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as err:
-            raise EngineError(f"cannot start the engine ({self._plan.argv[0]}): {err}") from err
-        self._lower_priority(self._plan.serve.engine_nice)
-        self._pump = threading.Thread(target=self._pump_log, name="engine-log", daemon=True)
+            raise EngineError(f"cannot start the {self._label} ({self._argv[0]}): {err}") from err
+        self._lower_priority(self._nice)
+        self._pump = threading.Thread(target=self._pump_log, name=f"{self._label}-log", daemon=True)
         self._pump.start()
 
     def _lower_priority(self, nice: int) -> None:
@@ -88,7 +100,7 @@ class EngineProcess:
             if _QUIET in line:
                 continue  # our own health polls, twice a second: kept in the tail, not printed
             try:
-                self._out.write(engine_line(line))
+                self._out.write(engine_line(line, self._label))
                 self._out.flush()
             except (OSError, ValueError):
                 pass

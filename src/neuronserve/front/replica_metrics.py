@@ -1,0 +1,90 @@
+"""/metrics with several replicas: every replica's engine metrics with a `replica` label, merged into
+one valid Prometheus text exposition, plus the front's own per-replica counts (the router serves them
+after the front's series, front/metrics.py).
+
+Why merge instead of concatenating: the text format wants each metric family once (its HELP/TYPE,
+then all its samples); N copies of `vllm:num_requests_running` would be rejected by strict scrapers.
+A replica that does not answer is left out (its `neuronserve_replica_ready` says 0), so one dead engine
+never fails the scrape.
+"""
+
+from __future__ import annotations
+
+import re
+
+from neuronserve.engine.pool import Replica, RPhase
+
+_HEADER = re.compile(r"^# (HELP|TYPE) (\S+)")
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*?\})?(\s.*)$")
+
+
+def label(line: str, replica: int) -> str:
+    """One sample line with `replica="<i>"` as its first label."""
+    m = _SAMPLE.match(line)
+    if not m:
+        return line
+    name, labels, rest = m.groups()
+    inner = labels[1:-1] if labels else ""
+    joined = f'replica="{replica}"' + (f",{inner}" if inner else "")
+    return f"{name}{{{joined}}}{rest}"
+
+
+def merge(texts: dict[int, str]) -> str:
+    """Families in order of first appearance; headers once; each replica's samples labelled."""
+    headers: dict[str, list[str]] = {}
+    samples: dict[str, list[str]] = {}
+    for replica, text in sorted(texts.items()):
+        family = ""
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            h = _HEADER.match(line)
+            if h:
+                family = h.group(2)
+                seen = headers.setdefault(family, [])
+                samples.setdefault(family, [])
+                if not any(x.startswith(f"# {h.group(1)} ") for x in seen):
+                    seen.append(line)
+            elif not line.startswith("#"):
+                samples.setdefault(family, []).append(label(line, replica))
+                headers.setdefault(family, [])
+    out: list[str] = []
+    for family, head in headers.items():
+        out += head
+        out += samples[family]
+    return "\n".join(out) + "\n"
+
+
+def front_counts(replicas: list[Replica]) -> str:
+    rows = [
+        (
+            "neuronserve_replica_requests_total",
+            "counter",
+            "Requests the front routed to the replica",
+            "routed",
+        ),
+        (
+            "neuronserve_replica_outstanding",
+            "gauge",
+            "Requests routed to the replica and not finished",
+            "outstanding",
+        ),
+        (
+            "neuronserve_replica_restarts_total",
+            "counter",
+            "Times the replica's engine was restarted",
+            "restarts",
+        ),
+    ]
+    out: list[str] = []
+    for name, kind, text, attr in rows:
+        out += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+        out += [f'{name}{{replica="{r.index}"}} {getattr(r, attr)}' for r in replicas]
+    out += [
+        "# HELP neuronserve_replica_ready 1 when the replica takes requests",
+        "# TYPE neuronserve_replica_ready gauge",
+    ]
+    out += [
+        f'neuronserve_replica_ready{{replica="{r.index}"}} {int(r.phase == RPhase.READY)}' for r in replicas
+    ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,165 @@
+"""Routing across the engine replicas: least outstanding requests, ties round robin, one retry.
+
+Why least outstanding (not round robin): generations differ in length by orders of magnitude, so
+equal request counts are not equal load; the replica with the fewest unfinished requests (a stream
+counts until its last byte) is the one with free batch slots. Ties go round robin so an idle server
+still spreads requests.
+
+A request that cannot reach its replica before any byte of the answer arrived (connection refused,
+reset, or the replica died before answering) is retried once on another replica: nothing was sent to
+the client, so the retry is invisible. After the first byte the stream's own error handling applies.
+
+The count is kept per request in a context variable set by `ReplicaScope` (the ASGI wrapper): the
+router adds the replica it picked, and the wrapper, which sees the end of the response (also of a
+stream or a client disconnect), releases it and stamps `X-Neuronserve-Replica` on the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from dataclasses import dataclass, field
+
+import aiohttp
+from yarl import URL
+
+from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
+from neuronserve.front.errors import FrontError
+from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
+from neuronserve.front.proxy import EngineClient, EngineResponse
+
+log = logging.getLogger("neuronserve.front")
+
+REPLICA_HEADER = b"x-neuronserve-replica"
+# Failures that happen before the replica answered anything: safe to send elsewhere.
+_UNREACHED = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ConnectionTimeoutError)
+
+
+@dataclass
+class RequestRoute:
+    """Per request: the replicas it holds a count on, and the replica its session is pinned to."""
+
+    picks: list[Replica] = field(default_factory=list)
+    pinned: Replica | None = None
+
+    def release(self, replica: Replica) -> None:
+        if replica in self.picks:
+            self.picks.remove(replica)
+            replica.outstanding -= 1
+
+
+_ROUTE: contextvars.ContextVar[RequestRoute | None] = contextvars.ContextVar(
+    "neuronserve_route", default=None
+)
+
+
+def current_route() -> RequestRoute | None:
+    return _ROUTE.get()
+
+
+def routable(r: Replica) -> bool:
+    """READY with a live process. A failing health check alone does not stop traffic to a replica
+    (a saturated engine answers /health late); among routable replicas the healthy ones are preferred."""
+    return r.phase == RPhase.READY and r.proc is not None and r.proc.returncode() is None
+
+
+class Router(EngineClient):
+    """An EngineClient whose requests go to the least-loaded READY replica."""
+
+    def __init__(self, pool: ReplicaPool, timeout_s: float, max_connections: int) -> None:
+        super().__init__(pool.replicas[0].base_url, timeout_s, max_connections)
+        self.fleet = pool
+        self._last = -1
+
+    def pick(self, exclude: list[Replica]) -> Replica | None:
+        ready = [r for r in self.fleet.replicas if routable(r) and r not in exclude]
+        healthy = [r for r in ready if r.healthy]
+        ready = healthy or ready
+        if not ready:
+            return None
+        low = min(r.outstanding for r in ready)
+        n = len(self.fleet.replicas)
+        # Among the least loaded, the first index after the last one picked (round robin on ties).
+        choice = min((r for r in ready if r.outstanding == low), key=lambda r: (r.index - self._last - 1) % n)
+        self._last = choice.index
+        return choice
+
+    async def request(
+        self, method: str, path_query: str, headers: dict[str, str] | None, data: bytes | None
+    ) -> EngineResponse:
+        route = _ROUTE.get()
+        tried: list[Replica] = []
+        while True:
+            replica = self._choose(route, tried)
+            replica.routed += 1
+            if route is not None:
+                replica.outstanding += 1
+                route.picks.append(replica)
+            url = URL(replica.base_url + path_query, encoded=True)
+            try:
+                return await self.session().request(method, url, headers=headers, data=data)
+            except _UNREACHED as err:
+                if route is not None:
+                    route.release(replica)
+                tried.append(replica)
+                pinned = route is not None and route.pinned is not None
+                if pinned or len(tried) > 1:
+                    raise
+                log.warning(
+                    "replica %d unreachable (%s): retrying once elsewhere", replica.index, type(err).__name__
+                )
+
+    async def engine_metrics(self) -> bytes:
+        """Every routable replica's /metrics merged with a `replica` label, then per-replica counts.
+        One replica keeps the engine's text as it is (nothing to tell apart)."""
+        if len(self.fleet.replicas) == 1:
+            return await super().engine_metrics()
+        from neuronserve.front.metrics import engine_metrics  # noqa: PLC0415
+        from neuronserve.front.replica_metrics import front_counts, merge  # noqa: PLC0415
+
+        live = [r for r in self.fleet.replicas if routable(r)]
+        texts = await asyncio.gather(*(engine_metrics(self.session(), r.base_url) for r in live))
+        merged = merge({r.index: t.decode("utf-8", "replace") for r, t in zip(live, texts, strict=True)})
+        return (merged + front_counts(self.fleet.replicas)).encode()
+
+    def _choose(self, route: RequestRoute | None, tried: list[Replica]) -> Replica:
+        if route is not None and route.pinned is not None:
+            if routable(route.pinned):
+                return route.pinned
+            raise FrontError(503, f"the session's replica {route.pinned.index} is not ready; retry later")
+        replica = self.pick(tried)
+        if replica is None:
+            other = " other" if tried else ""
+            raise FrontError(503, f"no{other} engine replica is ready; retry later")
+        return replica
+
+
+class ReplicaScope:
+    """ASGI wrapper: a RequestRoute per request, released when the response ends; the replica header."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = RequestRoute()
+        token = _ROUTE.set(route)
+
+        async def send_tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                replica = route.picks[-1] if route.picks else route.pinned
+                if replica is not None:
+                    headers = list(message.get("headers", ()))
+                    headers.append((REPLICA_HEADER, str(replica.index).encode()))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tagged)
+        finally:
+            for replica in list(route.picks):
+                route.release(replica)
+            _ROUTE.reset(token)

@@ -1,0 +1,77 @@
+"""A stand-in engine executable for the compile-once tests: it "compiles" by writing artifacts slowly.
+
+Put `tests/support/standin_engine` first on PYTHONPATH and `neuronserve serve --device neuron` runs this
+instead of vLLM (the plan's argv is `python -m vllm.entrypoints.openai.api_server ...`). Like the
+vllm-neuron plugin, it loads the artifacts in NEURON_COMPILED_ARTIFACTS when the directory holds a
+compiled model and otherwise compiles into it. Each start and its outcome are appended as JSON lines
+to $STANDIN_EVENTS, with the time and whether the completion marker was present, so a test can check
+the order of events across replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+MARKER = ".neuronserve-manifest.json"
+GRAPHS = 5
+WRITE_S = float(os.environ.get("STANDIN_WRITE_S", "0.4"))
+
+
+def event(**fields: object) -> None:
+    fields.update(t=time.time(), pid=os.getpid(), cores=os.environ.get("NEURON_RT_VISIBLE_CORES"))
+    with open(os.environ["STANDIN_EVENTS"], "a", encoding="utf-8") as f:
+        f.write(json.dumps(fields) + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    def _json(self, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self._json({"object": "list", "data": [{"id": "standin", "object": "model"}]})
+        else:
+            self._json({})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        self._json({"object": "text_completion", "choices": [{"index": 0, "text": "x"}], "usage": usage})
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args, _ = parser.parse_known_args()
+    art = Path(os.environ["NEURON_COMPILED_ARTIFACTS"])
+    event(event="start", port=args.port, marker=(art / MARKER).exists(), files=sorted(os.listdir(art)))
+    if (art / "model.neff").exists():
+        event(event="loaded", port=args.port)
+    else:
+        for i in range(GRAPHS):  # slowly, like a compile: a half-written directory for a while
+            (art / f"graph{i}.neff").write_bytes(os.urandom(1024))
+            time.sleep(WRITE_S)
+        (art / "model.neff").write_bytes(b"compiled")
+        event(event="compiled", port=args.port)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
