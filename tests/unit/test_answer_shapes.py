@@ -101,7 +101,7 @@ def test_top_tokens_by_id_and_by_text() -> None:
 def test_tokens_take_ids_from_the_choice_when_texts_are_strings() -> None:
     choice = {"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [-1.0, None]}, "token_ids": [7, 8]}
     assert answer.tokens(choice, "abc", {}) == [Tok(7, "a", -1.0), Tok(8, "b", None), Tok(-1, "c", None)]
-    by_id = {"logprobs": {"tokens": ["token_id:7", "token_id:8"], "text_offset": [0, 99]}}
+    by_id = {"logprobs": {"tokens": ["token_id:7", "token_id:8"], "text_offset": [0, 2]}}
     assert answer.tokens(by_id, "ab", {7: "a", 8: "b"}) == [Tok(7, "a", None), Tok(8, "b", None)]
     # ids' texts that do not join to the text: the offsets (of "token_id:N" strings) are not used
     assert answer.tokens(by_id, "aXb", {7: "a", 8: "b"}) == [Tok(7, "", None), Tok(8, "aXb", None)]
@@ -329,3 +329,58 @@ def test_stream_reader_counts_tokens_and_skips_empty_chunks() -> None:
     reader = answer.StreamReader(_req(stream=True))
     last = reader.events({"text": "bc", "token_ids": [7, 8], "finish_reason": "length"}, {})
     assert [(e.token, e.final) for e in last] == [(Tok(-1, "bc", None), ("length", 1, "bc"))]
+
+
+def test_prefill_takes_the_prompt_token_not_the_most_likely_one() -> None:
+    """vLLM lists the most likely alternative first when the prompt token was not the top one."""
+    choice = {
+        "prompt_token_ids": [1, 15],
+        "prompt_logprobs": [None, {"7": {"logprob": -0.1, "decoded_token": "x"}, "15": {"logprob": -3.5}}],
+    }
+    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(15, "", -3.5)]
+    # more entries than prompt ids: the first entry stands for the token
+    choice = {
+        "prompt_token_ids": [1],
+        "prompt_logprobs": [None, {"9": {"logprob": -2.0, "decoded_token": "y"}}],
+    }
+    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(9, "y", -2.0)]
+    # an id that is not among the entries: the first entry
+    choice = {"prompt_token_ids": [1, 15], "prompt_logprobs": [None, {"7": {"logprob": -0.1}}]}
+    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(7, "", -0.1)]
+
+
+def test_top_tokens_only_when_asked_for() -> None:
+    choice = {**_choice("a", [-0.5], [5]), "logprobs": {"tokens": ["a"], "top_logprobs": [{"a": -0.5}]}}
+    assert answer.sequences(_req(details=True), {"choices": [choice]}, {})[0].top == []
+    assert answer.sequences(_req(top_n_tokens=1), {"choices": [choice]}, {})[0].top == [[Tok(-1, "a", -0.5)]]
+
+
+def test_stream_reader_top_tokens_ids_and_stop_sequences() -> None:
+    reader = answer.StreamReader(_req(stream=True, top_n_tokens=2, stop=["##"]))
+    assert reader.usage == {}
+    chunk = {
+        "text": "a",
+        "finish_reason": None,
+        "logprobs": {
+            "tokens": ["token_id:5"],
+            "token_logprobs": [-0.5],
+            "top_logprobs": [{"token_id:5": -0.5, "token_id:6": -1.5}],
+        },
+    }
+    (event,) = reader.events(chunk, {5: "a", 6: "b"})
+    assert event == Event(Tok(5, "a", -0.5), [Tok(5, "a", -0.5), Tok(6, "b", -1.5)])
+    (last,) = reader.events({"text": "", "finish_reason": "stop", "stop_reason": "##"}, {})
+    assert last.final == ("stop_sequence", 1, "a")
+    assert last.top == []
+    # without top_n the engine's top_logprobs are not turned into top tokens
+    reader = answer.StreamReader(_req(stream=True, details=True))
+    (event,) = reader.events(chunk, {5: "a", 6: "b"})
+    assert event == Event(Tok(5, "a", -0.5), [])
+    (last,) = reader.events({"text": "", "finish_reason": "stop", "stop_reason": "##"}, {})
+    assert last.final == ("eos_token", 1, "a")
+
+
+def test_tgi_events_are_utf8_not_ascii_escapes() -> None:
+    event = {"token": {"text": "\u2713"}}
+    assert tgi.encode_event(event, jsonlines=True) == '{"token": {"text": "\u2713"}}\n'.encode()
+    assert tgi.encode_event(event, jsonlines=False) == 'data:{"token": {"text": "\u2713"}}\n\n'.encode()
