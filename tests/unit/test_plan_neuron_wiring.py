@@ -426,3 +426,23 @@ def test_the_smallest_derivable_model_length_is_one_token() -> None:
     env = {"SM_VLLM_MODEL": "/models/m", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "SM_VLLM_MAX_NUM_SEQS": "1"}
     p = build_plan(parse_settings(env), facts(paths={"/models/m": ModelFacts(kind="dir", config=config)}))
     assert p.argv[p.argv.index("--max-model-len") + 1] == "1"
+
+
+SP = {
+    "SM_VLLM_TENSOR_PARALLEL_SIZE": "3",
+    "SM_VLLM_MAX_MODEL_LEN": "2400",
+    "SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true",
+}
+
+
+def test_sequence_parallel_checks_the_prefix_caching_buckets() -> None:
+    """With prefix caching NxD Inference's automatic prefill buckets start at 512, not 128."""
+    err = refusal({**SP, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    assert "but [512, 1024] are not (buckets [512, 1024, 2400])" in str(err)
+    err = refusal(SP)
+    assert "but [128, 256, 512, 1024] are not (buckets [128, 256, 512, 1024, 2400])" in str(err)
+
+
+def test_sequence_parallel_with_chunked_prefill_checks_only_the_chunk() -> None:
+    p = plan({**SP, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "1536"})
+    assert p.argv[p.argv.index("--max-num-batched-tokens") + 1] == "1536"
