@@ -384,3 +384,45 @@ def test_the_compiled_graph_record_names_every_input() -> None:
     }
     chunked = neuron_engine(parse_settings({**BASE, **CHUNKED}), facts(), "org/m", None, [])
     assert (chunked.graph["chunked_prefill"], chunked.graph["max_num_batched_tokens"]) == (True, 2048)
+
+
+@pytest.mark.parametrize("value", ["x", "0", "-1", "1.5"])
+def test_a_logical_nc_config_that_is_no_positive_integer_is_refused(value: str) -> None:
+    """It used to reach the compiled override as logical_nc_config 0 (found by mutation testing)."""
+    err = refusal({"NEURON_LOGICAL_NC_CONFIG": value})
+    assert str(err) == (
+        f"NEURON_LOGICAL_NC_CONFIG={value!r} must be a positive integer (physical NeuronCores per logical "
+        "core: 1, or 2 on Trn2)"
+    )
+    assert err.variables == ("NEURON_LOGICAL_NC_CONFIG",)
+
+
+def test_a_framework_the_plugin_ignores_is_said() -> None:
+    p = plan({"VLLM_NEURON_FRAMEWORK": "transformers-neuronx"})
+    assert (
+        "VLLM_NEURON_FRAMEWORK=transformers-neuronx is read only by vLLM's in-tree Neuron support "
+        "(0.9/0.10); "
+        "the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)" in p.warnings
+    )
+    assert "VLLM_NEURON_FRAMEWORK" not in p.env
+
+
+def test_transformers_neuronx_refuses_prefix_caching_by_its_name() -> None:
+    err = refusal({**TNX, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    assert str(err) == (
+        "SM_VLLM_ENABLE_PREFIX_CACHING: transformers-neuronx has no prefix caching: "
+        "unset SM_VLLM_ENABLE_PREFIX_CACHING"
+    )
+    assert err.variables == ("SM_VLLM_ENABLE_PREFIX_CACHING",)
+
+
+def test_the_smallest_derivable_model_length_is_one_token() -> None:
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "max_position_embeddings": 1,
+    }
+    env = {"SM_VLLM_MODEL": "/models/m", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "SM_VLLM_MAX_NUM_SEQS": "1"}
+    p = build_plan(parse_settings(env), facts(paths={"/models/m": ModelFacts(kind="dir", config=config)}))
+    assert p.argv[p.argv.index("--max-model-len") + 1] == "1"

@@ -151,7 +151,14 @@ def neuron_engine(
     rules.check_dtype(dtype, settings.origin("dtype", "SM_VLLM_DTYPE"))
     override = {k: s.value for k, s in settings.override.items()}
     if settings.logical_nc_config:
-        lnc = int(settings.logical_nc_config) if settings.logical_nc_config.isdigit() else 0
+        text = settings.logical_nc_config
+        if not text.isdigit() or int(text) == 0:  # was compiled into the override as 0
+            raise ConfigError(
+                f"NEURON_LOGICAL_NC_CONFIG={text!r} must be a positive integer (physical NeuronCores per "
+                "logical core: 1, or 2 on Trn2)",
+                ("NEURON_LOGICAL_NC_CONFIG",),
+            )
+        lnc = int(text)
         if override.setdefault("logical_nc_config", lnc) != lnc:
             raise ConfigError(
                 f"NEURON_LOGICAL_NC_CONFIG={lnc} and override logical_nc_config="

@@ -1,0 +1,331 @@
+"""Engine completion JSON -> TGI and LMI answers, whole shapes written out (no engine).
+
+The engine side of each case is what vLLM's /v1/completions returns (choices with logprobs,
+token_ids, prompt_logprobs as lists of {id: {logprob, rank, decoded_token}}); the client side is
+the documented TGI GenerateResponse / StreamResponse and LMI rolling-batch schema. Added where
+mutation testing showed the shaping unchecked by unit tests (docs/TESTING.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from neuronserve.front import answer, genparams, lmi, tgi
+from neuronserve.front.answer import Event, Tok
+
+
+def _req(stream: bool = False, **params: Any) -> genparams.GenRequest:
+    return genparams.translate({"inputs": "Hi", "parameters": params, "stream": stream}, "Hi", "m")
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("token_id:12", (12, "twelve")),
+        ("token_id:13", (13, "")),  # an id whose text was not fetched
+        ("token_id:", (None, "token_id:")),
+        ("token_id:-1", (None, "token_id:-1")),
+        ("token_id:1a", (None, "token_id:1a")),
+        ("xtoken_id:12", (None, "xtoken_id:12")),
+        ("hello", (None, "hello")),
+    ],
+)
+def test_token_id(raw: str, want: tuple[int | None, str]) -> None:
+    assert answer.token_id(raw, {12: "twelve"}) == want
+
+
+def test_ids_to_resolve_collects_generated_top_and_first_prompt_ids() -> None:
+    choice = {
+        "logprobs": {
+            "tokens": ["token_id:5", "token_id:6"],
+            "top_logprobs": [{"token_id:5": -0.1, "token_id:9": -2.0}, None, {"plain": -1.0}],
+        },
+        "prompt_token_ids": [1, 2],
+        "prompt_logprobs": [None, {"2": {"logprob": -1.0}}],
+    }
+    assert answer.ids_to_resolve(choice) == {5, 6, 9, 1}
+    assert answer.ids_to_resolve({**choice, "prompt_logprobs": None}) == {5, 6, 9}
+    assert answer.ids_to_resolve({"logprobs": {"tokens": ["a"]}, "prompt_logprobs": [None]}) == set()
+    assert answer.ids_to_resolve({}) == set()
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop", "stop_reason", "want"),
+    [
+        ("stop", ["###"], "###", "stop_sequence"),
+        ("stop", ["###"], None, "eos_token"),
+        ("stop", ["###"], 2, "eos_token"),  # a stop token id, not one of the client's strings
+        ("stop", [], "###", "eos_token"),
+        ("length", ["###"], "###", "length"),
+        ("abort", [], None, "length"),
+        (None, [], None, "length"),
+        ("something-new", [], None, "length"),
+    ],
+)
+def test_finish_reason(reason: str | None, stop: list[str], stop_reason: Any, want: str) -> None:
+    assert answer.finish_reason(reason, stop, stop_reason) == want
+
+
+def test_prefill_reads_prompt_logprobs() -> None:
+    choice = {
+        "prompt_token_ids": [1, 15, 16],
+        "prompt_logprobs": [
+            None,
+            {"15": {"logprob": -3.5, "rank": 4, "decoded_token": "Hi"}, "7": {"logprob": -0.1, "rank": 1}},
+            {"16": {"logprob": -0.25, "rank": 1, "decoded_token": None}},
+        ],
+    }
+    assert answer.prefill(choice, {1: "<s>"}) == [
+        Tok(1, "<s>", None),
+        Tok(15, "Hi", -3.5),
+        Tok(16, "", -0.25),
+    ]
+    # no prompt ids: the first entry stands for the token
+    assert answer.prefill(
+        {"prompt_logprobs": [None, {"4": {"logprob": -1.0, "decoded_token": "a"}}]}, {}
+    ) == [Tok(4, "a", -1.0)]
+    assert answer.prefill({"prompt_logprobs": None}, {}) == []
+
+
+def test_top_tokens_by_id_and_by_text() -> None:
+    choice = {"logprobs": {"top_logprobs": [{"token_id:3": -0.5, "token_id:4": -1.5}, None, {"x": -0.1}]}}
+    assert answer.top_tokens(choice, {3: "a", 4: "b"}) == [
+        [Tok(3, "a", -0.5), Tok(4, "b", -1.5)],
+        [],
+        [Tok(-1, "x", -0.1)],
+    ]
+
+
+def test_tokens_take_ids_from_the_choice_when_texts_are_strings() -> None:
+    choice = {"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [-1.0, None]}, "token_ids": [7, 8]}
+    assert answer.tokens(choice, "abc", {}) == [Tok(7, "a", -1.0), Tok(8, "b", None), Tok(-1, "c", None)]
+    by_id = {"logprobs": {"tokens": ["token_id:7", "token_id:8"], "text_offset": [0, 99]}}
+    assert answer.tokens(by_id, "ab", {7: "a", 8: "b"}) == [Tok(7, "a", None), Tok(8, "b", None)]
+    # ids' texts that do not join to the text: the offsets (of "token_id:N" strings) are not used
+    assert answer.tokens(by_id, "aXb", {7: "a", 8: "b"}) == [Tok(7, "", None), Tok(8, "aXb", None)]
+
+
+def _choice(text: str, logprobs: list[float], ids: list[int], finish: str = "length") -> dict[str, Any]:
+    return {
+        "text": text,
+        "finish_reason": finish,
+        "token_ids": ids,
+        "logprobs": {"tokens": list(text), "token_logprobs": logprobs},
+    }
+
+
+def test_sequences_most_likely_first_and_counts() -> None:
+    req = _req(best_of=2, do_sample=True, details=True)
+    resp = {
+        "choices": [_choice("ab", [-2.0, -1.0], [1, 2]), _choice("cd", [-0.5, -0.25], [3, 4], "stop")],
+        "usage": {"completion_tokens": 4},
+    }
+    seqs = answer.sequences(req, resp, {})
+    assert [(s.text, s.score, s.generated, s.finish_reason) for s in seqs] == [
+        ("cd", -0.75, 2, "eos_token"),
+        ("ab", -3.0, 2, "length"),
+    ]
+    # one sequence: the engine's usage counts the generated tokens
+    one = answer.sequences(
+        _req(), {"choices": [_choice("ab", [-1.0, -1.0], [1, 2])], "usage": {"completion_tokens": 5}}, {}
+    )
+    assert one[0].generated == 5
+    none = answer.sequences(_req(), {"choices": [{"text": "ab", "token_ids": [1, 2]}]}, {})
+    assert (none[0].generated, none[0].tokens, none[0].top) == (2, [], [])
+    empty = answer.sequences(_req(), {}, {})
+    assert (empty[0].text, empty[0].finish_reason, empty[0].generated) == ("", "length", 0)
+
+
+def test_tgi_best_of_answer_shape() -> None:
+    req = _req(best_of=2, do_sample=True, details=True, seed=3, return_full_text=True)
+    resp = {"choices": [_choice("ab", [-2.0, -1.0], [1, 2]), _choice("cd", [-0.5, -0.25], [3, 4], "stop")]}
+    got = tgi.response(req, answer.sequences(req, resp, {}))
+    tokens_cd = [
+        {"id": 3, "text": "c", "logprob": -0.5, "special": False},
+        {"id": 4, "text": "d", "logprob": -0.25, "special": False},
+    ]
+    tokens_ab = [
+        {"id": 1, "text": "a", "logprob": -2.0, "special": False},
+        {"id": 2, "text": "b", "logprob": -1.0, "special": False},
+    ]
+    assert got == {
+        "generated_text": "Hicd",
+        "details": {
+            "finish_reason": "eos_token",
+            "generated_tokens": 2,
+            "seed": 3,
+            "prefill": [],
+            "tokens": tokens_cd,
+            "best_of_sequences": [
+                {
+                    "generated_text": "Hiab",
+                    "finish_reason": "length",
+                    "generated_tokens": 2,
+                    "seed": 3,
+                    "prefill": [],
+                    "tokens": tokens_ab,
+                }
+            ],
+        },
+    }
+
+
+def test_tgi_details_with_top_tokens_and_prefill() -> None:
+    req = _req(details=True, top_n_tokens=1, decoder_input_details=True)
+    resp = {
+        "choices": [
+            {
+                "text": "a",
+                "finish_reason": "length",
+                "token_ids": [5],
+                "logprobs": {
+                    "tokens": ["token_id:5"],
+                    "token_logprobs": [-0.5],
+                    "top_logprobs": [{"token_id:5": -0.5}],
+                },
+                "prompt_token_ids": [1],
+                "prompt_logprobs": [None],
+            }
+        ]
+    }
+    got = tgi.response(req, answer.sequences(req, resp, {5: "a", 1: "<s>"}))
+    tok = {"id": 5, "text": "a", "logprob": -0.5, "special": False}
+    assert got == {
+        "generated_text": "a",
+        "details": {
+            "finish_reason": "length",
+            "generated_tokens": 1,
+            "seed": None,
+            "prefill": [{"id": 1, "text": "<s>", "logprob": None}],
+            "tokens": [tok],
+            "top_tokens": [[tok]],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [
+        (422, "validation"),
+        (424, "generation"),
+        (429, "overloaded"),
+        (503, "unhealthy"),
+        (400, "generation"),
+        (499, "generation"),
+        (500, "error"),
+        (502, "error"),
+    ],
+)
+def test_tgi_error_types(status: int, error_type: str) -> None:
+    assert tgi.error_body(status, "why") == {"error": "why", "error_type": error_type}
+
+
+def test_tgi_stream_events_with_top_tokens() -> None:
+    req = _req(stream=True, top_n_tokens=2, details=True, seed=4)
+    tok, alt = Tok(5, "a", -0.5), Tok(6, "b", -1.5)
+    mid = tgi.stream_event(req, Event(tok, [tok, alt]))
+    assert mid == {
+        "token": {"id": 5, "text": "a", "logprob": -0.5, "special": False},
+        "generated_text": None,
+        "details": None,
+        "top_tokens": [
+            {"id": 5, "text": "a", "logprob": -0.5, "special": False},
+            {"id": 6, "text": "b", "logprob": -1.5, "special": False},
+        ],
+    }
+    last = tgi.stream_event(req, Event(tok, [], ("stop_sequence", 7, "all")))
+    assert last["generated_text"] == "all"
+    assert last["details"] == {"finish_reason": "stop_sequence", "generated_tokens": 7, "seed": 4}
+    plain = tgi.stream_event(_req(stream=True), Event(tok, [], ("length", 1, "a")))
+    assert plain == {
+        "token": {"id": 5, "text": "a", "logprob": -0.5, "special": False},
+        "generated_text": "a",
+        "details": None,
+    }
+
+
+def test_lmi_answer_shapes() -> None:
+    req = _req(details=True, decoder_input_details=True, top_n_tokens=1)
+    seq = answer.Seq(
+        text="a",
+        finish_reason="length",
+        tokens=[Tok(5, "a", -0.5)],
+        top=[[Tok(5, "a", -0.5)]],
+        prefill=[Tok(1, "<s>", None)],
+        generated=1,
+    )
+    assert lmi.response(req, [seq]) == {
+        "generated_text": "a",
+        "details": {
+            "finish_reason": "length",
+            "generated_tokens": 1,
+            "inputs": "Hi",
+            "tokens": [{"id": 5, "text": "a", "log_prob": -0.5}],
+            "prefill": [{"id": 1, "text": "<s>", "log_prob": None}],
+            "top_tokens": [[{"id": 5, "text": "a", "log_prob": -0.5}]],
+        },
+    }
+    assert lmi.response(_req(), [seq]) == {"generated_text": "a"}
+    # best_of: details appear even when not asked for, to carry the other sequences
+    other = answer.Seq(
+        text="b", finish_reason="eos_token", tokens=[Tok(6, "b", -2.0)], top=[], prefill=[], generated=1
+    )
+    assert lmi.response(_req(return_full_text=True, best_of=2, do_sample=True), [seq, other]) == {
+        "generated_text": "Hia",
+        "details": {
+            "finish_reason": "length",
+            "generated_tokens": 1,
+            "inputs": "Hi",
+            "tokens": [{"id": 5, "text": "a", "log_prob": -0.5}],
+            "best_of_sequences": [
+                {
+                    "finish_reason": "eos_token",
+                    "generated_tokens": 1,
+                    "tokens": [{"id": 6, "text": "b", "log_prob": -2.0}],
+                    "generated_text": "Hib",
+                }
+            ],
+        },
+    }
+
+
+def test_lmi_stream_and_error_shapes() -> None:
+    tok = Tok(5, "a", -0.5)
+    assert lmi.stream_event(_req(stream=True), Event(tok, [])) == {
+        "token": {"id": 5, "text": "a", "log_prob": -0.5}
+    }
+    assert lmi.stream_event(_req(stream=True, details=True), Event(tok, [], ("eos_token", 3, "abc"))) == {
+        "token": {"id": 5, "text": "a", "log_prob": -0.5},
+        "generated_text": "abc",
+        "details": {"finish_reason": "eos_token", "generated_tokens": 3, "inputs": "Hi"},
+    }
+    assert lmi.stream_event(_req(stream=True), Event(tok, [], ("eos_token", 3, "abc"))) == {
+        "token": {"id": 5, "text": "a", "log_prob": -0.5},
+        "generated_text": "abc",
+    }
+    assert lmi.error_body(424, "boom") == {"error": "boom", "code": 424}
+
+
+def test_stream_reader_counts_tokens_and_skips_empty_chunks() -> None:
+    reader = answer.StreamReader(_req(stream=True, details=True))
+    assert reader.pending("[DONE]") == (None, set())
+    assert reader.pending(" [DONE] ") == (None, set())
+    assert reader.pending("[1]") == (None, set())
+    assert reader.pending('{"choices": [], "usage": {"completion_tokens": 2}}') == (None, set())
+    assert reader.usage == {"completion_tokens": 2}
+    choice, ids = reader.pending(
+        '{"choices": [{"text": "a", "logprobs": {"tokens": ["token_id:5"]}}], "usage": null}'
+    )
+    assert choice is not None and ids == {5}
+    assert reader.usage == {"completion_tokens": 2}
+    assert reader.events({"text": "", "finish_reason": None}, {}) == []
+    first = reader.events({"text": "a", "token_ids": [5], "finish_reason": None}, {})
+    assert [(e.token, e.final) for e in first] == [(Tok(5, "a", None), None)]
+    last = reader.events({"text": "", "token_ids": [2], "finish_reason": "stop"}, {})
+    assert [(e.token, e.final) for e in last] == [(Tok(2, "", None, special=True), ("eos_token", 1, "a"))]
+    # a final chunk with text but no logprobs is one token; with several ids the id is unknown
+    reader = answer.StreamReader(_req(stream=True))
+    last = reader.events({"text": "bc", "token_ids": [7, 8], "finish_reason": "length"}, {})
+    assert [(e.token, e.final) for e in last] == [(Tok(-1, "bc", None), ("length", 1, "bc"))]
