@@ -446,3 +446,27 @@ def test_sequence_parallel_checks_the_prefix_caching_buckets() -> None:
 def test_sequence_parallel_with_chunked_prefill_checks_only_the_chunk() -> None:
     p = plan({**SP, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "1536"})
     assert p.argv[p.argv.index("--max-num-batched-tokens") + 1] == "1536"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "var"),
+    [
+        (("--additional-config", "{}"), "--additional-config", "SM_VLLM_ADDITIONAL_CONFIG"),
+        (("--additional-config={}",), "--additional-config", "SM_VLLM_ADDITIONAL_CONFIG"),
+        (("--override-neuron-config", "{}"), "--override-neuron-config", "SM_NEURON_OVERRIDE_CONFIG"),
+        (("--override-neuron-config={}",), "--override-neuron-config", "SM_NEURON_OVERRIDE_CONFIG"),
+    ],
+)
+def test_a_second_neuron_override_after_the_double_dash_is_refused(
+    args: tuple[str, ...], flag: str, var: str
+) -> None:
+    """The plan renders the one Neuron override; vLLM would keep only the last one on the command line."""
+    err = refusal({}, args)
+    assert str(err) == (
+        f"{flag} after `--` would replace the plan's Neuron override: set {var} (or SM_NEURON_<KEY>) instead"
+    )
+    assert err.variables == (flag, var)
+
+
+def test_flags_that_only_start_like_the_override_flags_pass() -> None:
+    assert plan({}, ("--additional-configs-are-not-this",)).argv[-1] == "--additional-configs-are-not-this"
