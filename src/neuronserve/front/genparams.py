@@ -49,6 +49,10 @@ class GenRequest:
     stop: list[str] = field(default_factory=list)
     engine: dict[str, Any] = field(default_factory=dict)
 
+    def answer_text(self, generated: str) -> str:
+        """The `generated_text` both dialects answer: with `return_full_text` the prompt comes first."""
+        return self.prompt + generated if self.full_text else generated
+
 
 def bad(msg: str) -> FrontError:
     return FrontError(422, f"invalid generate request: {msg}")

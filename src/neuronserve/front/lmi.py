@@ -33,10 +33,6 @@ def _tok(t: Tok) -> dict[str, Any]:
     return {"id": t.id, "text": t.text, "log_prob": t.logprob}
 
 
-def _text(req: GenRequest, text: str) -> str:
-    return req.prompt + text if req.full_text else text
-
-
 def _details(req: GenRequest, seq: Seq) -> dict[str, Any]:
     out: dict[str, Any] = {
         "finish_reason": seq.finish_reason,
@@ -53,7 +49,7 @@ def _details(req: GenRequest, seq: Seq) -> dict[str, Any]:
 
 def response(req: GenRequest, seqs: list[Seq]) -> dict[str, Any]:
     best = seqs[0]
-    item: dict[str, Any] = {"generated_text": _text(req, best.text)}
+    item: dict[str, Any] = {"generated_text": req.answer_text(best.text)}
     if req.details or len(seqs) > 1:
         details = _details(req, best)
         if len(seqs) > 1:
@@ -62,7 +58,7 @@ def response(req: GenRequest, seqs: list[Seq]) -> dict[str, Any]:
                     "finish_reason": s.finish_reason,
                     "generated_tokens": s.generated,
                     "tokens": [_tok(t) for t in s.tokens],
-                    "generated_text": _text(req, s.text),
+                    "generated_text": req.answer_text(s.text),
                 }
                 for s in seqs[1:]
             ]
@@ -74,7 +70,7 @@ def stream_event(req: GenRequest, event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"token": _tok(event.token)}
     if event.final is not None:
         reason, count, text = event.final
-        out["generated_text"] = _text(req, text)
+        out["generated_text"] = req.answer_text(text)
         if req.details:
             out["details"] = {"finish_reason": reason, "generated_tokens": count, "inputs": req.prompt}
     return out

@@ -34,10 +34,6 @@ def _prefill(t: Tok) -> dict[str, Any]:
     return {"id": t.id, "text": t.text, "logprob": t.logprob}
 
 
-def _text(req: GenRequest, text: str) -> str:
-    return req.prompt + text if req.full_text else text
-
-
 def _seq_details(req: GenRequest, seq: Seq) -> dict[str, Any]:
     out: dict[str, Any] = {
         "finish_reason": seq.finish_reason,
@@ -54,12 +50,12 @@ def _seq_details(req: GenRequest, seq: Seq) -> dict[str, Any]:
 def response(req: GenRequest, seqs: list[Seq]) -> dict[str, Any]:
     """One GenerateResponse: the most likely sequence, the others as best_of_sequences."""
     best = seqs[0]
-    item: dict[str, Any] = {"generated_text": _text(req, best.text)}
+    item: dict[str, Any] = {"generated_text": req.answer_text(best.text)}
     if req.details:
         details = _seq_details(req, best)
         if len(seqs) > 1:
             details["best_of_sequences"] = [
-                {"generated_text": _text(req, s.text), **_seq_details(req, s)} for s in seqs[1:]
+                {"generated_text": req.answer_text(s.text), **_seq_details(req, s)} for s in seqs[1:]
             ]
         item["details"] = details
     return item
@@ -71,7 +67,7 @@ def stream_event(req: GenRequest, event: Event) -> dict[str, Any]:
         out["top_tokens"] = [_tok(t) for t in event.top]
     if event.final is not None:
         reason, count, text = event.final
-        out["generated_text"] = _text(req, text)
+        out["generated_text"] = req.answer_text(text)
         if req.details:
             out["details"] = {"finish_reason": reason, "generated_tokens": count, "seed": req.seed}
     return out
