@@ -22,7 +22,6 @@ from image_support import (
     docker_client,
     free_port,
     podman_build,
-    podman_missing,
 )
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(2400)]
@@ -38,16 +37,6 @@ def tiny_model() -> Path:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return Path(module.tiny_model_dir())
-
-
-@pytest.fixture(scope="module")
-def engine() -> str:
-    if docker_client() is not None:
-        return "docker"
-    reason = podman_missing()
-    if reason:
-        pytest.skip(f"no Docker engine answers and {reason}")
-    return "podman"
 
 
 @pytest.fixture(scope="module")

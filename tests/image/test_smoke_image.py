@@ -24,7 +24,6 @@ from image_support import (
     docker_client,
     free_port,
     podman_build,
-    podman_missing,
 )
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(2400)]
@@ -36,16 +35,6 @@ PLANTED_DIR = "/opt/venv/smoke-planted"
 # to answer is Python's start-up and imports; on this shared 2-core machine that measured 0.5-1.2 s with
 # the heavy lock held and 4.2 s beside a build, so the image tier allows 5 s and prints the figure.
 SMOKE_ENV = {"SMOKE_PING_LIMIT_S": "5"}
-
-
-@pytest.fixture(scope="module")
-def engine() -> str:
-    if docker_client() is not None:
-        return "docker"
-    reason = podman_missing()
-    if reason:
-        pytest.skip(f"no Docker engine answers and {reason}")
-    return "podman"
 
 
 @pytest.fixture(scope="module")
