@@ -98,6 +98,7 @@ def _in_flight_answer(url: str, body: dict[str, object], out: dict[str, object])
     """One request; records (seconds from the kill, status, the last SSE data line or the JSON body)."""
     try:
         with httpx.stream("POST", f"{url}/invocations", json=body, timeout=30) as r:
+            out["headers"] = r.status_code  # a stream's 200 is on the wire before its first token
             lines = [line for line in r.iter_lines() if line.strip()]
         out["status"] = r.status_code
         out["last"] = lines[-1] if lines else ""
@@ -137,6 +138,11 @@ def test_engine_death_under_load_fails_fast_with_json_logs(
             while "neuronserve_in_flight 2.0" not in httpx.get(f"{server.url}/metrics").text:
                 assert time.monotonic() < deadline, "the two requests never got in flight"
                 time.sleep(0.05)
+            # In flight at the front is not yet streaming: the kill must come after the stream's 200,
+            # or the stream is (rightly) refused before it started, which is the plain request's case.
+            while "headers" not in answers[1]:
+                assert time.monotonic() < deadline, "the stream never got its 200"
+                time.sleep(0.02)
             os.kill(server.engine_pid(), signal.SIGKILL)  # the API process only, as an OOM kill would
             t0 = time.monotonic()
             status = 200
