@@ -122,7 +122,7 @@ def test_buckets_within_the_limits_pass() -> None:
     assert buckets({"context_encoding_buckets": None}) == []
 
 
-@pytest.mark.parametrize("bad", [[0, 512], [512, "1024"], "512", [-128]])
+@pytest.mark.parametrize("bad", [[0, 512], [512, "1024"], "512", [-128], [True], [512, False], []])
 def test_buckets_must_be_lists_of_positive_integers(bad: Any) -> None:
     err = refusal(buckets, {"token_generation_buckets": bad})
     assert (str(err), err.variables) == (

@@ -119,7 +119,13 @@ def check_pa_keys(
 
 
 def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and v > 0 for v in value):
+    """A bucket list as NxD Inference uses it: non-empty (it takes the largest entry) and of positive
+    integers. JSON `true` is refused although Python counts it as the int 1."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
         raise ConfigError(
             f"{origin}: {key} must be a JSON list of positive integers, e.g. [128, 512]", (origin,)
         )
