@@ -328,3 +328,11 @@ def test_quantized_projections_are_one_byte() -> None:
     # (525,602,816 elements: embedding, lm_head, norms) at 2: 3,489,660,928 + 1,051,205,632 = 4,540,866,560.
     p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_NEURON_QUANTIZED="true")
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 4_540_866_560
+
+
+def test_a_shape_number_that_is_a_json_boolean_is_missing() -> None:
+    """`"num_hidden_layers": true` is no layer count, although Python counts True as the int 1."""
+    good = {"vocab_size": 32000, "hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 128}
+    assert memory.model_shape({**good, "num_attention_heads": 4}).layers == 2
+    with pytest.raises(memory.ShapeError, match=r"^config.json has no num_hidden_layers$"):
+        memory.model_shape({**good, "num_attention_heads": 4, "num_hidden_layers": True})

@@ -31,7 +31,10 @@ def test_max_model_len_derived_from_config_json_is_said(config: dict[str, Any]) 
     )
 
 
-@pytest.mark.parametrize("config", [None, {**HEADS}, {**HEADS, "max_position_embeddings": 0}])
+@pytest.mark.parametrize(
+    "config",
+    [None, {**HEADS}, {**HEADS, "max_position_embeddings": 0}, {**HEADS, "max_position_embeddings": True}],
+)
 def test_max_model_len_without_a_way_to_derive_it_is_refused(config: dict[str, Any] | None) -> None:
     err = refusal(BASE, with_config(config))
     assert str(err) == (

@@ -93,7 +93,7 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
         "intermediate_size": _get(cfg, "moe_intermediate_size", "intermediate_size"),
         "num_attention_heads": _get(cfg, "num_attention_heads"),
     }
-    missing = [k for k, v in need.items() if not isinstance(v, int) or v <= 0]
+    missing = [k for k, v in need.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
     if missing:
         raise ShapeError(f"config.json has no {', '.join(missing)}")
     heads = int(need["num_attention_heads"])

@@ -69,7 +69,7 @@ def _model_len(settings: Settings, model: ModelFacts | None, model_uri: str, war
     derived = config.get("max_position_embeddings") or (config.get("text_config") or {}).get(
         "max_position_embeddings"
     )
-    if isinstance(derived, int) and derived > 0:
+    if isinstance(derived, int) and not isinstance(derived, bool) and derived > 0:  # JSON true is no length
         warnings.append(
             f"max_model_len derived from {model_uri}/config.json max_position_embeddings = {derived}; "
             f"set SM_VLLM_MAX_MODEL_LEN to compile for a shorter length (faster, less memory)"
