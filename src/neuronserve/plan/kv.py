@@ -33,12 +33,15 @@ def native_scheduler(settings: Settings) -> bool:
     return chunked or settings.passthrough_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1"
 
 
-def _int(settings: Settings, key: str, origins: dict[str, str]) -> int | None:
+def _int(settings: Settings, key: str, origins: dict[str, str], *, least: int = 0) -> int | None:
+    """A count from its setting (None when unset or false), refused unless a whole number >= `least`.
+
+    isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a ValueError traceback before)."""
     value = settings.get(key)
     if value is None or value is False:
         return None
     text = str(value).strip()
-    if not text.isdigit():
+    if not text.isdecimal() or int(text) < least:
         raise ConfigError(f"{origins[key]}={value!r} must be a positive integer", (origins[key],))
     return int(text)
 
@@ -62,7 +65,7 @@ def kv_layout(
     chunked = settings.get("enable-chunked-prefill") is True
     _check_prefix_keys(override, prefix, origins)
     block_layout = prefix or chunked or override.get("is_block_kv_layout") is True
-    block = _int(settings, "block-size", origins)
+    block = _int(settings, "block-size", origins, least=1)  # 0 divided max_model_len below
     blocks = _int(settings, "num-gpu-blocks-override", origins)
     native = native_scheduler(settings) and plugin
     if not block_layout:
