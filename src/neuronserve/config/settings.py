@@ -134,9 +134,12 @@ def flag_tokens(key: str, value: EngineValue) -> list[str]:
 
 
 def _canon(value: Any) -> Any:
+    """The form two sources' values are compared in: numbers by value, true/false/max in any case.
+
+    One leading "-" and isdecimal: "--4" and "²" passed lstrip("-").isdigit() and crashed int()."""
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit():
+        if text.removeprefix("-").isdecimal():
             return int(text)
         return text.lower() if text.lower() in ("true", "false", "max") else text
     return value
