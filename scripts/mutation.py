@@ -143,6 +143,12 @@ def run_module(work: Path, module: str, seconds: float, children: int, log: Path
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        # nice 19 alone does not yield to other sessions: with sched_autogroup (on by default on many
+        # kernels, this machine's included) the CPU is shared between sessions first and nice only
+        # ranks processes within one (sched(7), "The autogroup feature"). mutmut has its own session,
+        # so its autogroup is niced too. Best effort: without autogroups the plain nice still applies.
+        with contextlib.suppress(OSError), open(f"/proc/{proc.pid}/autogroup", "w") as f:
+            f.write("19")
         try:
             proc.wait(timeout=max(1.0, seconds))
         except subprocess.TimeoutExpired:
