@@ -124,10 +124,14 @@ def test_a_block_size_set_false_is_no_block_size() -> None:
 
 
 def test_pa_num_blocks_equal_to_the_computed_count_is_not_also_said_to_be_computed() -> None:
-    """SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=false still counts as "given" for pa_num_blocks
-    (plan/neuron.py's origins), so pa_num_blocks equal to the computed count is accepted; the plan then
-    does not add "num_gpu_blocks_override computed as ..." (the user's pa_num_blocks states the count)."""
-    p = plan({**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "false", "SM_NEURON_PA_NUM_BLOCKS": "256"})
+    """SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=false is unset (plan/kv.py and plan/neuron.py's origins agree), so
+    pa_num_blocks without a block count is refused as when the variable is absent; with the count given
+    and equal, the plan does not add "num_gpu_blocks_override computed as ..." (the user stated it)."""
+    env = {**PREFIX, "SM_NEURON_PA_NUM_BLOCKS": "256"}
+    err = refusal({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "false"})
+    assert str(err) == str(refusal(env))
+    assert err.variables == ("SM_NEURON_PA_NUM_BLOCKS", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE")
+    p = plan({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "256"})
     assert flag(p, "--num-gpu-blocks-override") == "256"
     assert additional(p)["override_neuron_config"] == {
         "pa_num_blocks": 256,

@@ -46,20 +46,20 @@ def test_a_superscript_digit_against_a_number_is_a_named_conflict() -> None:
     assert err.value.variables == ("SM_VLLM_MAX_NUM_SEQS", "OPTION_MAX_ROLLING_BATCH_SIZE")
 
 
-@pytest.mark.parametrize(("env_value", "json_value"), [("True", "true"), ("FALSE", "false")])
-def test_true_and_false_as_text_agree_in_any_case(env_value: str, json_value: str) -> None:
-    """An override key given as text by two sources (SM_NEURON_<KEY>=True is no JSON, so it stays the
-    string "True") is one setting when only the case of true/false differs, as for `max`; the
-    higher source (SM_NEURON_<KEY>) keeps its value and origin."""
+@pytest.mark.parametrize(("env_value", "value"), [("True", True), ("FALSE", False)])
+def test_true_and_false_as_text_agree_in_any_case(env_value: str, value: bool) -> None:
+    """SM_NEURON_<KEY>=True (Python's spelling, no JSON) is the boolean, as `true` is (it was the string
+    "True", which NxD Inference reads as true even for "False"), so it agrees with the same boolean in
+    SM_NEURON_OVERRIDE_CONFIG; the higher source (SM_NEURON_<KEY>) keeps its origin."""
     s = parse_settings(
         {
             "SM_VLLM_MODEL": "m",
             "SM_NEURON_ENABLE_BUCKETING": env_value,
-            "SM_NEURON_OVERRIDE_CONFIG": f'{{"enable_bucketing": "{json_value}"}}',
+            "SM_NEURON_OVERRIDE_CONFIG": f'{{"enable_bucketing": {str(value).lower()}}}',
         }
     )
     setting = s.override["enable_bucketing"]
-    assert (setting.value, setting.origin) == (env_value, "SM_NEURON_ENABLE_BUCKETING")
+    assert (setting.value, setting.origin) == (value, "SM_NEURON_ENABLE_BUCKETING")
 
 
 def test_the_sm_vllm_variables_that_are_no_engine_flags_stay_out_of_the_engine_settings() -> None:

@@ -66,7 +66,7 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
 
 def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceFacts:
     raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
-    lnc = int(raw) if raw.isdigit() else None
+    lnc = int(raw) if raw.isdecimal() else None  # isdigit took "²", which int() refuses
     if args.instance_type:
         return instances.instance_facts(args.instance_type, lnc, "--instance-type")
     name = environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip()

@@ -16,6 +16,8 @@ _LMI_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
 def typed_value(var: Var, raw: str) -> bool | str:
+    """The value normalised for the conflict checks; a count must be decimal digits (isdecimal: isdigit
+    accepts "²", which was accepted here and crashed int() later in the plan)."""
     text = raw.strip()
     if var.kind == "bool":
         if text.lower() not in ("true", "false", ""):
@@ -24,7 +26,7 @@ def typed_value(var: Var, raw: str) -> bool | str:
     if var.kind == "dtype":
         return _LMI_DTYPES.get(text.lower(), text)
     if var.kind in ("int", "tp"):
-        if not text.isdigit() and not (var.kind == "tp" and text.lower() == "max"):
+        if not text.isdecimal() and not (var.kind == "tp" and text.lower() == "max"):
             hint = "a positive integer" + (" or max" if var.kind == "tp" else "")
             raise ConfigError(f"{var.name}={raw!r} is not {hint}", (var.name,))
         return text.lower()
@@ -37,6 +39,8 @@ def compat_sources(
     """(setting, value, origin) from LMI (serving.properties, then OPTION_*) and TGI/HF names, in that order.
 
     Model ids come as setting "<model>" (in source order); unknown OPTION_* keys become one warning.
+    An empty model id or compiled-graph path is unset, as an empty SM_VLLM_MODEL or
+    NEURON_COMPILED_ARTIFACTS is (an empty path was a local artifacts directory "").
     """
     out: list[tuple[str, Any, str]] = []
     lmi: list[tuple[str, str, str]] = []  # (canonical OPTION_ name, shown origin, raw value)
@@ -52,6 +56,8 @@ def compat_sources(
     unknown = []
     for name, origin, raw in lmi:
         var = LMI_VARS.get(name)
+        if var is not None and var.key in ("<model>", "<artifacts>") and not raw.strip():
+            continue
         if name == "OPTION_MODEL_ID":
             out.append(("<model>", raw.strip(), origin))
         elif var is None:

@@ -14,7 +14,7 @@ from neuronserve.config.table import ENGINE_VARS, HOST_VARS, PRECEDENCE, Var
 
 BEGIN = "<!-- BEGIN CONFIG"
 END = "<!-- END CONFIG -->"
-DEFAULT_README = Path(__file__).resolve().parents[2] / "README.md"
+DEFAULT_README = Path(__file__).resolve().parents[3] / "README.md"  # src/neuronserve/config/doc.py
 
 
 def _flag(var: Var) -> str:

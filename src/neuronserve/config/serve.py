@@ -112,10 +112,11 @@ def parse_serve(
 
 
 def _positive_int(environ: Mapping[str, str], name: str) -> int | None:
+    """isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a traceback before)."""
     raw = environ.get(name, "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    if not raw.isdecimal() or int(raw) < 1:
         raise ConfigError(f"{name}={raw!r} must be a whole number >= 1", (name,))
     return int(raw)
 

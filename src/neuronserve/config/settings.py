@@ -22,11 +22,12 @@ from neuronserve.types import ServeOptions
 
 EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens
 
-# Engine flags read from the arguments after `--` (so rules and conflicts see them too).
-_EXTRA_BOOL = frozenset(
+# Engine flags read from the arguments after `--` (so rules and conflicts see them too); a value flag
+# takes the next token unless given as `--flag=value`.
+EXTRA_BOOL = frozenset(
     {"enable-prefix-caching", "enable-chunked-prefill", "enable-lora", "trust-remote-code"}
 )
-_EXTRA_VALUE = frozenset(
+EXTRA_VALUE = frozenset(
     {
         "model",
         "tensor-parallel-size",
@@ -35,6 +36,7 @@ _EXTRA_VALUE = frozenset(
         "dtype",
         "block-size",
         "num-gpu-blocks-override",
+        "max-num-batched-tokens",
         "revision",
         "task",
         "runner",
@@ -42,6 +44,9 @@ _EXTRA_VALUE = frozenset(
         "data-parallel-size",
     }
 )
+# Variables read by their whole name, not as one flag each: in any case after the prefix (see _fold).
+_MODEL_VAR = "SM_VLLM_MODEL"
+_OBJECT_VARS = ("SM_VLLM_ADDITIONAL_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG", "SM_NEURON_OVERRIDE_CONFIG")
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,11 @@ def _json_or_none(raw: str) -> Any:
 
 
 def _json_or_str(raw: str) -> Any:
-    """SM_NEURON_<KEY> values: JSON when they parse (numbers, booleans, null, objects), else the string."""
+    """SM_NEURON_<KEY> values: true/false in any case are booleans, else JSON when they parse (numbers,
+    null, objects), else the string. Python's `False` is no JSON and was kept as the string "False",
+    which NxD Inference reads as true (SM_NEURON_ENABLE_BUCKETING=False left bucketing on)."""
+    if raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
     try:
         return json.loads(raw)
     except ValueError:
@@ -168,7 +177,10 @@ def _show(value: Any) -> str:
 
 
 def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Setting]) -> None:
-    """Read the flags the plan reasons about from the verbatim engine arguments."""
+    """Read the flags the plan reasons about from the verbatim engine arguments.
+
+    A boolean flag with an inline value is refused: vLLM's BooleanOptionalAction refuses
+    `--enable-prefix-caching=false` itself, and reading it as the bare flag planned the opposite."""
     i = 0
     while i < len(extra):
         tok = extra[i]
@@ -176,11 +188,18 @@ def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Sett
         if not tok.startswith("--"):
             continue
         name, eq, inline = tok[2:].partition("=")
-        if name.startswith("no-") and name[3:] in _EXTRA_BOOL:
+        base = name.removeprefix("no-")
+        if eq and base in EXTRA_BOOL:
+            raise ConfigError(
+                f"engine argument {tok} after `--`: --{base} takes no value (vLLM refuses one): "
+                f"use --{base} or --no-{base}",
+                (f"--{name}",),
+            )
+        if name.startswith("no-") and name[3:] in EXTRA_BOOL:
             engine.add(name[3:], False, f"-- --{name}")
-        elif name in _EXTRA_BOOL:
+        elif name in EXTRA_BOOL:
             engine.add(name, True, f"-- --{name}")
-        elif name in _EXTRA_VALUE:
+        elif name in EXTRA_VALUE:
             if eq:
                 value = inline
             elif i < len(extra):
@@ -193,16 +212,42 @@ def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Sett
                 engine.add(name, value, f"-- --{name}")
 
 
-def _neuron_override(environ: Mapping[str, str], additional: dict[str, Any]) -> dict[str, Setting]:
+def _fold(key: str) -> str:
+    """SM_VLLM_* and SM_NEURON_* names in upper case after the prefix: the AWS vLLM DLC lowercases
+    SM_VLLM_* names, and SM_VLLM_Max_Model_Len always worked here, but SM_VLLM_Model and
+    SM_VLLM_Additional_Config became flags (`--model` a second time, a string `--additional-config`)
+    and SM_NEURON_Override_Config an override key "override_config"."""
+    return key.upper() if key.startswith(("SM_VLLM_", "SM_NEURON_")) else key
+
+
+def _spelling(environ: Mapping[str, str], name: str) -> str | None:
+    """The variable that sets `name` (in any case, see _fold); two spellings must say the same."""
+    found = [k for k in sorted(environ) if _fold(k) == name and environ[k].strip()]
+    first = environ[found[0]].strip() if found else ""
+    for other in found[1:]:
+        value = environ[other].strip()
+        parsed = _json_or_none(value)
+        if value != first and (parsed is None or parsed != _json_or_none(first)):  # equal text or JSON
+            raise ConfigError(
+                f"{found[0]} and {other} are one variable with different values: remove one of them",
+                (found[0], other),
+            )
+    return found[0] if found else None
+
+
+def _neuron_override(
+    environ: Mapping[str, str], additional: dict[str, Any], additional_var: str
+) -> dict[str, Setting]:
     out = _Collector()
     for key in sorted(environ):
-        if key.startswith("SM_NEURON_") and key != "SM_NEURON_OVERRIDE_CONFIG":
+        if key.startswith("SM_NEURON_") and _fold(key) != "SM_NEURON_OVERRIDE_CONFIG":
             out.add(key[len("SM_NEURON_") :].lower(), _json_or_str(environ[key]), key)
-    for name, obj in (
-        ("SM_NEURON_OVERRIDE_CONFIG", _json_object(environ, "SM_NEURON_OVERRIDE_CONFIG")),
-        ("SM_VLLM_OVERRIDE_NEURON_CONFIG", _json_object(environ, "SM_VLLM_OVERRIDE_NEURON_CONFIG")),
-        ("SM_VLLM_ADDITIONAL_CONFIG", additional.pop("override_neuron_config", None) or {}),
-    ):
+    objects: list[tuple[str, Any]] = []
+    for var in ("SM_NEURON_OVERRIDE_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG"):
+        name = _spelling(environ, var) or var
+        objects.append((name, _json_object(environ, name)))
+    objects.append((additional_var, additional.pop("override_neuron_config", None) or {}))
+    for name, obj in objects:
         if not isinstance(obj, dict):
             raise ConfigError(f"{name}: override_neuron_config must be a JSON object", (name,))
         for k, v in obj.items():
@@ -241,21 +286,19 @@ def parse_settings(
     engine = _Collector()
     models: list[Setting] = []
     parse_extra_args(extra_args, engine, models)
-    if environ.get("SM_VLLM_MODEL", "").strip():
-        models.append(Setting(environ["SM_VLLM_MODEL"].strip(), "SM_VLLM_MODEL"))
-    additional = _json_object(environ, "SM_VLLM_ADDITIONAL_CONFIG")
+    model_var = _spelling(environ, _MODEL_VAR)
+    if model_var:
+        models.append(Setting(environ[model_var].strip(), model_var))
+    additional_var = _spelling(environ, "SM_VLLM_ADDITIONAL_CONFIG") or "SM_VLLM_ADDITIONAL_CONFIG"
+    additional = _json_object(environ, additional_var)
     for key in sorted(environ):
-        if key.startswith("SM_VLLM_") and key not in (
-            "SM_VLLM_MODEL",
-            "SM_VLLM_ADDITIONAL_CONFIG",
-            "SM_VLLM_OVERRIDE_NEURON_CONFIG",
-        ):
+        if key.startswith("SM_VLLM_") and _fold(key) not in (_MODEL_VAR, *_OBJECT_VARS):
             engine.add(key[len("SM_VLLM_") :].lower().replace("_", "-"), sm_vllm_value(environ[key]), key)
     if environ.get("NEURONSERVE_DATA_PARALLEL", "").strip():
         engine.add(
             "data-parallel-size", environ["NEURONSERVE_DATA_PARALLEL"].strip(), "NEURONSERVE_DATA_PARALLEL"
         )
-    override = _neuron_override(environ, additional)
+    override = _neuron_override(environ, additional, additional_var)
     artifacts = _Collector()
     if environ.get("NEURON_COMPILED_ARTIFACTS", "").strip():
         artifacts.add("artifacts", environ["NEURON_COMPILED_ARTIFACTS"].strip(), "NEURON_COMPILED_ARTIFACTS")

@@ -163,7 +163,8 @@ ENGINE_VARS: tuple[Var, ...] = (
         "<override>",
         "",
         NEURON,
-        "One override_neuron_config key (lowercased); JSON when it parses, else a string",
+        "One override_neuron_config key (lowercased); true/false in any case are booleans, else JSON "
+        "when it parses, else a string",
     ),
     Var("OPTION_MODEL_ID", "<model>", "", LMI, "Model (last in source order)", "model"),
     Var("OPTION_TENSOR_PARALLEL_DEGREE", "tensor-parallel-size", "", LMI, "`max` = all visible cores", "tp"),

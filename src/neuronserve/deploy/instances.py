@@ -34,7 +34,9 @@ def neuron_cores(instance_type: str) -> int:
 
 
 def tensor_parallel_size(env: Mapping[str, str], instance_type: str) -> int:
-    """The configured TP degree (`max` = every core of the instance); 1 when none is set."""
+    """The configured TP degree (`max` = every core of the instance); 1 when none is set.
+
+    isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a traceback before)."""
     cores = neuron_cores(instance_type)
     for name in TP_VARIABLES:
         raw = env.get(name, "").strip()
@@ -42,7 +44,7 @@ def tensor_parallel_size(env: Mapping[str, str], instance_type: str) -> int:
             continue
         if raw.lower() == "max":
             return cores
-        if not raw.isdigit() or int(raw) < 1:
+        if not raw.isdecimal() or int(raw) < 1:
             raise ConfigError(f"{name}={raw}: expected a positive integer or 'max'")
         return int(raw)
     return 1

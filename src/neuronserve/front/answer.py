@@ -46,7 +46,7 @@ class Seq:
 
 def token_id(raw: str, texts: dict[int, str]) -> tuple[int | None, str]:
     """A logprobs key/token: "token_id:N" -> (N, its text) when ids were asked for, else (None, raw)."""
-    if raw.startswith(ID_PREFIX) and raw[len(ID_PREFIX) :].isdigit():
+    if raw.startswith(ID_PREFIX) and raw[len(ID_PREFIX) :].isdecimal():  # isdigit took "²": int() crashed
         tid = int(raw[len(ID_PREFIX) :])
         return tid, texts.get(tid, "")
     return None, raw

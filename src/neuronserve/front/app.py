@@ -41,9 +41,11 @@ _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 async def read_limited(request: Request, limit_bytes: int) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
+    """The body, refused with 413 as soon as it passes the limit (declared or streamed).
+
+    isdecimal, not isdigit: a declared length "²" passed isdigit and crashed int()."""
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit_bytes:
+    if declared and declared.isdecimal() and int(declared) > limit_bytes:
         raise FrontError(
             413,
             f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)",

@@ -3,7 +3,8 @@
 Everything later phases do (stage the model, fetch artifacts by key, start the engine, serve) is decided
 here, so `neuronserve plan` shows exactly what `serve` would do and every refusal happens before any
 download. The argv order is fixed (model, host/port, compiled-graph flags, user flags sorted by name,
-extra arguments last) so identical configurations give identical commands.
+extra arguments last, less those the plan decides itself: see _engine_tail) so identical configurations
+give identical commands.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from neuronserve.config.settings import Setting, Settings, flag_tokens
+from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
 from neuronserve.plan import cachekey, fit, replicas, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
@@ -25,6 +26,10 @@ NEURON_ONLY_FLAGS = frozenset(
 )
 # Handled by the plan itself, never passed through as a generic flag.
 PLAN_FLAGS = frozenset({"model", "host", "port", "revision", "served-model-name", replicas.DP_KEY})
+LISTEN_IGNORED = (
+    " ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front server, whose port "
+    "is SAGEMAKER_BIND_TO_PORT"
+)
 
 
 def choose_device(settings: Settings, facts: HostFacts) -> Device:
@@ -36,10 +41,11 @@ def choose_device(settings: Settings, facts: HostFacts) -> Device:
 
 def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: list[str]) -> ModelSpec:
     """Source order: `-- --model`, SM_VLLM_MODEL, non-empty /opt/ml/model, HF_MODEL_ID, OPTION_MODEL_ID."""
-    candidates = [m for m in settings.models if m.origin in ("-- --model", "SM_VLLM_MODEL")]
+    first = [m for m in settings.models if m.origin == "-- --model" or m.origin.upper() == "SM_VLLM_MODEL"]
+    candidates = list(first)  # SM_VLLM_MODEL in any case after the prefix (SM_VLLM_Model: config/settings)
     if facts.sagemaker_model_dir_nonempty:
         candidates.append(Setting(facts.sagemaker_model_dir, "SM_MODEL_DIR"))
-    candidates += [m for m in settings.models if m.origin not in ("-- --model", "SM_VLLM_MODEL")]
+    candidates += [m for m in settings.models if m not in first]
     if not candidates:
         raise ConfigError(
             "no model configured: set SM_VLLM_MODEL (hub id, local dir, s3:// prefix or "
@@ -119,10 +125,7 @@ def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnin
     for key in sorted(settings.engine):
         s = settings.engine[key]
         if key in ("host", "port") and not s.origin.startswith("-- "):
-            warnings.append(
-                f"{s.origin} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind "
-                "the front server, whose port is SAGEMAKER_BIND_TO_PORT"
-            )
+            warnings.append(s.origin + LISTEN_IGNORED)
             continue
         if key in skip or key in PLAN_FLAGS or s.origin.startswith("-- "):
             continue
@@ -147,6 +150,37 @@ def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
     ):
         if present:
             warnings.append(f"{name} is a Neuron setting: dropped for the CPU engine")
+
+
+def _engine_tail(extra: tuple[str, ...], rendered: list[str], warnings: list[str]) -> tuple[str, ...]:
+    """The arguments after `--` less those the plan already put in argv, since vLLM's argparse keeps the
+    last of a repeated flag and the tail comes last:
+    - `--model`: the plan passes the model it chose (staged to a local directory for s3:// or an
+      archive); `-- --model s3://...` made vLLM load the URI, `-- --model a --model b` loaded b while the
+      plan said a. The other models are named in choose_model's warning.
+    - `--host`/`--port`: the engine must listen where the front proxies to (and each replica on its own
+      port): dropped with the warning SM_VLLM_HOST/SM_VLLM_PORT get.
+    - a flag the plan reads from after `--` and renders itself (`rendered`, the Neuron engine flags such
+      as `--max-num-batched-tokens` or `--tensor-parallel-size`, whose `max` vLLM cannot parse): passed
+      once, as the plan resolved it.
+    """
+    names = {tok[2:].removeprefix("no-") for tok in rendered if tok.startswith("--")}
+    bools = names & EXTRA_BOOL
+    values = (names & EXTRA_VALUE) | {"model", "host", "port"}
+    out: list[str] = []
+    skip = False
+    for tok in extra:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = tok[2:].partition("=") if tok.startswith("--") else ("", "", "")
+        if name in values:
+            skip = not eq
+            if name in ("host", "port"):
+                warnings.append(f"-- --{name}" + LISTEN_IGNORED)
+        elif name.removeprefix("no-") not in bools:
+            out.append(tok)
+    return tuple(out)
 
 
 def _refuse_extra_override(extra: tuple[str, ...]) -> None:
@@ -199,6 +233,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
         slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), warnings)
+        rendered = engine.flags
     else:
         _cpu_warnings(settings, warnings)
         argv += _user_flags(settings, frozenset({"additional-config"}), device, warnings)
@@ -207,7 +242,8 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, warnings)
-    argv += replicas.strip_dp_args(settings.extra_args)
+        rendered = []
+    argv += replicas.strip_dp_args(_engine_tail(settings.extra_args, rendered, warnings))
     specs = replicas.build(
         device,
         argv,

@@ -51,11 +51,13 @@ class NeuronEngine:
 
 
 def _int(settings: Settings, key: str) -> int | None:
+    """A whole number from its setting (None when unset or false). isdecimal, not isdigit: isdigit
+    accepts "²", which int() refuses (SM_VLLM_MAX_NUM_SEQS=² was a ValueError traceback)."""
     value = settings.get(key)
     if value is None or value is False:
         return None
     text = str(value).strip()
-    if not text.isdigit():
+    if not text.isdecimal():
         var = settings.origin(key, env_name(key))
         raise ConfigError(f"{var}={value!r} must be a positive integer", (var,))
     return int(text)
@@ -126,7 +128,7 @@ def _origins(settings: Settings) -> dict[str, str]:
     )
     out = {k: settings.origin(k, env_name(k)) for k in keys}
     out.update({k: s.origin for k, s in settings.override.items()})
-    if settings.get("num-gpu-blocks-override") is not None:
+    if settings.get("num-gpu-blocks-override") not in (None, False):  # false is unset, as in plan/kv.py
         out["num-gpu-blocks-given"] = "yes"
     return out
 
@@ -152,7 +154,7 @@ def neuron_engine(
     override = {k: s.value for k, s in settings.override.items()}
     if settings.logical_nc_config:
         text = settings.logical_nc_config
-        if not text.isdigit() or int(text) == 0:  # was compiled into the override as 0
+        if not text.isdecimal() or int(text) == 0:  # 0 was compiled into the override; "²" crashed
             raise ConfigError(
                 f"NEURON_LOGICAL_NC_CONFIG={text!r} must be a positive integer (physical NeuronCores per "
                 "logical core: 1, or 2 on Trn2)",

@@ -78,7 +78,7 @@ def check_sampling(
     raw = user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None:
         text = raw.strip() or "0"
-        if not text.lstrip("-").isdigit() or int(text) != 0:
+        if not text.removeprefix("-").isdecimal() or int(text) != 0:  # "--0" and "²" crashed int()
             raise ConfigError(
                 f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an "
                 "integer): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
@@ -195,6 +195,6 @@ def _at_least(version: str | None, floor: tuple[int, ...]) -> bool:
         return True
     parts: list[int] = []
     for piece in version.split("+")[0].split(".")[: len(floor)]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
+        digits = "".join(ch for ch in piece if ch.isdecimal())  # int() refuses a "²" isdigit accepts
         parts.append(int(digits or 0))
     return tuple(parts) >= floor
