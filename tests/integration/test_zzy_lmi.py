@@ -114,3 +114,29 @@ def test_lmi_server_with_tgi_compat_answers_tgi_shapes(
     parser = SSEParser()
     events = [json.loads(e) for e in parser.feed(raw) + parser.close()]
     assert len(events) == 3 and "special" in events[0]["token"]
+
+
+def test_lmi_stream_as_sse_with_output_formatter(
+    server_pool: ServerPool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """OPTION_OUTPUT_FORMATTER=sse: the same LMI stream (tokens with log_prob, generated_text on the
+    last one), as `data:` events instead of JSON lines; the default-jsonlines server above is the
+    other half. An in-band error (a bad parameter after the 200 is impossible: it is refused first)
+    keeps LMI's error shape."""
+    env = base_env(tiny_model, tmp_path_factory.mktemp("lmi-sse-work"))
+    del env["SM_VLLM_MODEL"]
+    env.update(OPTION_MODEL_ID=str(tiny_model), OPTION_MAX_MODEL_LEN="512", OPTION_OUTPUT_FORMATTER="sse")
+    server = server_pool.get("lmi-sse", env)
+    body = {"inputs": "hello", "parameters": {"max_new_tokens": 4, "details": True}, "stream": True}
+    with httpx.stream("POST", f"{server.url}/invocations", json=body, timeout=60) as s:
+        assert s.status_code == 200
+        assert s.headers["content-type"].startswith("text/event-stream")
+        raw = b"".join(s.iter_raw())
+    assert raw.startswith(b"data:"), raw[:80]
+    parser = SSEParser()
+    events = [json.loads(e) for e in parser.feed(raw) + parser.close()]
+    assert len(events) == 4 and all(set(e["token"]) == {"id", "text", "log_prob"} for e in events)
+    assert events[-1]["generated_text"] == "".join(e["token"]["text"] for e in events)
+    assert events[-1]["details"] == {"finish_reason": "length", "generated_tokens": 4, "inputs": "hello"}
+    r = _post(server, {"inputs": "hello", "parameters": {"max_new_tokens": "many"}, "stream": True})
+    assert r.status_code == 424 and "max_new_tokens" in r.json()["error"]
