@@ -110,20 +110,32 @@ def configurations(
     return out
 
 
-def why_none(model: memory.Model, instance: InstanceFacts, overhead: int, max_model_len: int | None) -> str:
-    """A reason naming the numbers, and the instance types where the model does fit."""
+def why_none(
+    model: memory.Model,
+    instance: InstanceFacts,
+    overhead: int,
+    max_model_len: int | None,
+    max_num_seqs: int | None = None,
+) -> str:
+    """A reason naming the numbers, and the instance types where the model does fit (at the pinned
+    --max-num-seqs when there is one: else an instance that fits one sequence would be named as a place
+    where the pinned batch fits)."""
     tp = instance.cores
     length = max_model_len or MIN_LEN
-    est = memory.estimate([model], tp, length, instance.hbm_bytes_per_core, overhead)
+    seqs = max_num_seqs or 1
+    est = memory.estimate([model], tp, seqs * length, instance.hbm_bytes_per_core, overhead)
     fits_on = []
     for name in instances.INSTANCES:
         other = instances.instance_facts(name)
-        if configurations(model, other, overhead, "", max_model_len=max_model_len, max_num_seqs=1):
+        if configurations(model, other, overhead, "", max_model_len=max_model_len, max_num_seqs=seqs):
             fits_on.append(name)
     where = ", ".join(fits_on) if fits_on else "no Neuron instance in the table"
+    batch = (
+        f"one sequence of {length} tokens needs" if seqs == 1 else f"{seqs} sequences of {length} tokens need"
+    )
     return (
-        f"nothing fits {instance.name}: even at TP {tp} (all {instance.cores} NeuronCores), one sequence of "
-        f"{length} tokens needs {est.describe()}. It fits on: {where}. "
+        f"nothing fits {instance.name}: even at TP {tp} (all {instance.cores} NeuronCores), {batch} "
+        f"{est.describe()}. It fits on: {where}. "
         f"(Overhead assumed {overhead / GIB:g} GiB per core: NEURONSERVE_HBM_OVERHEAD_GIB, docs/FIT.md)"
     )
 
@@ -153,5 +165,5 @@ def document(
         "configurations": [c.as_json() for c in configs],
     }
     if not configs:
-        doc["why_none"] = why_none(model, instance, overhead, max_model_len)
+        doc["why_none"] = why_none(model, instance, overhead, max_model_len, max_num_seqs)
     return doc
