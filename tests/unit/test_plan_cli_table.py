@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -179,21 +178,40 @@ def run_cli(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProc
     )
 
 
+HEAVY = {
+    "vllm",
+    "torch",
+    "transformers",
+    "numpy",
+    "boto3",
+    "botocore",
+    "fastapi",
+    "uvicorn",
+    "httpx",
+    "pydantic",
+}
+
+
 def test_cli_invalid_config_exits_2_fast() -> None:
+    """A wrong setting is refused in well under a second because `plan` imports nothing heavy (no
+    vLLM, torch, AWS SDK or web stack): checked by what Python imported (-X importtime), not by a
+    stopwatch, which a loaded CI machine makes flaky. bench/ has no number for this: it is ~0.1 s."""
     env = {
         "SM_VLLM_MODEL": "a/b",
         "SM_VLLM_MAX_MODEL_LEN": "128",
         "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
         "SM_VLLM_DTYPE": "auto",
     }
-    timings = []
-    for _ in range(3):  # best of three: a loaded CI machine adds noise, not the code
-        start = time.monotonic()
-        r = run_cli(["--json", "--device", "neuron"], env)
-        timings.append(time.monotonic() - start)
-        assert r.returncode == 2 and r.stdout == ""
-        assert "SM_VLLM_DTYPE" in r.stderr and "Traceback" not in r.stderr
-    assert min(timings) < 1.0, f"invalid configuration answered in {min(timings):.2f} s"
+    r = run_cli(["--json", "--device", "neuron"], {**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert r.returncode == 2 and r.stdout == ""
+    assert "SM_VLLM_DTYPE" in r.stderr and "Traceback" not in r.stderr
+    imported = {
+        line.split("|")[2].strip().split(".")[0]
+        for line in r.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "neuronserve" in imported  # the -X importtime report is there to read
+    assert not imported & HEAVY, sorted(imported & HEAVY)
 
 
 def test_cli_json_shape_and_secrets() -> None:
