@@ -27,6 +27,7 @@ DEFAULT_OVERHEAD_BYTES per core, which NEURONSERVE_HBM_OVERHEAD_GIB replaces (do
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,18 @@ def _get(cfg: dict[str, Any], *names: str) -> Any:
     return None
 
 
+# Read when present (null or 0 = absent): a value that is no count is refused like a missing field, not
+# turned into a crash (int("x")) or a nonsense estimate (-8 KV heads).
+OPTIONAL_COUNTS = (
+    "num_key_value_heads",
+    "head_dim",
+    "num_local_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "max_position_embeddings",
+)
+
+
 def model_shape(config: dict[str, Any]) -> ModelShape:
     """Read the numbers from config.json (text_config for multimodal wrappers); ShapeError if missing."""
     cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
@@ -96,6 +109,10 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
     missing = [k for k, v in need.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
     if missing:
         raise ShapeError(f"config.json has no {', '.join(missing)}")
+    for name in OPTIONAL_COUNTS:
+        value = cfg.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ShapeError(f"config.json has {name} = {json.dumps(value)}, not a count")
     heads = int(need["num_attention_heads"])
     experts = _get(cfg, "num_local_experts", "num_experts") or 0
     return ModelShape(
