@@ -61,6 +61,8 @@ def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[in
     try:
         for part in spec.split(","):
             lo, dash, hi = part.strip().partition("-")
+            if dash and int(hi) < int(lo):
+                raise ValueError  # "0,3-1" was read as [0]: a reversed range is no range
             cores.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
     except ValueError:
         raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,)) from None
@@ -274,7 +276,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     """Collect the facts once, at the entrypoint (the only impure part of planning)."""
     devices = len(glob.glob("/dev/neuron[0-9]*"))
     lnc_raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
-    lnc = int(lnc_raw) if lnc_raw.isdigit() and int(lnc_raw) > 0 else None
+    lnc = int(lnc_raw) if lnc_raw.isdecimal() and int(lnc_raw) > 0 else None
     visible: int | None = None
     physical: int | None = None
     source = "unknown"
@@ -283,7 +285,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     if spec:
         visible, source = len(parse_core_list(spec)), "NEURON_RT_VISIBLE_CORES"
     elif count:
-        if not count.isdigit() or int(count) < 1:
+        if not count.isdecimal() or int(count) < 1:
             raise ConfigError(
                 f"NEURON_RT_NUM_CORES={count!r} is not a positive integer", ("NEURON_RT_NUM_CORES",)
             )

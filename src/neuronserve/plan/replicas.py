@@ -34,7 +34,7 @@ def requested(settings: Settings) -> tuple[int | None, str]:
     text = str(s.value).strip().lower()
     if text == "auto":
         return None, s.origin
-    if s.value is True or not text.isdigit() or int(text) < 1:
+    if s.value is True or not text.isdecimal() or int(text) < 1:
         raise ConfigError(
             f"{s.origin}={s.value!r} must be a whole number >= 1 or auto (visible cores // TP)",
             (s.origin,),
