@@ -60,11 +60,12 @@ def write_safetensors(path: Path, tensors: dict[str, list[int]], data: bytes = b
 # ---- parse_core_list ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["a-b", "0,0", "0,3-1"])
+@pytest.mark.parametrize("spec", ["a-b", "0,0", "0,3-1", "1_0", "\u0663", "0-1_1"])
 def test_core_list_refusal_names_the_variable_exactly(spec: str) -> None:
     """Both refusal paths (not a number; repeated core) name NEURON_RT_VISIBLE_CORES in the message and as
     the variable to fix. "0,3-1" used to be read as [0] (the reversed range silently dropped): one core
-    planned while the runtime got a list it cannot use."""
+    planned while the runtime got a list it cannot use. "1_0" and "\u0663" were read by int() as 10 and 3,
+    core ids the runtime (which gets the text) does not read."""
     with pytest.raises(ConfigError) as err:
         parse_core_list(spec)
     assert str(err.value) == f"NEURON_RT_VISIBLE_CORES={spec!r} is not a core list like 0-3 or 0,1"

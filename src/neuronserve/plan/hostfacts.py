@@ -55,15 +55,24 @@ class HostFacts:
     cpus: tuple[int, ...] = ()  # CPU ids this process may run on (CPU replicas are bound to slices)
 
 
+def _core_id(text: str) -> int:
+    """ASCII digits only: int() also reads "1_0" as 10 and "٣" as 3, which the plan would count and
+    the Neuron runtime, which receives the text unchanged, would not."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)
+
+
 def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[int]:
     """`0-3`, `0,1`, `4-7,9` -> core ids (what the Neuron runtime accepts)."""
     cores: list[int] = []
     try:
         for part in spec.split(","):
             lo, dash, hi = part.strip().partition("-")
-            if dash and int(hi) < int(lo):
+            if dash and _core_id(hi) < _core_id(lo):
                 raise ValueError  # "0,3-1" was read as [0]: a reversed range is no range
-            cores.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+            cores.extend(range(_core_id(lo), _core_id(hi) + 1) if dash else [_core_id(lo)])
     except ValueError:
         raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,)) from None
     if not cores or len(set(cores)) != len(cores) or min(cores) < 0:
