@@ -30,7 +30,7 @@ OVERRIDES = (
 def instance_for(settings: Settings, facts: HostFacts) -> InstanceFacts | None:
     """NEURONSERVE_INSTANCE_TYPE, else the detected devices; both must agree when both exist."""
     raw = settings.logical_nc_config
-    lnc = int(raw) if raw and raw.isdigit() else None
+    lnc = int(raw) if raw and raw.isdecimal() else None  # isdigit accepts "²", which int() refuses
     name = settings.fit.instance_type
     declared = instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE") if name else None
     detected = instances.facts_for_host(facts.neuron_devices, facts.physical_cores, lnc)
@@ -97,15 +97,23 @@ def _largest(fits: Callable[[int], bool], hi: int, step: int) -> int | None:
 
 
 def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> list[str]:
-    """The settings that would fit, each changed alone."""
+    """The settings that would fit, each changed alone.
+
+    Where the block is max_model_len long (transformers-neuronx's contiguous cache records it as its
+    block_size; the plugin's block layout without prefix caching under its custom scheduler makes
+    every block max_model_len, kv.py), a shorter length shrinks the blocks: the length is searched in
+    steps of 128, not of the old block. BLOCK_SIZES stop at 128, so a block layout without prefix
+    caching whose block equals a longer max_model_len is that scheduler's."""
     tp, length, seqs, kv = graph["tp"], graph["max_model_len"], graph["max_num_seqs"], graph["kv"]
     block = int(kv.get("block_size") or 0)
+    per_length = kv["mode"] == "block" and block == length
 
     def tokens(s: int, n: int) -> int:
         if kv["mode"] == "contiguous":
             return s * n
-        blocks = int(kv["num_blocks"]) if blocks_given else math.ceil(n / block) * s
-        return memory.block_tokens(blocks, block, kv["mode"] == "prefix")
+        size = n if per_length else block
+        blocks = int(kv["num_blocks"]) if blocks_given else math.ceil(n / size) * s
+        return memory.block_tokens(blocks, size, kv["mode"] == "prefix")
 
     out: list[str] = []
     cores = place.instance.cores
@@ -122,7 +130,7 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
         if best:
             out.append(f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}")
         return out
-    step = block or 128
+    step = 128 if kv["mode"] == "contiguous" or per_length else block
     best_len = _largest(lambda n: place.estimate(tp, tokens(seqs, n)).fits, length, step)
     if best_len:
         out.append(f"SM_VLLM_MAX_MODEL_LEN<={best_len}")
