@@ -411,3 +411,16 @@ def test_chunked_prefill_keeps_its_block_size_in_the_length_suggestion() -> None
     msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 65536, 3, **env)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=38304, or SM_VLLM_MAX_NUM_SEQS<=1"
     assert plan("Llama-3.1-8B", "inf2.xlarge", 2, 38304, 3, **env).memory["fits"] is True  # type: ignore[index]
+
+
+def test_a_block_count_below_the_layouts_need_comes_with_the_batch_it_holds() -> None:
+    """4096 given blocks of 32 for 32 x 4096 tokens (the 4096 blocks rules.check_block_layout needs):
+    3592 fit, and "<=3592" alone was suggested although the next plan refuses 3592 blocks for that
+    batch. Now the suggestion carries the batch 3592 blocks hold (3592 // 128 = 28), and it plans."""
+    env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
+    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **env)
+    assert fixes(msg) == "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592 with SM_VLLM_MAX_NUM_SEQS<=28"
+    with pytest.raises(ConfigError, match="cannot hold 32 sequences"):
+        plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
+    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 28, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
+    assert p.memory["fits"] is True  # type: ignore[index]

@@ -97,7 +97,8 @@ def _largest(fits: Callable[[int], bool], hi: int, step: int) -> int | None:
 
 
 def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> list[str]:
-    """The settings that would fit, each changed alone.
+    """The settings that would fit, each changed alone (a block count with the batch it can hold, when
+    fewer blocks alone would fail the block-count rule: every suggestion must plan).
 
     Where the block is max_model_len long (transformers-neuronx's contiguous cache records it as its
     block_size; the plugin's block layout without prefix caching under its custom scheduler makes
@@ -127,8 +128,13 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
             int(kv["num_blocks"]),
             1,
         )
-        if best:
+        per_seq = math.ceil(length / block)  # rules.check_block_layout: the plan needs per_seq * seqs
+        if best and best >= per_seq * seqs:
             out.append(f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}")
+        elif best and best // per_seq:  # fewer blocks alone would be refused next: fewer sequences too
+            out.append(
+                f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best} with SM_VLLM_MAX_NUM_SEQS<={best // per_seq}"
+            )
         return out
     step = 128 if kv["mode"] == "contiguous" or per_length else block
     best_len = _largest(lambda n: place.estimate(tp, tokens(seqs, n)).fits, length, step)
