@@ -203,10 +203,13 @@ def test_float32_weights_are_four_bytes() -> None:
 
 
 def test_a_dtype_the_table_does_not_know_is_estimated_at_two_bytes() -> None:
-    """The planner passes a dtype it has no size for (here int8) on to vLLM; the estimate falls back to
-    2 bytes (the bf16 default) rather than crash or guess another size."""
-    p = plan("Llama-3.2-1B", "inf2.xlarge", 1, 4096, 4, SM_VLLM_DTYPE="int8")
-    assert p.memory is not None and p.memory["weights_bytes_per_core"] == 2_996_965_376
+    """A dtype with no size in the table (the plan refuses those before the estimate, rules.check_dtype;
+    `plan --recommend` passes its own) counts 2 bytes (the bf16 default) rather than crash or guess;
+    case does not matter."""
+    settings = parse_settings({})
+    assert fit.precision("int8", settings, {}) == fit.memory.Precision(2, 2)
+    assert fit.precision("FLOAT32", settings, {}) == fit.memory.Precision(4, 4)
+    assert fit.precision("float32", settings, {"quantized": True}) == fit.memory.Precision(4, 1)
 
 
 def test_sm_vllm_quantization_makes_the_projections_one_byte() -> None:

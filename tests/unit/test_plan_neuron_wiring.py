@@ -95,7 +95,7 @@ LAUNCH = [
         "is_continuous_batching=true",
         "-- --max-num-seqs=4",
     ),
-    ("SM_NEURON_TORCH_DTYPE", "float32", ("--dtype", "bf16"), "torch_dtype=bf16", "-- --dtype=bf16"),
+    ("SM_NEURON_TORCH_DTYPE", "float32", ("--dtype", "float16"), "torch_dtype=float16", "-- --dtype=float16"),
     ("SM_NEURON_TORCH_DTYPE", "float32", (), "torch_dtype=bfloat16", "SM_VLLM_DTYPE=bfloat16"),
     (
         "SM_NEURON_ENABLE_FUSED_SPECULATION",

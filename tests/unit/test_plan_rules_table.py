@@ -56,6 +56,18 @@ def test_dtype() -> None:
     )
 
 
+@pytest.mark.parametrize("dtype", ["AUTO", "int8", "bf16", ""])
+def test_a_dtype_vllm_does_not_know_is_refused_before_the_engine(dtype: str) -> None:
+    """vLLM's argparse would refuse these at start (choices compare as written; LMI's fp16/bf16 are
+    mapped in config/compat.py before this); the estimate must not count them as 2 bytes first."""
+    err = refusal(rules.check_dtype, dtype, "OPTION_DTYPE")
+    assert (str(err), err.variables) == (
+        f"OPTION_DTYPE={dtype} is not a vLLM dtype: use one of bfloat16, float, float16, float32, half "
+        "(bfloat16 on Neuron)",
+        ("OPTION_DTYPE",),
+    )
+
+
 def test_block_layout() -> None:
     rules.check_block_layout(2048, 4, 32, 256, ORIGINS)  # exactly enough
     err = refusal(rules.check_block_layout, 2048, 4, 48, 999, ORIGINS)

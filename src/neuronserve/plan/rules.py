@@ -44,8 +44,18 @@ def check_tp(tp: int, origin: str, visible: int | None, source: str) -> None:
         )
 
 
+DTYPES = ("auto", "bfloat16", "float", "float16", "float32", "half")  # vLLM 0.11.0 --dtype choices
+
+
 def check_dtype(dtype: str, origin: str) -> None:
-    """`auto` becomes float32 under NxD Inference: refuse it rather than compile the wrong graph."""
+    """`auto` becomes float32 under NxD Inference: refuse it rather than compile the wrong graph. A value
+    outside vLLM's --dtype choices (../shared/vllm-0.11.0-cli.json; argparse compares them as written,
+    so `AUTO` or `int8` too) is refused here, before any download, rather than by the engine."""
+    if dtype not in DTYPES:
+        raise ConfigError(
+            f"{origin}={dtype} is not a vLLM dtype: use one of {', '.join(DTYPES[1:])} (bfloat16 on Neuron)",
+            (origin,),
+        )
     if dtype == "auto":
         raise ConfigError(
             f"{origin}=auto compiles float32 on Neuron: set {origin}=bfloat16 (or "
