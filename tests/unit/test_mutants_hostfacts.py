@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,39 @@ def test_without_a_neuron_ls_answer_each_device_counts_two_cores(
     f = facts(tmp_path)
     assert (f.physical_cores, f.visible_cores, f.cores_source) == (None, 6, "3 devices x 2 cores")
     assert facts(tmp_path, {"NEURON_LOGICAL_NC_CONFIG": "2"}).visible_cores == 3
+
+
+def test_neuron_ls_off_path_is_found_where_the_neuron_tools_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No neuron-ls on PATH (as in many containers) but one at its install path: its answer counts.
+    The install path is pointed at a script in tmp_path (the real one is /opt/aws/neuron/bin)."""
+    devices(monkeypatch, 2)
+    neuron_ls(monkeypatch, tmp_path, '[{"nc_count": 4}, {"nc_count": 4}]')
+    installed = tmp_path / "opt-bin" / "neuron-ls"
+    installed.parent.mkdir()
+    (tmp_path / "bin" / "neuron-ls").rename(installed)
+    monkeypatch.setattr(hostfacts, "NEURON_LS_FALLBACK", str(installed))
+    assert facts(tmp_path).cores_source == "neuron-ls"
+    assert facts(tmp_path).physical_cores == 8
+    monkeypatch.setattr(hostfacts, "NEURON_LS_FALLBACK", str(tmp_path / "nowhere" / "neuron-ls"))
+    assert facts(tmp_path).cores_source == "2 devices x 2 cores"
+
+
+def test_a_hung_neuron_ls_is_given_up_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A neuron-ls that never answers (a wedged driver) must not hang the plan: after its timeout the
+    devices are counted instead. The timeout is shortened to keep the test quick."""
+    devices(monkeypatch, 2)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "neuron-ls"
+    exe.write_text("#!/bin/sh\nexec sleep 30\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setattr(hostfacts, "NEURON_LS_TIMEOUT_S", 0.5)
+    t0 = time.monotonic()
+    assert facts(tmp_path).cores_source == "2 devices x 2 cores"
+    assert time.monotonic() - t0 < 15, "waited for the hung neuron-ls (it sleeps 30 s)"
 
 
 def test_no_devices_and_no_variables_means_unknown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -118,14 +118,21 @@ def _vllm_module() -> str:
     return API_SERVER_MODULE
 
 
+# Where the Neuron tools install neuron-ls; containers often lack /opt/aws/neuron/bin on PATH.
+NEURON_LS_FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
+# A wedged driver can hang neuron-ls; the plan then counts devices instead of waiting.
+NEURON_LS_TIMEOUT_S = 10.0
+
+
 def _neuron_ls_cores() -> int | None:
-    exe = shutil.which("neuron-ls") or (
-        "/opt/aws/neuron/bin/neuron-ls" if os.path.exists("/opt/aws/neuron/bin/neuron-ls") else None
-    )
+    """NeuronCores by neuron-ls (PATH first, then its install path); None when absent, failing or hung."""
+    exe = shutil.which("neuron-ls") or (NEURON_LS_FALLBACK if os.path.exists(NEURON_LS_FALLBACK) else None)
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--json-output"], capture_output=True, timeout=10, check=True, text=True)
+        out = subprocess.run(
+            [exe, "--json-output"], capture_output=True, timeout=NEURON_LS_TIMEOUT_S, check=True, text=True
+        )
         devices = json.loads(out.stdout)
         return sum(int(d.get("nc_count", 0)) for d in devices) or None
     except (OSError, subprocess.SubprocessError, ValueError, TypeError, AttributeError):
