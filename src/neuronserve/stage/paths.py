@@ -54,7 +54,8 @@ def safe_relpath(name: str, *, what: str) -> str:
     """Return `name` as a clean relative POSIX path, or raise if it could escape the target directory.
 
     Refused: empty names, absolute paths, backslashes (Windows separators smuggling `..`), any `.` or
-    `..` component, NUL bytes, and our own bookkeeping names (a key must not overwrite the manifest).
+    `..` component, NUL bytes, and our own bookkeeping names as any component (a key must not overwrite
+    the manifest, nor make a directory of its name that the manifest could then not be written over).
     """
     if not name or "\x00" in name:
         raise StageError(f"refusing {what} {name!r}: empty or NUL in name")
@@ -67,7 +68,7 @@ def safe_relpath(name: str, *, what: str) -> str:
     if not parts:
         raise StageError(f"refusing {what} {name!r}: no file name")
     rel = posixpath.join(*parts)
-    if parts[-1] in RESERVED or parts[-1].endswith(PART_SUFFIX):
+    if any(p in RESERVED or p.endswith(PART_SUFFIX) for p in parts):  # a directory of that name blocks ours
         raise StageError(f"refusing {what} {name!r}: the name is reserved for neuronserve's bookkeeping")
     return rel
 

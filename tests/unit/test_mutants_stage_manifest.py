@@ -1,0 +1,77 @@
+"""The completion manifest on a real disk, without S3: what a failed write leaves behind, how the next start
+reads it, and the checksum recorded for uploaded artifacts (added where mutation testing showed these
+unchecked by the unit tier; the S3 tests that exercise them are not in its selection)."""
+
+from __future__ import annotations
+
+import hashlib
+import locale
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.unit.test_manifest_format import MANIFEST, TEXT
+from tests.unit.test_stage_atomic import write
+
+from neuronserve.stage import atomic
+from neuronserve.stage.manifest import FileEntry, Manifest, read_local, sha256_file, write_local
+from neuronserve.stage.paths import MANIFEST_NAME
+
+
+@pytest.fixture
+def ascii_locale() -> Iterator[None]:
+    """The process's text encoding set to ASCII (LC_CTYPE=C), as on a host with a non-UTF-8 locale."""
+    saved = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+
+
+def test_a_failed_write_leaves_only_a_temporary_that_is_neither_complete_nor_published(
+    tmp_path: Path,
+) -> None:
+    """A manifest write that fails after opening its temporary file (here: a value JSON cannot hold) leaves
+    `<manifest>.tmp`, never the manifest itself: the next start sees the directory as incomplete, and
+    publishing the directory skips the temporary as bookkeeping instead of uploading it as a model file."""
+    write(tmp_path, {"w.bin": "abc"})
+    broken = Manifest("s3://b/m/", (FileEntry("w.bin", 3),), extra={"not json": {1, 2}})
+    with pytest.raises(TypeError):
+        write_local(str(tmp_path), broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST_NAME + ".tmp", "w.bin"]
+    assert read_local(str(tmp_path)) is None
+    assert atomic.list_files(str(tmp_path)) == ["w.bin"]
+
+    write_local(str(tmp_path), MANIFEST)  # the next write replaces the leftover
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST_NAME, "w.bin"]
+    assert (tmp_path / MANIFEST_NAME).read_text(encoding="utf-8") == TEXT
+
+
+@pytest.mark.usefixtures("ascii_locale")
+def test_a_manifest_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """A manifest holding raw UTF-8 (a non-ASCII S3 prefix, written by another tool) reads the same on a
+    host whose locale is not UTF-8: otherwise the copy counts as incomplete, or the read crashes."""
+    text = TEXT.replace("s3://b/cache/k1/", "s3://b/modèle/")
+    (tmp_path / MANIFEST_NAME).write_bytes(text.encode("utf-8"))
+    got = read_local(str(tmp_path))
+    assert got is not None and got.source == "s3://b/modèle/"
+
+
+@pytest.mark.parametrize("bufsize", [1, 2, 3, 1 << 20])
+def test_sha256_of_a_file_is_that_of_its_bytes_for_any_buffer(tmp_path: Path, bufsize: int) -> None:
+    """The SHA-256 recorded for an uploaded artifact (which readers verify every byte against) is the
+    digest of the whole file however it is read in chunks; an empty file has the empty digest."""
+    (tmp_path / "f").write_bytes(b"abc")
+    (tmp_path / "empty").write_bytes(b"")
+    assert sha256_file(str(tmp_path / "f"), bufsize) == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )
+    assert sha256_file(str(tmp_path / "empty"), bufsize) == hashlib.sha256(b"").hexdigest()
+
+
+def test_sha256_default_buffer_reads_large_files_whole(tmp_path: Path) -> None:
+    """A file larger than the default 4 MiB buffer is hashed over all its chunks."""
+    data = bytes(range(256)) * (5 * 4096 + 7)
+    (tmp_path / "big").write_bytes(data)
+    assert sha256_file(str(tmp_path / "big")) == hashlib.sha256(data).hexdigest()
