@@ -80,6 +80,8 @@ def test_a_destination_that_is_a_link_is_replaced_without_touching_its_target(tm
     atomic.commit(str(staging), str(dest), MANIFEST)
     assert not dest.is_symlink() and read_local(str(dest)) == MANIFEST
     assert tree(elsewhere) == {"mine": "keep"}
+    # and the link moved aside is gone too (rmtree refuses a link: it stayed as model.old-<pid>)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "model"]
 
 
 def test_a_symlinked_directory_is_refused_on_publish(tmp_path: Path) -> None:

@@ -75,7 +75,10 @@ def commit(staging: str, dest: str, manifest: Manifest) -> None:
     os.rename(staging, dest)
     fsync_dir(os.path.dirname(dest) or ".")
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if os.path.islink(old):  # a link the user made: removed, its target kept (rmtree refuses links)
+            os.unlink(old)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def fsync_dir(path: str) -> None:
