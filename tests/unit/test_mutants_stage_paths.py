@@ -89,7 +89,12 @@ def test_nested_files_without_a_clash_pass() -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["p/.neuronserve-manifest.json/x", "p/.neuronserve-journal.jsonl/x", "p/w.bin.neuronserve-part/x"],
+    [
+        "p/.neuronserve-manifest.json/x",
+        "p/.neuronserve-journal.jsonl/x",
+        "p/w.bin.neuronserve-part/x",
+        "p/.neuronserve-manifest.json.tmp",  # the manifest's own temporary name: overwritten, never published
+    ],
 )
 def test_a_key_making_a_directory_of_a_bookkeeping_name_is_refused(key: str) -> None:
     """Before the download, not after: a key `.neuronserve-manifest.json/x` would create a directory where

@@ -15,7 +15,7 @@ from neuronserve.errors import StageError
 MANIFEST_NAME = ".neuronserve-manifest.json"
 JOURNAL_NAME = ".neuronserve-journal.jsonl"
 PART_SUFFIX = ".neuronserve-part"
-RESERVED = (MANIFEST_NAME, JOURNAL_NAME)
+RESERVED = (MANIFEST_NAME, MANIFEST_NAME + ".tmp", JOURNAL_NAME)  # .tmp: manifest.write_local's own
 
 
 @dataclass(frozen=True)
