@@ -113,3 +113,48 @@ def test_serving_properties_decide_the_generate_dialect(
     assert (s.serve.dialect, s.serve.lmi_stream_format) == (dialect, stream_format)
     plain = parse_settings({"SM_VLLM_MODEL": "m"})
     assert (plain.serve.dialect, plain.serve.lmi_stream_format) == ("tgi", "jsonlines")
+
+
+@pytest.mark.parametrize(("first", "second"), [("TRUE", "true"), ("False", "false")])
+def test_true_and_false_strings_in_two_override_objects_agree_in_any_case(first: str, second: str) -> None:
+    """Two override objects giving one key the JSON strings "TRUE" and "true" (or "False" and "false") say
+    the same thing (the comparison takes true/false in any case): one setting, no conflict, and the higher
+    source (SM_NEURON_OVERRIDE_CONFIG) keeps its value and origin."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "SM_NEURON_OVERRIDE_CONFIG": f'{{"enable_bucketing": "{first}"}}',
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG": f'{{"enable_bucketing": "{second}"}}',
+        }
+    )
+    setting = s.override["enable_bucketing"]
+    assert (setting.value, setting.origin) == (first, "SM_NEURON_OVERRIDE_CONFIG")
+
+
+def test_two_spellings_of_one_variable_with_different_values_are_refused_naming_both() -> None:
+    """SM_VLLM_MODEL and SM_VLLM_Model are one variable (names are read in any case after the prefix);
+    set to different models the refusal names both spellings, in sorted order, in its text and its
+    variables, so the user knows which two to reconcile."""
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"SM_VLLM_MODEL": "a", "SM_VLLM_Model": "b"})
+    assert str(err.value) == (
+        "SM_VLLM_MODEL and SM_VLLM_Model are one variable with different values: remove one of them"
+    )
+    assert err.value.variables == ("SM_VLLM_MODEL", "SM_VLLM_Model")
+
+
+def test_a_lowercase_prefix_is_not_an_sm_vllm_variable() -> None:
+    """Only the part after SM_VLLM_ is read in any case: sm_vllm_model and sm_vllm_additional_config (the
+    prefix itself in lower case) are not ours, exactly as sm_vllm_max_num_seqs is no engine flag. They
+    neither conflict with SM_VLLM_MODEL, nor add a model, nor fill the additional config."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "sm_vllm_model": "other",
+            "sm_vllm_additional_config": '{"a": 1}',
+            "sm_vllm_max_num_seqs": "4",
+        }
+    )
+    assert [(m.value, m.origin) for m in s.models] == [("m", "SM_VLLM_MODEL")]
+    assert s.additional_config == {}
+    assert s.engine == {}
