@@ -128,3 +128,23 @@ def test_the_plan_carries_the_engine_host_and_the_configured_work_dir() -> None:
         cpu_plan({"SM_VLLM_MODEL": "org/m", "NEURONSERVE_WORK_DIR": "/srv/X"}),
     ):
         assert (p.engine_host, p.work_dir) == ("127.0.0.1", "/srv/X")
+
+
+def test_a_flag_the_neuron_plan_renders_is_not_passed_again_from_after_the_separator() -> None:
+    """`-- --no-enable-prefix-caching` on Neuron: the plan reads it and renders the KV layout's own
+    `--no-enable-prefix-caching`, so vLLM gets it once (the plan's copy), while the flag after it that
+    the plan does not render (`--seed 3`) is passed through as given."""
+    p = build_plan(parse_settings(MODEL, extra_args=("--no-enable-prefix-caching", "--seed", "3")), facts())
+    assert p.argv.count("--no-enable-prefix-caching") == 1
+    assert p.argv.index("--no-enable-prefix-caching") < p.argv.index("--additional-config")
+    assert list(p.argv[-2:]) == ["--seed", "3"]
+
+
+def test_the_cpu_plan_passes_boolean_flags_and_values_after_the_separator_verbatim() -> None:
+    """The CPU plan renders no engine flag of its own, so `-- --trust-remote-code` (a flag the plan reads)
+    reaches vLLM; and a value is only a value: `mymodel` after `--served-model-name` is not taken for a
+    `--model` flag, nor the token after it dropped."""
+    extra = ["--trust-remote-code", "--served-model-name", "mymodel", "--seed", "3"]
+    p = cpu_plan({"SM_VLLM_MODEL": "org/m"}, extra=extra)
+    assert list(p.argv[-5:]) == extra
+    assert p.warnings == ()
