@@ -427,3 +427,28 @@ def test_a_block_count_below_the_layouts_need_comes_with_the_batch_it_holds() ->
         plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
     p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 28, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
     assert p.memory["fits"] is True  # type: ignore[index]
+
+
+def test_a_block_count_that_holds_exactly_the_batch_is_suggested_alone() -> None:
+    """8 seqs of 14,368 tokens in blocks of 32 need 449 x 8 = 3592 blocks (rules.check_block_layout), and
+    3592 is also the most that fit: the need is met exactly, so the block count alone is the fix (no
+    "with SM_VLLM_MAX_NUM_SEQS<=8", which is the batch already set), and that plan fits."""
+    env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
+    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **env)
+    assert fixes(msg) == "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592"
+    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
+    assert p.memory["fits"] is True  # type: ignore[index]
+
+
+def test_a_block_count_below_one_sequence_comes_with_a_length_that_fits() -> None:
+    """One sequence of 131,072 tokens needs 4096 blocks of 32; at most 3592 fit, which hold no whole
+    sequence (3592 // 4096 = 0): "<=3592 with SM_VLLM_MAX_NUM_SEQS<=0" would name a batch vLLM refuses,
+    and "nothing on this instance fits" would be wrong too: 3592 blocks hold one sequence of
+    3592 * 32 = 114,944 tokens, and that plan fits."""
+    env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
+    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1, **env)
+    assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=114944 with SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592"
+    p = plan(
+        "Llama-3.1-8B", "inf2.xlarge", 2, 114944, 1, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
+    )
+    assert p.memory["fits"] is True  # type: ignore[index]

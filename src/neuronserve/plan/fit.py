@@ -135,6 +135,10 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
             out.append(
                 f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best} with SM_VLLM_MAX_NUM_SEQS<={best // per_seq}"
             )
+        elif best and best // seqs:  # not even one sequence: a shorter length, in whole blocks
+            out.append(
+                f"SM_VLLM_MAX_MODEL_LEN<={best // seqs * block} with SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}"
+            )
         return out
     step = 128 if kv["mode"] == "contiguous" or per_length else block
     best_len = _largest(lambda n: place.estimate(tp, tokens(seqs, n)).fits, length, step)
