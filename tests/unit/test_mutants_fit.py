@@ -452,3 +452,11 @@ def test_a_block_count_below_one_sequence_comes_with_a_length_that_fits() -> Non
         "Llama-3.1-8B", "inf2.xlarge", 2, 114944, 1, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
     )
     assert p.memory["fits"] is True  # type: ignore[index]
+
+
+def test_a_block_count_below_the_batch_suggests_no_zero_length() -> None:
+    """1024 sequences of 131,072 tokens in blocks of 128: about 900 blocks fit, fewer than one per
+    sequence, so no whole block per sequence is left: "SM_VLLM_MAX_MODEL_LEN<=0" must not be offered."""
+    env = {**PREFIX, "SM_VLLM_BLOCK_SIZE": "128", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "1048576"}
+    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1024, **env)
+    assert fixes(msg) == "no TP, length or batch on this instance fits; pick a larger instance"
