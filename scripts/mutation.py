@@ -36,6 +36,7 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "plan/cachekey.py",
     "plan/intree.py",
     "plan/resolve.py",
+    "plan/jsonint.py",
     "front/schema.py",
     "stage/paths.py",
     "stage/manifest.py",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.plan.instances import GIB
+from neuronserve.plan.jsonint import json_int
 
 DEFAULT_OVERHEAD_BYTES = 3 * GIB // 2  # 1.5 GiB per NeuronCore: see the module docstring and docs/FIT.md
 WARN_UTILIZATION = 0.90
@@ -106,12 +107,12 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
         "intermediate_size": _get(cfg, "moe_intermediate_size", "intermediate_size"),
         "num_attention_heads": _get(cfg, "num_attention_heads"),
     }
-    missing = [k for k, v in need.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
+    missing = [k for k, v in need.items() if not json_int(v) or v <= 0]
     if missing:
         raise ShapeError(f"config.json has no {', '.join(missing)}")
     for name in OPTIONAL_COUNTS:
         value = cfg.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        if value is not None and (not json_int(value) or value < 0):
             raise ShapeError(f"config.json has {name} = {json.dumps(value)}, not a count")
     heads = int(need["num_attention_heads"])
     experts = _get(cfg, "num_local_experts", "num_experts") or 0

@@ -17,6 +17,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi, overrides, rules
 from neuronserve.plan.hostfacts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
+from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.kv import kv_layout
 
 DEFAULT_MAX_NUM_SEQS = 8
@@ -71,7 +72,7 @@ def _model_len(settings: Settings, model: ModelFacts | None, model_uri: str, war
     derived = config.get("max_position_embeddings") or (config.get("text_config") or {}).get(
         "max_position_embeddings"
     )
-    if isinstance(derived, int) and not isinstance(derived, bool) and derived > 0:  # JSON true is no length
+    if json_int(derived) and derived > 0:  # JSON true is no length
         warnings.append(
             f"max_model_len derived from {model_uri}/config.json max_position_embeddings = {derived}; "
             f"set SM_VLLM_MAX_MODEL_LEN to compile for a shorter length (faster, less memory)"

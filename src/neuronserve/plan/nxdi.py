@@ -17,6 +17,8 @@ import math
 import re
 from typing import Any
 
+from neuronserve.plan.jsonint import json_int
+
 # NxD Inference 0.7 utils/constants.py:41-51 MODEL_TYPES: model key -> task -> class.
 NXDI_MODEL_TYPES = ("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe")
 # loader.py:672-674 raises for this architecture before any lookup.
@@ -111,6 +113,6 @@ def max_context_length(override: dict[str, Any], length: int, chunked: bool, bat
     """neuron_config max_context_length: loader.py:734-739 (max_num_batched_tokens under chunked
     prefill, else max_model_len), replaced by an override key of that name (loader.py:877)."""
     value = override.get("max_context_length")
-    if isinstance(value, int) and not isinstance(value, bool):
+    if json_int(value):
         return value
     return int(batched or length) if chunked else length

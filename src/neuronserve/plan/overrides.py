@@ -14,6 +14,7 @@ from typing import Any
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
+from neuronserve.plan.jsonint import json_int
 
 
 def _origin(origins: dict[str, str], key: str) -> str:
@@ -99,7 +100,7 @@ def check_sampling(
             (var,),
         )
     topk = cfg.get("global_topk", nxdi.MAX_DEVICE_TOPK)
-    if not isinstance(topk, int) or isinstance(topk, bool) or not 1 <= topk <= nxdi.MAX_DEVICE_TOPK:
+    if not json_int(topk) or not 1 <= topk <= nxdi.MAX_DEVICE_TOPK:
         raise ConfigError(
             f"{var}: global_topk={topk} is outside 1..{nxdi.MAX_DEVICE_TOPK} (the plugin samples at most "
             f"{nxdi.MAX_DEVICE_TOPK} on device): set global_topk <= {nxdi.MAX_DEVICE_TOPK}",
@@ -143,7 +144,7 @@ def check_chunked_config(
     if value is None:
         override["chunked_prefill_config"] = {**cfg, "max_num_seqs": seqs}
         warnings.append(f"{var}: max_num_seqs set to max_num_seqs {seqs} (NxD Inference's default is 0)")
-    elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    elif not json_int(value) or value < 1:
         raise ConfigError(f"{var}: max_num_seqs must be a positive integer, e.g. {seqs}", (var,))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.jsonint import json_int
 
 # What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
 SUPPORTED_ARCHITECTURES = (
@@ -131,11 +132,7 @@ def check_pa_keys(
 def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
     """A bucket list as NxD Inference uses it: non-empty (it takes the largest entry) and of positive
     integers. JSON `true` is refused although Python counts it as the int 1."""
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    ):
+    if not isinstance(value, list) or not value or not all(json_int(v) and v > 0 for v in value):
         raise ConfigError(
             f"{origin}: {key} must be a JSON list of positive integers, e.g. [128, 512]", (origin,)
         )
