@@ -69,10 +69,12 @@ def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[in
     cores: list[int] = []
     try:
         for part in spec.split(","):
-            lo, dash, hi = part.strip().partition("-")
-            if dash and _core_id(hi) < _core_id(lo):
+            first, dash, last = part.strip().partition("-")
+            lo = _core_id(first)
+            hi = _core_id(last) if dash else lo
+            if hi < lo:
                 raise ValueError  # "0,3-1" was read as [0]: a reversed range is no range
-            cores.extend(range(_core_id(lo), _core_id(hi) + 1) if dash else [_core_id(lo)])
+            cores.extend(range(lo, hi + 1))
     except ValueError:
         raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,)) from None
     if not cores or len(set(cores)) != len(cores) or min(cores) < 0:
