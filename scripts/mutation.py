@@ -35,7 +35,7 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "deploy/stream.py",
     "plan/cachekey.py",
     "plan/intree.py",
-    "plan/resolve.py",
+    "host/resolve.py",
     "plan/jsonint.py",
     "front/schema.py",
     "stage/paths.py",
@@ -56,7 +56,7 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "plan/rules.py",
     "plan/build.py",
     "plan/fit.py",
-    "plan/hostfacts.py",
+    "host/facts.py",
     "plan/neuron.py",
 )
 # What CI may run (scripts/test, NEURONSERVE_MUTATION_SAMPLE=1): two small protocol modules, ~1 minute.

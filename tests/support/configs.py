@@ -5,7 +5,7 @@ vLLM's own parser in the integration tier)."""
 
 from __future__ import annotations
 
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 
 VERSIONS = {
     "vllm": "0.11.0",

@@ -1,4 +1,4 @@
-"""plan/hostfacts.py cases that mutation testing showed unchecked (issue #16, docs/TESTING.md), on real files
+"""host/facts.py cases that mutation testing showed unchecked (issue #16, docs/TESTING.md), on real files
 in a temporary directory: core lists and their refusals, NEURON_RT_NUM_CORES / NEURON_LOGICAL_NC_CONFIG,
 Neuron devices counted through a `neuron-ls` script on PATH, the vLLM launch module found in an installed
 package tree, `*.dist-info` versions, safetensors headers (lm_head, parameter count), the weights digest
@@ -21,17 +21,16 @@ import pytest
 from tests.unit.test_plan_hostfacts import write_model
 
 from neuronserve.errors import ConfigError
-from neuronserve.plan import hostfacts
-from neuronserve.plan.hostfacts import (
-    API_SERVER_MODULE,
+from neuronserve.host import facts as hostfacts
+from neuronserve.host.facts import (
     gather,
     installed_versions,
     model_facts,
-    parse_core_list,
     read_serving_properties,
     safetensors_params,
     weights_digest,
 )
+from neuronserve.plan.facts import API_SERVER_MODULE, parse_core_list
 
 LAUNCHER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
 

@@ -14,7 +14,7 @@ from tests.unit.test_plan_memory import GIB, OVERHEAD, VERSIONS, config, plan, r
 from neuronserve.config.settings import parse_settings
 from neuronserve.plan import memory
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 
 # Qwen3-30B-A3B's config.json (the fields the estimate reads): MoE keys spelled the Qwen way.
 QWEN3_MOE: dict[str, Any] = {

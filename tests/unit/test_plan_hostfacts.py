@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from neuronserve.errors import ConfigError
-from neuronserve.plan.hostfacts import gather, model_facts, parse_core_list, read_serving_properties
-from neuronserve.plan.resolve import resolve_plan
+from neuronserve.host.facts import gather, model_facts, read_serving_properties
+from neuronserve.host.resolve import resolve_plan
+from neuronserve.plan.facts import parse_core_list
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
-from neuronserve.plan.hostfacts import HostFacts
+from neuronserve.plan.facts import HostFacts
 from neuronserve.plan.intree import choose_integration, tnx_kv
 
 FRAMEWORK_WARNING = (

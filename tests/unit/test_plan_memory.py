@@ -12,9 +12,10 @@ import pytest
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
+from neuronserve.host.facts import model_facts
 from neuronserve.plan import instances, memory
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts, model_facts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 DATA = Path(__file__).parent.parent / "data" / "models"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_plan_build_messages import facts, plan, refusal
 
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 
 BASE = {"SM_VLLM_MODEL": "/models/m", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "SM_VLLM_MAX_NUM_SEQS": "4"}
 HEADS = {"architectures": ["LlamaForCausalLM"], "num_key_value_heads": 8, "head_dim": 64}

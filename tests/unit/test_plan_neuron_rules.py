@@ -11,7 +11,7 @@ import pytest
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 VERSIONS = {

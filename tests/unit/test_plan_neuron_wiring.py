@@ -17,7 +17,7 @@ from test_plan_build_messages import facts
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.neuron import neuron_engine
 from neuronserve.types import LaunchPlan
 

@@ -15,7 +15,7 @@ import pytest
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 
 DATA = Path(__file__).parent.parent / "data" / "models"
 MODELS = [

@@ -16,7 +16,7 @@ from neuronserve.commands.plan import plan_document
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.replicas import format_cores
 from neuronserve.types import LaunchPlan
 

@@ -10,7 +10,7 @@ import pytest
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 
 ORIGINS = {
     "block-size": "SM_VLLM_BLOCK_SIZE",

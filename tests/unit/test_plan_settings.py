@@ -9,7 +9,7 @@ import pytest
 from neuronserve.config.settings import flag_tokens, parse_settings, sm_vllm_value
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 PY = "/usr/bin/python3"

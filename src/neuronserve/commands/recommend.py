@@ -17,7 +17,8 @@ from typing import Any
 
 from neuronserve.config.fit import parse_fit
 from neuronserve.errors import ConfigError
-from neuronserve.plan import hostfacts, instances, memory, recommend
+from neuronserve.host import facts as hostfacts
+from neuronserve.plan import instances, memory, recommend
 from neuronserve.plan.instances import GIB, InstanceFacts
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from neuronserve import logsetup
 from neuronserve.errors import EngineError
-from neuronserve.plan.resolve import resolve_plan
+from neuronserve.host.resolve import resolve_plan
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
 from neuronserve.types import LaunchPlan
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
     import asyncio  # noqa: PLC0415
 
-    from neuronserve.front.lifecycle import serve  # noqa: PLC0415
+    from neuronserve.serve.lifecycle import serve  # noqa: PLC0415
 
     runner_kwargs: dict[str, Any] = {}
     try:

@@ -60,8 +60,8 @@ def check_instance(instance_type: str) -> None:
 def plan_check(env: Mapping[str, str], instance_type: str) -> list[str]:
     """Run the launch plan the container will run (device neuron, every core of the instance visible)
     on this environment; returns its warnings, raises its ConfigError with the fix it names."""
+    from neuronserve.host.resolve import resolve_plan
     from neuronserve.plan import instances
-    from neuronserve.plan.resolve import resolve_plan
 
     check_instance(instance_type)
     cores = instances.neuron_cores(instance_type)  # logical cores: what the plugin sees

@@ -177,7 +177,7 @@ async def engine_metrics(session: aiohttp.ClientSession, base_url: str) -> bytes
 
 
 def build_labels(versions: Mapping[str, str | None], version: str, sdk: str | None) -> dict[str, Any]:
-    """neuronserve_build_info's labels from the installed versions (plan/hostfacts.installed_versions)."""
+    """neuronserve_build_info's labels from the installed versions (host/facts.installed_versions)."""
     cc = versions.get("neuronx-cc")
     return {
         "version": version,

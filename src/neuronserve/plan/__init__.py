@@ -1,5 +1,6 @@
 """The plan: PURE functions from settings and host facts to a LaunchPlan (second step of the flow).
 
-No I/O happens here except in `hostfacts` (which gathers the facts) and `resolve` (which wires
-settings, facts and the plan together for the commands).
+Nothing here reads the machine, the files or the network: `neuronserve.host` gathers the facts
+(`plan.facts` holds their shapes) and `host.resolve` wires settings, facts and the plan together.
+A test walks this package's syntax tree to keep it so.
 """

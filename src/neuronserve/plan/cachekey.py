@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 from neuronserve.types import ModelSpec
 
 SCHEMA = 2  # bump when the key's inputs change meaning (2: weights digest, kv as compiled, item 10 of #15)
@@ -30,7 +30,7 @@ def key_inputs(
         "schema": SCHEMA,
         # Model identity: where it comes from and its revision; for local dirs the config.json digest,
         # because /opt/ml/model is the same path for every model, and the sampled weights digest
-        # (hostfacts.weights_digest), because a fine-tune keeps config.json and the artifacts embed the
+        # (host.facts.weights_digest), because a fine-tune keeps config.json and the artifacts embed the
         # weights with save_sharded_checkpoint. Not hashed: log level, ports, served model name and any
         # other setting that does not reach the compiled graph (graph holds only those that do).
         "model": {

@@ -16,7 +16,7 @@ from typing import Any
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan import instances, memory
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.instances import GIB, InstanceFacts
 
 OVERRIDES = (

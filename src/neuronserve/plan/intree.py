@@ -11,7 +11,7 @@ from typing import Any
 
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
-from neuronserve.plan.hostfacts import HostFacts
+from neuronserve.plan.facts import HostFacts
 
 
 def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]) -> tuple[str, str | None]:

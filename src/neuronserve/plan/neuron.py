@@ -15,7 +15,7 @@ from typing import Any
 from neuronserve.config.settings import Settings, env_name
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi, overrides, rules
-from neuronserve.plan.hostfacts import HostFacts, ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.kv import kv_layout

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
-from neuronserve.plan.hostfacts import HostFacts, parse_core_list
+from neuronserve.plan.facts import HostFacts, parse_core_list
 from neuronserve.types import Device, ReplicaSpec
 
 DP_KEY = "data-parallel-size"

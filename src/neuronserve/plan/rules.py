@@ -13,7 +13,7 @@ from typing import Any
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
-from neuronserve.plan.hostfacts import ModelFacts
+from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.jsonint import json_int
 
 # What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).

@@ -1,6 +1,6 @@
 """Host facts: everything the plan needs to know about this machine, gathered in one place.
 
-The plan itself never looks at the host; tests build HostFacts by hand for any instance type.
+The plan itself never looks at the host (`neuronserve.plan.facts` holds the shapes it is given).
 Gathering is read-only and fast: no network, no vLLM import (that would pull torch and take seconds),
 and `neuron-ls` only where a Neuron device exists and NEURON_RT_VISIBLE_CORES does not already say.
 """
@@ -17,69 +17,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.errors import ConfigError
+from neuronserve.plan.facts import API_SERVER_MODULE, HostFacts, ModelFacts, parse_core_list
 
 CORES_PER_CHIP = 2  # inf2 and trn1; trn2 is reported correctly by neuron-ls
 VERSION_PACKAGES = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
-API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """What a local model directory says about itself (config.json), for rules and the cache key."""
-
-    kind: str  # "dir" | "file" | "missing"
-    config: dict[str, Any] | None = None
-    config_sha256: str | None = None
-    has_lm_head: bool | None = None  # for EAGLE drafts: weights name lm_head.weight
-    checkpoint_params: int | None = None  # parameters in the safetensors headers (HBM estimate)
-    weights_digest: str | None = None  # weights_digest(): sampled weight bytes, for the cache key
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    python: str = "python3"
-    vllm_module: str = API_SERVER_MODULE
-    neuron_devices: int = 0
-    visible_cores: int | None = None  # NeuronCores this process may use (logical on Trn2)
-    cores_source: str = "unknown"
-    logical_nc_config: int | None = None
-    physical_cores: int | None = None  # neuron-ls's NeuronCore count (all devices), for instance facts
-    versions: dict[str, str | None] = field(default_factory=dict)
-    sagemaker_model_dir: str = "/opt/ml/model"
-    sagemaker_model_dir_nonempty: bool = False
-    paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local
-    cpus: tuple[int, ...] = ()  # CPU ids this process may run on (CPU replicas are bound to slices)
-
-
-def _core_id(text: str) -> int:
-    """ASCII digits only: int() also reads "1_0" as 10 and "٣" as 3, which the plan would count and
-    the Neuron runtime, which receives the text unchanged, would not."""
-    text = text.strip()
-    if not (text.isascii() and text.isdigit()):
-        raise ValueError(text)
-    return int(text)
-
-
-def parse_core_list(spec: str, name: str = "NEURON_RT_VISIBLE_CORES") -> list[int]:
-    """`0-3`, `0,1`, `4-7,9` -> core ids (what the Neuron runtime accepts)."""
-    cores: list[int] = []
-    try:
-        for part in spec.split(","):
-            first, dash, last = part.strip().partition("-")
-            lo = _core_id(first)
-            hi = _core_id(last) if dash else lo
-            if hi < lo:
-                raise ValueError  # "0,3-1" was read as [0]: a reversed range is no range
-            cores.extend(range(lo, hi + 1))
-    except ValueError:
-        raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,)) from None
-    if not cores or len(set(cores)) != len(cores) or min(cores) < 0:
-        raise ConfigError(f"{name}={spec!r} is not a core list like 0-3 or 0,1", (name,))
-    return cores
 
 
 def _norm(name: str) -> str:

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from neuronserve.config.settings import Settings, parse_settings
-from neuronserve.plan import hostfacts
+from neuronserve.host import facts as hostfacts
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.hostfacts import HostFacts
+from neuronserve.plan.facts import HostFacts
 from neuronserve.types import LaunchPlan
 
 
