@@ -190,7 +190,3 @@ def _plain_copy(
         return False
     copy_prefix_locked(lambda: client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
     return True
-
-
-def parse_remote(uri: str) -> S3Uri:
-    return parse_s3_uri(uri).as_prefix()
