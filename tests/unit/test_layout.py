@@ -1,7 +1,8 @@
 """The layout keeps its promises, read from the syntax tree of src/neuronserve:
 
 - plan/ is pure: it imports no I/O module (processes, files by pattern, sockets, HTTP or AWS clients, the
-  server, nor the packages that do the I/O: host, stage, engine) and makes no file or directory call;
+  server, nor the packages that do the I/O: host, stage, engine, serve, deploy, commands) and makes no
+  file or directory call;
 - front/ is HTTP only: it imports nothing that stages models or reads the host, and does not run the
   server (uvicorn belongs to serve/).
 
@@ -36,6 +37,9 @@ PLAN_FORBIDDEN_IMPORTS = (
     "neuronserve.host",
     "neuronserve.stage",
     "neuronserve.engine",
+    "neuronserve.serve",
+    "neuronserve.deploy",
+    "neuronserve.commands",
 )
 FRONT_FORBIDDEN_IMPORTS = ("neuronserve.stage", "neuronserve.host", "uvicorn")
 

@@ -30,7 +30,7 @@ from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.host.facts import installed_versions
+from neuronserve.host.versions import installed_versions
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
