@@ -65,10 +65,6 @@ def setup(fmt: str = "text") -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
 
 
-def is_json() -> bool:
-    return _state["format"] == "json"
-
-
 def engine_line(line: str, source: str = "engine") -> str:
     """One relayed engine line, newline-terminated, in the configured format (`engine 1`: replica 1)."""
     if _state["format"] == "json":

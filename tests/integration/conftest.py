@@ -5,8 +5,11 @@ is an s3:// prefix on the session's moto server, staged by the real stager befor
 The GET of the weights file is held for a few seconds, so /ping is seen answering 503 STAGING with
 progress (the first phase) before LOADING and READY.
 
-Lifecycle tests (SIGTERM, engine kill) run last (test_zz_*) and take the shared server or start a
-fresh one; the pool never runs two engines at once.
+Tests that harm or end the shared server, or start servers of their own, are marked
+`after_shared_server(rank)`: they run after every other test here, by rank (engine stalls 1, lifecycle
+2, LMI 3, SmolLM2 4, data parallel 5, required cache hit 6). A frozen engine is slow for a while, the
+lifecycle tests take the shared server or start a fresh one, and the pool never runs two engines at once,
+so each later file would stop the shared server for good.
 """
 
 from __future__ import annotations
@@ -33,6 +36,33 @@ SHARED_SETTINGS = {
     "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS": "8",
     "NEURONSERVE_DRAIN_GRACE_S": "20",
 }
+
+
+AFTER_SHARED_SERVER = "after_shared_server"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{AFTER_SHARED_SERVER}(rank): runs after the tests that share the engine, in rank order "
+        "(it harms or ends the shared server, or starts its own)",
+    )
+
+
+def _rank(item: pytest.Item) -> tuple[int, int]:
+    """(0, 0) for a test of the shared server; (1, rank) for one marked after_shared_server(rank)."""
+    marker = item.get_closest_marker(AFTER_SHARED_SERVER)
+    return (0, 0) if marker is None else (1, int(marker.args[0]))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move this directory's marked tests after its other tests, by rank; a stable sort, so files and
+    tests of one rank keep their order, and the tests of other directories keep their places."""
+    here = Path(__file__).parent
+    places = [i for i, item in enumerate(items) if item.path.is_relative_to(here)]
+    ordered = sorted((items[i] for i in places), key=_rank)
+    for place, item in zip(places, ordered, strict=True):
+        items[place] = item
 
 
 @pytest.fixture(autouse=True, scope="session")

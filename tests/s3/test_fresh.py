@@ -1,4 +1,4 @@
-"""#15 item 12: a complete model copy on a persistent work dir is checked against S3 with one listing.
+"""A complete model copy on a persistent work dir is checked against S3 with one listing.
 
 In-place updates (same key, same size, new bytes) are fetched, and only they; an unchanged prefix costs
 exactly one LIST request and no GET; when S3 cannot be asked, the complete local copy is still used."""

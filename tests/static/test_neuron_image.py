@@ -1,4 +1,4 @@
-"""The Neuron image review (issue #13): each point is a checker over the Dockerfile's text, run on the real
+"""The Neuron image review: each point is a checker over the Dockerfile's text, run on the real
 file (no problem) and on the fault it fixed, put back (the checker must report it).
 
 1. every stage that runs apt is noninteractive (on noble python3.12 pulls tzdata, whose prompt hangs);

@@ -104,6 +104,7 @@ def test_every_variable_the_code_reads_is_documented() -> None:
         "config/compat.py",
         "config/serve.py",
         "host/facts.py",
+        "host/devices.py",
         "host/resolve.py",
     ]
     names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}

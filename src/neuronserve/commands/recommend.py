@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.config.fit import parse_fit
+from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
 from neuronserve.plan import instances, memory, recommend
@@ -66,8 +67,7 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
 
 
 def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceFacts:
-    raw = environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
-    lnc = int(raw) if raw.isdecimal() else None  # isdigit took "²", which int() refuses
+    lnc = whole(environ.get("NEURON_LOGICAL_NC_CONFIG", ""))
     if args.instance_type:
         return instances.instance_facts(args.instance_type, lnc, "--instance-type")
     name = environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip()

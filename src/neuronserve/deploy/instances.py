@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan import instances as plan_instances
 
@@ -34,9 +35,7 @@ def neuron_cores(instance_type: str) -> int:
 
 
 def tensor_parallel_size(env: Mapping[str, str], instance_type: str) -> int:
-    """The configured TP degree (`max` = every core of the instance); 1 when none is set.
-
-    isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a traceback before)."""
+    """The configured TP degree (`max` = every core of the instance); 1 when none is set."""
     cores = neuron_cores(instance_type)
     for name in TP_VARIABLES:
         raw = env.get(name, "").strip()
@@ -44,9 +43,10 @@ def tensor_parallel_size(env: Mapping[str, str], instance_type: str) -> int:
             continue
         if raw.lower() == "max":
             return cores
-        if not raw.isdecimal() or int(raw) < 1:
+        tp = positive(raw)
+        if tp is None:
             raise ConfigError(f"{name}={raw}: expected a positive integer or 'max'")
-        return int(raw)
+        return tp
     return 1
 
 

@@ -110,12 +110,35 @@ def _check_s3(flag: str, uri: str | None, prefix: bool) -> None:
 
 
 def validate(spec: DeploySpec) -> int:
-    """Everything checkable before an AWS call; returns the tensor-parallel size it checked."""
+    """Everything checkable before an AWS call; returns the tensor-parallel size it checked.
+
+    The checks run in this order, so the first problem of a spec is the one reported."""
+    for check in (
+        _check_name,
+        _check_model_data,
+        _check_timeouts,
+        _check_volume,
+        _check_model_named,
+        _check_fleet,
+        _check_isolation,
+        _check_tags,
+        _check_async,
+    ):
+        check(spec)
+    return check_tensor_parallel(spec.env, spec.instance_type)
+
+
+def _check_name(spec: DeploySpec) -> None:
+    """Letters, digits and dashes, short enough for the model and config names built on it."""
     if not _NAME.fullmatch(spec.name) or len(spec.name) > NAME_MAX - _SUFFIX_MAX:
         raise ConfigError(
             f"--name {spec.name!r}: letters, digits and '-' (not first or last), at most "
             f"{NAME_MAX - _SUFFIX_MAX} characters (model and config names add up to {_SUFFIX_MAX})"
         )
+
+
+def _check_model_data(spec: DeploySpec) -> None:
+    """A model-data location SageMaker can copy into /opt/ml/model: a prefix."""
     if spec.model_data_s3 is not None and (
         not spec.model_data_s3.startswith("s3://") or not spec.model_data_s3.endswith("/")
     ):
@@ -123,12 +146,20 @@ def validate(spec: DeploySpec) -> int:
             f"--model-data {spec.model_data_s3}: must be an s3:// prefix ending with '/' "
             "(SageMaker copies every key below it into /opt/ml/model)"
         )
+
+
+def _check_timeouts(spec: DeploySpec) -> None:
+    """The container timeouts within what SageMaker accepts."""
     for label, value in (
         ("--startup-timeout", spec.startup_timeout_s),
         ("--download-timeout", spec.download_timeout_s),
     ):
         if not 60 <= value <= 3600:
             raise ConfigError(f"{label} {value}: SageMaker accepts 60 to 3600 seconds")
+
+
+def _check_volume(spec: DeploySpec) -> None:
+    """The storage flags the instance type can take (trn1/trn1n/trn2 have local NVMe only)."""
     if not volume_supported(spec.instance_type):
         if spec.volume_gb is not None:
             raise ConfigError(
@@ -142,10 +173,18 @@ def validate(spec: DeploySpec) -> int:
             )
     elif spec.volume is not None and not 1 <= spec.volume <= 512:
         raise ConfigError(f"--volume-size {spec.volume}: SageMaker accepts 1 to 512 GB")
+
+
+def _check_model_named(spec: DeploySpec) -> None:
+    """A model: model data, or a model named in the environment."""
     if spec.model_data_s3 is None and not (spec.env.get("SM_VLLM_MODEL") or spec.env.get("HF_MODEL_ID")):
         raise ConfigError(
             "no model: pass --model-data s3://bucket/prefix/ or set SM_VLLM_MODEL / HF_MODEL_ID"
         )
+
+
+def _check_fleet(spec: DeploySpec) -> None:
+    """The instance count and the VPC config within what SageMaker accepts."""
     if spec.instance_count < 1:
         raise ConfigError(f"--instance-count {spec.instance_count}: need at least 1")
     if (
@@ -156,6 +195,10 @@ def validate(spec: DeploySpec) -> int:
         raise ConfigError(
             "--subnet / --security-group: a VPC config needs 1 to 16 subnets and 1 to 5 security groups"
         )
+
+
+def _check_isolation(spec: DeploySpec) -> None:
+    """An isolated container reaches neither the Hub nor S3: the model must come as model data."""
     if spec.network_isolation:
         if spec.model_data_s3 is None:
             raise ConfigError(
@@ -167,16 +210,23 @@ def validate(spec: DeploySpec) -> int:
                 "--network-isolation with NEURONSERVE_CACHE_URI: an isolated container cannot reach S3; "
                 "put the compiled artifacts under --model-data instead, or drop the isolation"
             )
+
+
+def _check_tags(spec: DeploySpec) -> None:
+    """Tag keys and values within SageMaker's limits."""
     for tag_key, tag_value in spec.tags.items():
         if not 1 <= len(tag_key) <= 128 or len(tag_value) > 256 or tag_key.lower().startswith("aws:"):
             raise ConfigError(f"--tag {tag_key}={tag_value}: keys 1-128 chars (not 'aws:'), values up to 256")
+
+
+def _check_async(spec: DeploySpec) -> None:
+    """The async inference flags: S3 locations, both or none, and the concurrency range."""
     _check_s3("--async-output", spec.async_output_s3, prefix=False)
     _check_s3("--async-failure", spec.async_failure_s3, prefix=False)
     if spec.async_failure_s3 and not spec.async_output_s3:
         raise ConfigError("--async-failure needs --async-output (the endpoint is async only with both)")
     if spec.async_max_concurrent is not None and not 1 <= spec.async_max_concurrent <= 1000:
         raise ConfigError(f"--async-max-concurrent {spec.async_max_concurrent}: SageMaker accepts 1 to 1000")
-    return check_tensor_parallel(spec.env, spec.instance_type)
 
 
 def tag_list(spec: DeploySpec) -> list[dict[str, str]]:

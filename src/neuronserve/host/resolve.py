@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.host import facts as hostfacts
+from neuronserve.host import properties
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
 from neuronserve.types import LaunchPlan
@@ -21,7 +22,7 @@ def read_settings(
     environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
 ) -> Settings:
     model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
-    props = hostfacts.read_serving_properties(model_dir)
+    props = properties.read_serving_properties(model_dir)
     return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
 
 

@@ -30,7 +30,7 @@ from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.host.facts import installed_versions
+from neuronserve.host.versions import installed_versions
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
@@ -139,6 +139,21 @@ class Supervisor:
         )
 
     async def _run(self, server_task: asyncio.Task[Any]) -> int:
+        """The phases of one start: stage, start the engines, supervise them until the end."""
+        ended = await self._stage(server_task)
+        if ended is not None:
+            return ended
+        try:
+            self.pool.start_initial(self._compile_first())
+        except NeuronServeError as err:
+            return self._fail(str(err))
+        self.state.engine_alive = self.pool.enough_ready if len(self.pool) > 1 else self._alive
+        self.state.replicas = self.pool.describe if len(self.pool) > 1 else self.state.replicas
+        self.state.move(Phase.LOADING, self.pool.pids())
+        return await self._supervise(server_task)
+
+    async def _stage(self, server_task: asyncio.Task[Any]) -> int | None:
+        """Stage the model and artifacts; the exit code when the start ends here, else None."""
         staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
         while not staging.done():
             if server_task.done():
@@ -158,13 +173,10 @@ class Supervisor:
             return self._fail(f"staging failed unexpectedly: {type(err).__name__}: {err}")
         if self.metrics is not None and self._stage_result.cache in ("hit", "miss"):
             self.metrics.cache_event(self._stage_result.cache)
-        try:
-            self.pool.start_initial(self._compile_first())
-        except NeuronServeError as err:
-            return self._fail(str(err))
-        self.state.engine_alive = self.pool.enough_ready if len(self.pool) > 1 else self._alive
-        self.state.replicas = self.pool.describe if len(self.pool) > 1 else self.state.replicas
-        self.state.move(Phase.LOADING, self.pool.pids())
+        return None
+
+    async def _supervise(self, server_task: asyncio.Task[Any]) -> int:
+        """Poll the engines, the front and the stop request until one ends the start; READY on the way."""
         health = asyncio.create_task(engine_health.watch(self.pool))
         started = time.monotonic()
         timeout = self.plan.serve.startup_timeout_s

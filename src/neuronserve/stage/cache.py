@@ -134,41 +134,53 @@ def stage_artifacts(
         return spec.local_dir, "off"
     if not spec.local_dir:
         raise StageError(f"no local artifacts directory planned for {spec.remote_uri}")
+    local_dir = spec.local_dir
     remote = parse_s3_uri(spec.remote_uri).as_prefix()
-    if local_complete(spec.local_dir, remote.uri) is not None:
-        log.info("compile cache hit: %s already holds %s", spec.local_dir, remote.uri)
-        return spec.local_dir, "hit"
-    with atomic.dir_lock(spec.local_dir):
-        if local_complete(spec.local_dir, remote.uri) is not None:
-            return spec.local_dir, "hit"
-        client = make_client()
-        try:
-            manifest = read_remote_manifest(client, remote)
-            if manifest is not None:
-                fetch_entry(client, remote, manifest, spec.local_dir, opts, progress)
-                log.info(
-                    "compile cache hit: %s -> %s (upload %s)", remote.uri, spec.local_dir, manifest.upload_id
-                )
-                return spec.local_dir, "hit"
-            if spec.mode == "explicit" and _plain_copy(client, remote, spec.local_dir, opts, progress):
-                return spec.local_dir, "hit"
-            if spec.require_hit:
-                raise CacheMissError(spec, remote.uri)
-            log.info(
-                "compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, spec.local_dir
-            )
-        except CacheMissError:
+    if local_complete(local_dir, remote.uri) is not None:
+        log.info("compile cache hit: %s already holds %s", local_dir, remote.uri)
+        return local_dir, "hit"
+    with atomic.dir_lock(local_dir):
+        if local_complete(local_dir, remote.uri) is not None:
+            return local_dir, "hit"
+        if _remote_hit(spec, local_dir, remote, make_client(), opts, progress):
+            return local_dir, "hit"
+    fresh_dir(local_dir)
+    return local_dir, "miss"
+
+
+def _remote_hit(  # noqa: PLR0917
+    spec: ArtifactSpec,
+    local_dir: str,
+    remote: S3Uri,
+    client: Any,
+    opts: TransferOptions,
+    progress: Callable[[Progress], None] | None,
+) -> bool:
+    """Fetch the remote entry into `local_dir` (True), or say it is a miss (False): none there, or a
+    corrupt one ignored. Raises CacheMissError when a hit is required, and an explicit location's
+    errors other than a bad manifest. Runs under the directory lock."""
+    try:
+        manifest = read_remote_manifest(client, remote)
+        if manifest is not None:
+            fetch_entry(client, remote, manifest, local_dir, opts, progress)
+            log.info("compile cache hit: %s -> %s (upload %s)", remote.uri, local_dir, manifest.upload_id)
+            return True
+        if spec.mode == "explicit" and _plain_copy(client, remote, local_dir, opts, progress):
+            return True
+        if spec.require_hit:
+            raise CacheMissError(spec, remote.uri)
+        log.info("compile cache miss: no entry at %s; the engine compiles into %s", remote.uri, local_dir)
+    except CacheMissError:
+        raise
+    except StageError as err:
+        if spec.require_hit:
+            raise CacheMissError(spec, remote.uri, str(err)) from None
+        if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
             raise
-        except StageError as err:
-            if spec.require_hit:
-                raise CacheMissError(spec, remote.uri, str(err)) from None
-            if spec.mode == "explicit" and "manifest" not in str(err) and "SHA-256" not in str(err):
-                raise
-            log.warning("ignoring compile cache entry %s (treated as a miss): %s", remote.uri, err)
-            events.emit("corrupt")
-            shutil.rmtree(atomic.staging_path(spec.local_dir), ignore_errors=True)
-    fresh_dir(spec.local_dir)
-    return spec.local_dir, "miss"
+        log.warning("ignoring compile cache entry %s (treated as a miss): %s", remote.uri, err)
+        events.emit("corrupt")
+        shutil.rmtree(atomic.staging_path(local_dir), ignore_errors=True)
+    return False
 
 
 def _plain_copy(
@@ -190,7 +202,3 @@ def _plain_copy(
         return False
     copy_prefix_locked(lambda: client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
     return True
-
-
-def parse_remote(uri: str) -> S3Uri:
-    return parse_s3_uri(uri).as_prefix()

@@ -1,4 +1,4 @@
-"""Is a complete local copy of an S3 model prefix still what S3 holds? One listing says (#15 item 12).
+"""Is a complete local copy of an S3 model prefix still what S3 holds? One listing says.
 
 A persistent work directory (an ECS host volume, a long-lived instance) keeps the staged model between
 starts. When the S3 prefix is updated in place (same keys, same sizes, new content), trusting the local

@@ -180,72 +180,94 @@ def download_objects(  # noqa: PLR0917
             meter.add(obj.size)
         else:
             todo.append(obj)
-    cancel = threading.Event()
+    _Download(client, bucket, staging_dir, opts, meter, verify, journal).run(todo)
+    return len(todo)
 
-    def finish(state: _FileState) -> None:
+
+@dataclass
+class _Download:
+    """One download of a list of objects: ranged GETs of each part on a thread pool, retried with
+    backoff; the first failure cancels the rest and is raised."""
+
+    client: Any
+    bucket: str
+    staging_dir: str
+    opts: TransferOptions
+    meter: ProgressMeter
+    verify: Callable[[RemoteObject, str], None] | None
+    journal: Journal
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, todo: list[RemoteObject]) -> None:
+        opts = self.opts
+        with ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="s3-get") as pool:
+            futures = []
+            for obj in todo:
+                nparts = max(1, -(-obj.size // opts.part_size))
+                state = _FileState(obj, self.staging_dir, nparts)
+                if obj.size == 0:
+                    state.open()
+                    state.part_done()
+                    self.finish(state)
+                    continue
+                for i in range(nparts):
+                    start = i * opts.part_size
+                    futures.append(
+                        pool.submit(self.fetch, state, start, min(obj.size, start + opts.part_size))
+                    )
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in done if f.exception() is not None]
+            if failed:
+                self.cancel.set()
+                for f in futures:
+                    f.cancel()
+                exc = failed[0].exception()
+                assert exc is not None
+                raise exc
+
+    def finish(self, state: _FileState) -> None:
         if os.path.getsize(state.part) != state.obj.size:
-            raise StageError(f"s3://{bucket}/{state.obj.key}: size changed during download; re-run")
-        if verify is not None:
-            verify(state.obj, state.part)
+            raise StageError(f"s3://{self.bucket}/{state.obj.key}: size changed during download; re-run")
+        if self.verify is not None:
+            self.verify(state.obj, state.part)
         os.replace(state.part, state.final)
-        journal.record(state.obj)
+        self.journal.record(state.obj)
 
-    def fetch(state: _FileState, start: int, end: int) -> None:
-        if cancel.is_set():
+    def fetch(self, state: _FileState, start: int, end: int) -> None:
+        if self.cancel.is_set():
             return
         try:
             fd = state.open()  # preallocates: a full disk (or file-size limit) shows here first
         except OSError as err:
-            raise translate(err, f"s3://{bucket}/{state.obj.key}") from err
+            raise translate(err, f"s3://{self.bucket}/{state.obj.key}") from err
         pos, attempt = start, 0
         while pos < end:
             try:
-                resp = client.get_object(
-                    Bucket=bucket, Key=state.obj.key, Range=f"bytes={pos}-{end - 1}", IfMatch=state.obj.etag
+                resp = self.client.get_object(
+                    Bucket=self.bucket,
+                    Key=state.obj.key,
+                    Range=f"bytes={pos}-{end - 1}",
+                    IfMatch=state.obj.etag,
                 )
-                for chunk in resp["Body"].iter_chunks(opts.chunk):
+                for chunk in resp["Body"].iter_chunks(self.opts.chunk):
                     os.pwrite(fd, chunk, pos)
                     pos += len(chunk)
-                    meter.add(len(chunk))
-                    if cancel.is_set():
+                    self.meter.add(len(chunk))
+                    if self.cancel.is_set():
                         return
                 if pos < end:
                     raise ConnectionError(f"short read at byte {pos} of {end}")
             except Exception as err:
                 attempt += 1
-                if not _retryable(err) or attempt >= opts.max_attempts:
-                    raise translate(err, f"s3://{bucket}/{state.obj.key}") from err
+                if not _retryable(err) or attempt >= self.opts.max_attempts:
+                    raise translate(err, f"s3://{self.bucket}/{state.obj.key}") from err
                 delay = min(10.0, 0.25 * 2**attempt) * (0.5 + random.random())  # noqa: S311
                 log.warning(
-                    "retrying s3://%s/%s at byte %d in %.1fs: %s", bucket, state.obj.key, pos, delay, err
+                    "retrying s3://%s/%s at byte %d in %.1fs: %s", self.bucket, state.obj.key, pos, delay, err
                 )
                 time.sleep(delay)
         if state.part_done():
-            finish(state)
-
-    with ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="s3-get") as pool:
-        futures = []
-        for obj in todo:
-            nparts = max(1, -(-obj.size // opts.part_size))
-            state = _FileState(obj, staging_dir, nparts)
-            if obj.size == 0:
-                state.open()
-                state.part_done()
-                finish(state)
-                continue
-            for i in range(nparts):
-                start = i * opts.part_size
-                futures.append(pool.submit(fetch, state, start, min(obj.size, start + opts.part_size)))
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
-        if failed:
-            cancel.set()
-            for f in futures:
-                f.cancel()
-            exc = failed[0].exception()
-            assert exc is not None
-            raise exc
-    return len(todo)
+            self.finish(state)
 
 
 def _size_is(path: str, size: int) -> bool:

@@ -30,7 +30,7 @@ from tests.support.server import (
     replica_pids,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.after_shared_server(5)]
 
 SESSION_TTL_S = 8
 DP_SETTINGS = {

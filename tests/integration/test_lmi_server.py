@@ -1,6 +1,6 @@
 """An LMI-configured server (OPTION_MODEL_ID) answers in LMI's rolling-batch shapes.
 
-Reference: djl-serving serving/docs/lmi/user_guides/lmi_input_output_schema.md. Named to run after
+Reference: djl-serving serving/docs/lmi/user_guides/lmi_input_output_schema.md. Marked to run after
 the shared server's tests (one engine at a time on this machine: this starts its own).
 """
 
@@ -15,7 +15,7 @@ from tests.support.server import Server, ServerPool, base_env
 
 from neuronserve.front.sse import LineParser, SSEParser
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.after_shared_server(3)]
 
 
 @pytest.fixture

@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from tests.support.s3server import ServerControl
 from tests.support.server import ENGINE_PID, REPO, ServerPool, base_env, start_server
+
+pytestmark = pytest.mark.after_shared_server(6)
 
 
 def _env(tiny_model: Path, work: Path, s3_server: ServerControl) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""SIGTERM drains without losing a request; an engine death fails fast. Runs last (it ends servers)."""
+"""SIGTERM drains without losing a request; an engine death fails fast. Runs after the shared
+server's other tests (it ends servers), in the order of tests/integration/conftest.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from neuronserve.front.sse import SSEParser
 
 from .conftest import model_from_s3
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.after_shared_server(2)]
 
 
 def _stream(url: str, results: list[tuple[str, object]], started: threading.Event) -> None:

@@ -1,7 +1,7 @@
 """Engine stalls, provoked by freezing the engine's API process (SIGSTOP) on the shared server.
 
-Kept in a file that runs after the other shared-server tests (a frozen and thawed engine is slow for
-a few seconds), and before the lifecycle tests (test_zz_*) that end the shared server.
+Marked to run after the other shared-server tests (a frozen and thawed engine is slow for a few
+seconds), and before the lifecycle tests that end the shared server (tests/integration/conftest.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 import pytest
 from tests.support.server import Server, assert_error, engine_core_pid, frozen
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.after_shared_server(1)]
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from tests.support.server import ServerPool, base_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.after_shared_server(4)]
 
 
 def test_smollm2_knows_the_capital_of_france(server_pool: ServerPool, tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Every message here reaches the person who set SM_VLLM_MODEL / the artifacts URI as the one line the CLI
 prints before exiting 1, so it must name the bad value and what was expected. tests/s3/test_paths.py
-checks that these inputs are refused at all; these pin what the refusal says.
+checks that these inputs are refused at all; these pin what the refusal says (added where mutation
+testing showed the messages unchecked: docs/TESTING.md).
 """
 
 from __future__ import annotations
