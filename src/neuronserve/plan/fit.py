@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.plan import instances, memory
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -30,7 +31,7 @@ OVERRIDES = (
 def instance_for(settings: Settings, facts: HostFacts) -> InstanceFacts | None:
     """NEURONSERVE_INSTANCE_TYPE, else the detected devices; both must agree when both exist."""
     raw = settings.logical_nc_config
-    lnc = int(raw) if raw and raw.isdecimal() else None  # isdigit accepts "²", which int() refuses
+    lnc = whole(raw) if raw else None
     name = settings.fit.instance_type
     declared = instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE") if name else None
     detected = instances.facts_for_host(facts.neuron_devices, facts.physical_cores, lnc)

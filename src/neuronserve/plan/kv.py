@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
 
@@ -34,16 +35,15 @@ def native_scheduler(settings: Settings) -> bool:
 
 
 def _int(settings: Settings, key: str, origins: dict[str, str], *, least: int = 0) -> int | None:
-    """A count from its setting (None when unset or false), refused unless a whole number >= `least`.
-
-    isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a ValueError traceback before)."""
+    """A count from its setting (None when unset or false), refused unless a whole number >= `least`
+    (counts.positive)."""
     value = settings.get(key)
     if value is None or value is False:
         return None
-    text = str(value).strip()
-    if not text.isdecimal() or int(text) < least:
+    number = positive(str(value), least)
+    if number is None:
         raise ConfigError(f"{origins[key]}={value!r} must be a positive integer", (origins[key],))
-    return int(text)
+    return number
 
 
 def kv_layout(

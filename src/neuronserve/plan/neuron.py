@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings, env_name
+from neuronserve.counts import positive, whole
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi, overrides, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -52,16 +53,15 @@ class NeuronEngine:
 
 
 def _int(settings: Settings, key: str) -> int | None:
-    """A whole number from its setting (None when unset or false). isdecimal, not isdigit: isdigit
-    accepts "²", which int() refuses (SM_VLLM_MAX_NUM_SEQS=² was a ValueError traceback)."""
+    """A whole number from its setting (None when unset or false), read by counts.whole."""
     value = settings.get(key)
     if value is None or value is False:
         return None
-    text = str(value).strip()
-    if not text.isdecimal():
+    number = whole(str(value))
+    if number is None:
         var = settings.origin(key, env_name(key))
         raise ConfigError(f"{var}={value!r} must be a positive integer", (var,))
-    return int(text)
+    return number
 
 
 def _model_len(settings: Settings, model: ModelFacts | None, model_uri: str, warnings: list[str]) -> int:
@@ -155,13 +155,13 @@ def neuron_engine(
     override = {k: s.value for k, s in settings.override.items()}
     if settings.logical_nc_config:
         text = settings.logical_nc_config
-        if not text.isdecimal() or int(text) == 0:  # 0 was compiled into the override; "²" crashed
+        lnc = positive(text)  # 0 was compiled into the override
+        if lnc is None:
             raise ConfigError(
                 f"NEURON_LOGICAL_NC_CONFIG={text!r} must be a positive integer (physical NeuronCores per "
                 "logical core: 1, or 2 on Trn2)",
                 ("NEURON_LOGICAL_NC_CONFIG",),
             )
-        lnc = int(text)
         if override.setdefault("logical_nc_config", lnc) != lnc:
             raise ConfigError(
                 f"NEURON_LOGICAL_NC_CONFIG={lnc} and override logical_nc_config="

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, parse_core_list
 from neuronserve.types import Device, ReplicaSpec
@@ -34,12 +35,13 @@ def requested(settings: Settings) -> tuple[int | None, str]:
     text = str(s.value).strip().lower()
     if text == "auto":
         return None, s.origin
-    if s.value is True or not text.isdecimal() or int(text) < 1:
+    size = None if s.value is True else positive(text)
+    if size is None:
         raise ConfigError(
             f"{s.origin}={s.value!r} must be a whole number >= 1 or auto (visible cores // TP)",
             (s.origin,),
         )
-    return int(text), s.origin
+    return size, s.origin
 
 
 def format_cores(cores: Sequence[int]) -> str:
