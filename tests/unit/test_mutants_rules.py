@@ -12,6 +12,7 @@ from typing import Any
 
 from test_plan_neuron_rules import plan
 from test_plan_rules_table import ARCHS, ORIGINS, arch, buckets, refusal
+from tests.support.builders import resolution
 
 from neuronserve.plan import rules
 
@@ -55,8 +56,7 @@ def test_context_buckets_over_the_chunk_name_where_max_num_batched_tokens_was_se
         length=2048,
         max_context=512,
         prefix=False,
-        origins=origins,
-        warnings=[],
+        res=resolution(origins),
     )
     assert str(err).endswith("use buckets <= 512 (e.g. [512]) or raise -- --max-num-batched-tokens")
 

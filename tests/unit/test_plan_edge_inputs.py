@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 from starlette.requests import Request
+from tests.support.builders import resolution
 from tests.unit.test_plan_build_messages import MODEL, facts
 
 from neuronserve.commands.recommend import _instance
@@ -176,7 +177,7 @@ def test_deploy_tensor_parallel_with_a_superscript_digit_is_refused() -> None:
 
 def test_a_plugin_version_with_a_superscript_digit_does_not_crash() -> None:
     overrides.check_lora(
-        True, {"lora_ckpt_json": "/a.json"}, "0.2.2²", {"enable-lora": "SM_VLLM_ENABLE_LORA"}
+        True, {"lora_ckpt_json": "/a.json"}, "0.2.2²", resolution({"enable-lora": "SM_VLLM_ENABLE_LORA"})
     )
 
 

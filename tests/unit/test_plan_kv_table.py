@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.support.builders import resolution
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
@@ -32,8 +33,7 @@ def layout(
         ov,
         length=L,
         seqs=S,
-        origins=ORIGINS,
-        warnings=warnings,
+        res=resolution(ORIGINS, warnings=warnings),
         **kw,
     )
     return flags, kv, warnings, ov

@@ -19,6 +19,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.neuron import neuron_engine
+from neuronserve.plan.resolution import Resolution
 from neuronserve.types import LaunchPlan
 
 BASE = {
@@ -362,7 +363,8 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         weights_digest="beef",
         has_lm_head=True,
     )
-    engine = neuron_engine(parse_settings(env), facts(paths={"/d": draft}), "org/m", None, [])
+    settings = parse_settings(env)
+    engine = neuron_engine(settings, facts(paths={"/d": draft}), "org/m", None, Resolution.of(settings))
     assert engine.graph == {
         "integration": "plugin",
         "framework": None,
@@ -382,7 +384,8 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "quantization": "fp8",
         "logical_nc_config": "2",
     }
-    chunked = neuron_engine(parse_settings({**BASE, **CHUNKED}), facts(), "org/m", None, [])
+    settings = parse_settings({**BASE, **CHUNKED})
+    chunked = neuron_engine(settings, facts(), "org/m", None, Resolution.of(settings))
     assert (chunked.graph["chunked_prefill"], chunked.graph["max_num_batched_tokens"]) == (True, 2048)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.support.builders import resolution
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
@@ -69,19 +70,19 @@ def test_a_dtype_vllm_does_not_know_is_refused_before_the_engine(dtype: str) -> 
 
 
 def test_block_layout() -> None:
-    rules.check_block_layout(2048, 4, 32, 256, ORIGINS)  # exactly enough
-    err = refusal(rules.check_block_layout, 2048, 4, 48, 999, ORIGINS)
+    rules.check_block_layout(2048, 4, 32, 256, resolution(ORIGINS))  # exactly enough
+    err = refusal(rules.check_block_layout, 2048, 4, 48, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_BLOCK_SIZE=48 is not a vLLM block size: use one of 1, 8, 16, 32, 64, 128 (e.g. 32)",
         ("SM_VLLM_BLOCK_SIZE",),
     )
-    err = refusal(rules.check_block_layout, 2000, 4, 32, 999, ORIGINS)
+    err = refusal(rules.check_block_layout, 2000, 4, 32, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_MAX_MODEL_LEN=2000 is not a multiple of the block size 32 (SM_VLLM_BLOCK_SIZE): set "
         "SM_VLLM_MAX_MODEL_LEN=2016 (the plugin's floor division fails its own check otherwise)",
         ("SM_VLLM_MAX_MODEL_LEN", "SM_VLLM_BLOCK_SIZE"),
     )
-    err = refusal(rules.check_block_layout, 2048, 4, 32, 255, ORIGINS)
+    err = refusal(rules.check_block_layout, 2048, 4, 32, 255, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=255 KV blocks cannot hold 4 sequences of 2048 tokens in blocks of "
         "32: "
@@ -92,8 +93,8 @@ def test_block_layout() -> None:
 
 def test_pa_keys() -> None:
     given = {**ORIGINS, "num-gpu-blocks-given": "yes"}
-    rules.check_pa_keys({"pa_num_blocks": 256, "pa_block_size": 32}, 32, 256, given)
-    err = refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, 256, ORIGINS)
+    rules.check_pa_keys({"pa_num_blocks": 256, "pa_block_size": 32}, 32, 256, resolution(given))
+    err = refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, 256, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_NUM_BLOCKS sets pa_num_blocks=256 without a matching --num-gpu-blocks-override (the "
         "plugin raises): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256 and SM_VLLM_ENABLE_PREFIX_CACHING=true, or "
@@ -101,10 +102,12 @@ def test_pa_keys() -> None:
         ("SM_NEURON_PA_NUM_BLOCKS", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE"),
     )
     assert (
-        refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, None, given).variables[0]
+        refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, None, resolution(given)).variables[0]
         == "SM_NEURON_PA_NUM_BLOCKS"
     )
-    err = refusal(rules.check_pa_keys, {"pa_num_blocks": 257}, 32, 256, {**given, "pa_num_blocks": "X"})
+    err = refusal(
+        rules.check_pa_keys, {"pa_num_blocks": 257}, 32, 256, resolution({**given, "pa_num_blocks": "X"})
+    )
     assert (str(err), err.variables) == (
         "X sets pa_num_blocks=257 but SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256: the plugin requires them equal "
         "(it "
@@ -112,8 +115,9 @@ def test_pa_keys() -> None:
         "plugin derives it)",
         ("X", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE"),
     )
-    rules.check_pa_keys({"pa_block_size": 16}, None, None, ORIGINS)  # no block size to compare with
-    err = refusal(rules.check_pa_keys, {"pa_block_size": 16}, 32, 256, ORIGINS)
+    # no block size to compare with:
+    rules.check_pa_keys({"pa_block_size": 16}, None, None, resolution(ORIGINS))
+    err = refusal(rules.check_pa_keys, {"pa_block_size": 16}, 32, 256, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_BLOCK_SIZE sets pa_block_size=16 but the block size is 32: set SM_VLLM_BLOCK_SIZE=16 "
         "or remove pa_block_size",
@@ -124,7 +128,11 @@ def test_pa_keys() -> None:
 def buckets(override: dict[str, Any], *, prefix: bool = False, max_context: int = 2048) -> list[str]:
     warnings: list[str] = []
     rules.check_buckets(
-        override, length=2048, max_context=max_context, prefix=prefix, origins=ORIGINS, warnings=warnings
+        override,
+        length=2048,
+        max_context=max_context,
+        prefix=prefix,
+        res=resolution(ORIGINS, warnings=warnings),
     )
     return warnings
 
@@ -193,23 +201,25 @@ def test_prefix_caching_context_buckets_need_prefix_buckets() -> None:
 
 
 def test_chunked_prefill_rules() -> None:
-    rules.check_chunked(True, {"chunked_prefill_config": {"max_num_seqs": 4}}, {}, ORIGINS, 4)
-    rules.check_chunked(False, {}, {}, ORIGINS, 4)
-    err = refusal(rules.check_chunked, True, {}, {}, ORIGINS, 4)
+    rules.check_chunked(True, {"chunked_prefill_config": {"max_num_seqs": 4}}, resolution(ORIGINS), 4)
+    rules.check_chunked(False, {}, resolution(ORIGINS), 4)
+    err = refusal(rules.check_chunked, True, {}, resolution(ORIGINS), 4)
     assert (str(err), err.variables) == (
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true needs a chunked_prefill_config in override_neuron_config: set "
         "SM_NEURON_CHUNKED_PREFILL_CONFIG='{\"max_num_seqs\": 4}'",
         ("SM_VLLM_ENABLE_CHUNKED_PREFILL", "SM_NEURON_CHUNKED_PREFILL_CONFIG"),
     )
     cfg = {"chunked_prefill_config": {"max_num_seqs": 4}}
-    err = refusal(rules.check_chunked, True, cfg, {"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}, ORIGINS, 4)
+    err = refusal(
+        rules.check_chunked, True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}), 4
+    )
     assert (str(err), err.variables) == (
         "chunked prefill needs DISABLE_NEURON_CUSTOM_SCHEDULER=1 (the custom scheduler disables it): unset "
         "DISABLE_NEURON_CUSTOM_SCHEDULER or set it to 1",
         ("DISABLE_NEURON_CUSTOM_SCHEDULER", "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
     )
-    rules.check_chunked(True, cfg, {"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}, ORIGINS, 4)
-    err = refusal(rules.check_chunked, False, cfg, {}, ORIGINS, 4)
+    rules.check_chunked(True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}), 4)
+    err = refusal(rules.check_chunked, False, cfg, resolution(ORIGINS), 4)
     assert (str(err), err.variables) == (
         "SM_NEURON_CHUNKED_PREFILL_CONFIG sets chunked_prefill_config but chunked prefill is off: set "
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
@@ -218,10 +228,14 @@ def test_chunked_prefill_rules() -> None:
 
 
 def test_sequence_parallel_needs_buckets_divisible_by_tp() -> None:
-    rules.check_sequence_parallel({"sequence_parallel_enabled": True}, [512, 1024], 8, ORIGINS)
-    rules.check_sequence_parallel({"sequence_parallel_enabled": False}, [500], 8, ORIGINS)
+    rules.check_sequence_parallel({"sequence_parallel_enabled": True}, [512, 1024], 8, resolution(ORIGINS))
+    rules.check_sequence_parallel({"sequence_parallel_enabled": False}, [500], 8, resolution(ORIGINS))
     err = refusal(
-        rules.check_sequence_parallel, {"sequence_parallel_enabled": True}, [4, 500, 1024], 8, ORIGINS
+        rules.check_sequence_parallel,
+        {"sequence_parallel_enabled": True},
+        [4, 500, 1024],
+        8,
+        resolution(ORIGINS),
     )
     assert (str(err), err.variables) == (
         "SM_NEURON_SEQUENCE_PARALLEL_ENABLED: sequence parallelism needs every prefill bucket divisible by "
@@ -234,23 +248,25 @@ def test_sequence_parallel_needs_buckets_divisible_by_tp() -> None:
 
 @pytest.mark.parametrize(("task", "runner"), [(None, None), ("generate", "auto"), ("auto", "generate")])
 def test_text_generation_tasks_pass(task: Any, runner: Any) -> None:
-    rules.check_task(task, runner, ORIGINS)
+    rules.check_task(task, runner, resolution(ORIGINS))
 
 
 def test_other_tasks_are_refused() -> None:
-    err = refusal(rules.check_task, "embed", None, ORIGINS)
+    err = refusal(rules.check_task, "embed", None, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_TASK=embed: vllm-neuron 0.2.x serves text generation only: set SM_VLLM_TASK=generate or "
         "unset it",
         ("SM_VLLM_TASK",),
     )
-    assert refusal(rules.check_task, None, "pooling", ORIGINS).variables == ("SM_VLLM_RUNNER",)
+    assert refusal(rules.check_task, None, "pooling", resolution(ORIGINS)).variables == ("SM_VLLM_RUNNER",)
 
 
 def arch(config: dict[str, Any] | None) -> list[str]:
     warnings: list[str] = []
     rules.check_architecture(
-        ModelFacts(kind="dir", config=config) if config is not None else None, "/m", warnings
+        ModelFacts(kind="dir", config=config) if config is not None else None,
+        "/m",
+        resolution(warnings=warnings),
     )
     return warnings
 
@@ -296,33 +312,33 @@ def test_unloadable_architectures_are_refused_with_what_the_plugin_looks_up() ->
     assert err.variables == ("SM_VLLM_MODEL",)
 
 
+SPEC = "SM_VLLM_SPECULATIVE_CONFIG"
+
+
+def eagle(spec: str | None, draft: ModelFacts | None) -> list[str]:
+    """check_eagle's warnings for speculative config `spec` and the draft's facts."""
+    res = resolution({"speculative-config": SPEC}, spec=spec)
+    rules.check_eagle(draft, res)
+    return res.warnings
+
+
 def test_eagle_drafts() -> None:
-    origin = "SM_VLLM_SPECULATIVE_CONFIG"
-    warnings: list[str] = []
-    rules.check_eagle(None, origin, None, warnings)
-    rules.check_eagle('{"method": "ngram"}', origin, None, warnings)
-    rules.check_eagle('["eagle"]', origin, None, warnings)
-    rules.check_eagle(
-        '{"method": "EAGLE", "model": "/d"}', origin, ModelFacts(kind="dir", has_lm_head=True), warnings
-    )
-    assert warnings == []
-    rules.check_eagle('{"method": "eagle3", "model": "/d"}', origin, None, warnings)
-    rules.check_eagle('{"method": "eagle", "model": "/d"}', origin, ModelFacts(kind="dir"), warnings)
-    assert warnings == [f"{origin}: could not check that the EAGLE draft /d carries lm_head.weight"] * 2
-    err = refusal(
-        rules.check_eagle,
-        '{"method": "eagle", "model": "/d"}',
-        origin,
-        ModelFacts(kind="dir", has_lm_head=False),
-        [],
-    )
+    origin = SPEC
+    assert eagle(None, None) == []
+    assert eagle('{"method": "ngram"}', None) == []
+    assert eagle('["eagle"]', None) == []
+    assert eagle('{"method": "EAGLE", "model": "/d"}', ModelFacts(kind="dir", has_lm_head=True)) == []
+    unchecked = [f"{origin}: could not check that the EAGLE draft /d carries lm_head.weight"]
+    assert eagle('{"method": "eagle3", "model": "/d"}', None) == unchecked
+    assert eagle('{"method": "eagle", "model": "/d"}', ModelFacts(kind="dir")) == unchecked
+    err = refusal(eagle, '{"method": "eagle", "model": "/d"}', ModelFacts(kind="dir", has_lm_head=False))
     assert (str(err), err.variables) == (
         f"{origin}: EAGLE draft /d has no lm_head.weight: copy the target model's lm_head.weight into the "
         "draft "
         "checkpoint",
         (origin,),
     )
-    err = refusal(rules.check_eagle, "{not json", origin, None, [])
+    err = refusal(eagle, "{not json", None)
     assert (str(err), err.variables) == (f"{origin} must be a JSON object", (origin,))
 
 
