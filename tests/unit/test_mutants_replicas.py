@@ -158,5 +158,5 @@ def test_data_parallel_flag_and_its_value_never_reach_vllm(device: str) -> None:
     p = plan({**TP2}, extra=("--data-parallel-size", "2", "--seed", "1"), device=device)
     same = plan({**TP2, "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, device=device)
     assert len(p.replicas) == 2
-    for r, want in zip(p.replica_specs(), same.replica_specs(), strict=True):
+    for r, want in zip(p.replicas, same.replicas, strict=True):
         assert r.argv == (*want.argv, "--seed", "1")

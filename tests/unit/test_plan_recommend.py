@@ -129,7 +129,7 @@ def test_every_recommendation_is_accepted_by_the_plan(model: str, instance: str)
         }
         plan = build_plan(parse_settings(env), host)
         assert plan.memory == c["memory"]
-        assert len(plan.replica_specs()) == c["data_parallel_size"]
+        assert len(plan.replicas) == c["data_parallel_size"]
 
 
 def test_recommend_needs_a_model_and_an_instance(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def refused(
 
 
 def cores_of(p: LaunchPlan) -> list[str]:
-    return [r.cores for r in p.replica_specs()]
+    return [r.cores for r in p.replicas]
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_core_slices_follow_the_visible_cores(visible: str, tp: int, dp: int, wa
         }
     )
     assert cores_of(p) == want
-    assert [r.env["NEURON_RT_VISIBLE_CORES"] for r in p.replica_specs()] == want
+    assert [r.env["NEURON_RT_VISIBLE_CORES"] for r in p.replicas] == want
     # Top-level argv/env describe replica 0 (existing readers keep working).
     assert p.env == p.replicas[0].env and p.argv == p.replicas[0].argv
 
@@ -164,7 +164,7 @@ def test_data_parallel_never_reaches_vllm(device: str) -> None:
         extra=("--data-parallel-size=2", "--seed", "1"),
         device=device,
     )
-    for r in p.replica_specs():
+    for r in p.replicas:
         assert not [t for t in r.argv if t.startswith("--data-parallel")], r.argv
         assert r.argv[-2:] == ("--seed", "1")
     assert len(p.replicas) == 2
