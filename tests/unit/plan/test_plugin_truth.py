@@ -1,4 +1,4 @@
-"""Issue #15, items 1-11: each configuration vllm-neuron 0.2.x / NxD Inference 0.7 would reject (or run
+"""Each configuration vllm-neuron 0.2.x / NxD Inference 0.7 would reject (or run
 differently than planned) is refused or rewritten the way the plugin runs it, and its accepted neighbour
 passes. The source lines each rule mirrors are in the docstrings of plan/kv.py, overrides.py, rules.py."""
 
@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 import pytest
-from tests.unit.test_plan_neuron_rules import LLAMA, additional, facts, flag, plan, refused
+from tests.unit.plan.test_neuron_rules import LLAMA, additional, facts, flag, plan, refused
 
 PREFIX = {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_BLOCK_SIZE": "32"}
 CHUNKED = {

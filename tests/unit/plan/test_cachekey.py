@@ -1,4 +1,4 @@
-"""Issue #15 item 10: the cache key changes with every compiled-graph input and stays put for settings that
+"""The cache key changes with every compiled-graph input and stays put for settings that
 do not reach the graph; the weights digest follows the weights' bytes, not their files' dates."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from tests.unit.test_plan_neuron_rules import LLAMA, facts, plan
+from tests.unit.plan.test_neuron_rules import LLAMA, facts, plan
 
 from neuronserve.host.facts import weights_digest
 from neuronserve.plan.facts import ModelFacts

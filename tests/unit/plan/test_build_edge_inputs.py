@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 from starlette.requests import Request
 from tests.support.builders import resolution
-from tests.unit.test_plan_build_messages import MODEL, facts
+from tests.unit.plan.test_build import MODEL, facts
 
 from neuronserve.commands.recommend import _instance
 from neuronserve.config.settings import Setting, parse_settings

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
-from test_plan_build_messages import facts
+from tests.unit.plan.test_build import facts
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError

@@ -1,7 +1,7 @@
-"""The HBM fit check (plan/fit.py) at the edges mutation testing left unchecked (issue #16, TESTING.md).
+"""The HBM fit check (plan/fit.py) at the edges mutation testing left unchecked.
 
 Plans are built from the environment with the real config.json of public models (the helpers of
-test_plan_memory.py, whose comments work out the numbers by hand): the exact refusal and warning texts,
+test_memory.py, whose comments work out the numbers by hand): the exact refusal and warning texts,
 the settings a refusal suggests in each KV layout (contiguous, prefix caching with and without
 SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE, chunked prefill, the custom scheduler's max_model_len blocks,
 transformers-neuronx), the instance facts a plan reports (NEURON_LOGICAL_NC_CONFIG, the HBM override,
@@ -13,7 +13,7 @@ max_model_len long (transformers-neuronx, block layout without prefix caching).
 from __future__ import annotations
 
 import pytest
-from tests.unit.test_plan_memory import GIB, OVERHEAD, VERSIONS, config, plan, refused
+from tests.unit.plan.test_memory import GIB, OVERHEAD, VERSIONS, config, plan, refused
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
@@ -60,7 +60,7 @@ def hbm_warnings(p: LaunchPlan) -> list[str]:
 def test_a_refusal_names_the_instance_the_numbers_every_fix_and_the_overrides() -> None:
     """The whole refusal: "HBM estimate on <instance> (<chip>)", the estimate, each setting that would fit
     alone joined by ", or ", and the overrides; its variables are the three settings and the check.
-    Llama-3.1-8B at TP 2 on inf2.xlarge has room for 115,031 tokens of KV (test_plan_memory.py):
+    Llama-3.1-8B at TP 2 on inf2.xlarge has room for 115,031 tokens of KV (test_memory.py):
     / 64 seqs = 1797 -> 1792 (a multiple of 128); / 3072 = 37 seqs (odd: a search stepping by 2 fails)."""
     with pytest.raises(ConfigError) as err:
         plan("Llama-3.1-8B", "inf2.xlarge", 2, 3072, 64)
