@@ -13,47 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
+from tests.support.builders import HUB_MODEL, facts, plan, refusal
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.facts import ModelFacts
 from neuronserve.types import LaunchPlan
-
-VERSIONS = {
-    "vllm": "0.11.0",
-    "vllm-neuron": "0.2.2+lts",
-    "neuronx-distributed-inference": "0.7.14366",
-    "neuronx-cc": "2.22.12471.0",
-}
-MODEL = {
-    "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-    "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-    "SM_VLLM_MAX_MODEL_LEN": "128",
-    "SM_VLLM_MAX_NUM_SEQS": "4",
-}
-
-
-def facts(cores: int | None = 32, **kw: object) -> HostFacts:
-    base: dict[str, object] = {
-        "python": "/usr/bin/python3",
-        "neuron_devices": 1 if cores else 0,
-        "visible_cores": cores,
-        "cores_source": "test",
-        "versions": dict(VERSIONS),
-    }
-    base.update(kw)
-    return HostFacts(**base)  # type: ignore[arg-type]
-
-
-def plan(env: Mapping[str, str], f: HostFacts | None = None, device: str | None = None) -> LaunchPlan:
-    return build_plan(parse_settings(env, device=device), f or facts())
-
-
-def refusal(env: Mapping[str, str], f: HostFacts | None = None, device: str | None = None) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        plan(env, f, device)
-    return err.value
 
 
 def test_no_model_names_every_way_to_give_one() -> None:
@@ -67,27 +33,27 @@ def test_no_model_names_every_way_to_give_one() -> None:
 
 @pytest.mark.parametrize("uri", ["/data/model.tar.gz", "/data/model.tgz"])
 def test_a_missing_local_archive_is_refused(uri: str) -> None:
-    err = refusal({**MODEL, "SM_VLLM_MODEL": uri})
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": uri})
     assert str(err) == f"SM_VLLM_MODEL={uri}: no such archive on this host"
     assert err.variables == ("SM_VLLM_MODEL",)
 
 
 @pytest.mark.parametrize("uri", ["s3://b/m.tar.gz", "s3://b/m.tgz"])
 def test_s3_archives_of_both_suffixes_are_staged(uri: str) -> None:
-    p = plan({**MODEL, "SM_VLLM_MODEL": uri, "NEURONSERVE_WORK_DIR": "/srv/X/"})
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": uri, "NEURONSERVE_WORK_DIR": "/srv/X/"})
     assert (p.model.source, p.model.local_path) == ("archive", "/srv/X/model")
 
 
 def test_a_missing_local_directory_is_refused() -> None:
-    err = refusal({**MODEL, "SM_VLLM_MODEL": "/data/nothing-here"})
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": "/data/nothing-here"})
     assert str(err) == "SM_VLLM_MODEL=/data/nothing-here: no such model directory on this host"
     assert err.variables == ("SM_VLLM_MODEL",)
 
 
 def test_other_configured_models_are_named_as_ignored() -> None:
-    env = {**MODEL, "HF_MODEL_ID": "org/a", "OPTION_MODEL_ID": "org/b"}
+    env = {**HUB_MODEL, "HF_MODEL_ID": "org/a", "OPTION_MODEL_ID": "org/b"}
     p = plan(env)
-    assert p.model.uri == MODEL["SM_VLLM_MODEL"]
+    assert p.model.uri == HUB_MODEL["SM_VLLM_MODEL"]
     assert (
         "model from SM_VLLM_MODEL; also configured and ignored: HF_MODEL_ID=org/a, OPTION_MODEL_ID=org/b"
         in p.warnings
@@ -95,13 +61,13 @@ def test_other_configured_models_are_named_as_ignored() -> None:
 
 
 def test_the_work_dir_is_used_as_given_without_its_trailing_slash() -> None:
-    p = plan({**MODEL, "SM_VLLM_MODEL": "s3://b/m/", "NEURONSERVE_WORK_DIR": "/srv/X/"})
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": "s3://b/m/", "NEURONSERVE_WORK_DIR": "/srv/X/"})
     assert p.model.local_path == "/srv/X/model"
     assert p.artifacts.local_dir == f"/srv/X/artifacts/{p.cache_key}"
 
 
 def test_an_explicit_artifacts_location_and_a_cache_uri_are_refused_together() -> None:
-    env = {**MODEL, "NEURON_COMPILED_ARTIFACTS": "/art", "NEURONSERVE_CACHE_URI": "s3://b/cache/"}
+    env = {**HUB_MODEL, "NEURON_COMPILED_ARTIFACTS": "/art", "NEURONSERVE_CACHE_URI": "s3://b/cache/"}
     err = refusal(env)
     assert str(err) == (
         "NEURON_COMPILED_ARTIFACTS=/art and NEURONSERVE_CACHE_URI=s3://b/cache/ both choose where compiled "
@@ -111,7 +77,7 @@ def test_an_explicit_artifacts_location_and_a_cache_uri_are_refused_together() -
 
 
 def test_a_cache_uri_must_be_s3() -> None:
-    err = refusal({**MODEL, "NEURONSERVE_CACHE_URI": "/mnt/cache"})
+    err = refusal({**HUB_MODEL, "NEURONSERVE_CACHE_URI": "/mnt/cache"})
     assert str(err) == "NEURONSERVE_CACHE_URI=/mnt/cache must be an s3:// prefix"
     assert err.variables == ("NEURONSERVE_CACHE_URI",)
 
@@ -129,7 +95,7 @@ def test_a_cache_uri_must_be_s3() -> None:
 def test_every_artifact_mode_carries_the_read_only_setting(
     extra: dict[str, str], mode: str, read_only: bool
 ) -> None:
-    env = {**MODEL, **extra, "NEURONSERVE_CACHE_READ_ONLY": "true" if read_only else "false"}
+    env = {**HUB_MODEL, **extra, "NEURONSERVE_CACHE_READ_ONLY": "true" if read_only else "false"}
     p = plan(env)
     assert p.artifacts.mode == mode
     assert p.artifacts.read_only is read_only
@@ -138,7 +104,7 @@ def test_every_artifact_mode_carries_the_read_only_setting(
 
 
 def test_host_and_port_settings_are_ignored_with_a_warning() -> None:
-    p = plan({**MODEL, "SM_VLLM_HOST": "0.0.0.0", "SM_VLLM_PORT": "9000", "SM_VLLM_SEED": "7"})
+    p = plan({**HUB_MODEL, "SM_VLLM_HOST": "0.0.0.0", "SM_VLLM_PORT": "9000", "SM_VLLM_SEED": "7"})
     for var in ("SM_VLLM_HOST", "SM_VLLM_PORT"):
         assert (
             f"{var} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front "
@@ -173,7 +139,7 @@ def test_the_cpu_plan_warns_about_nothing_it_was_not_given() -> None:
 
 def test_a_local_model_dir_is_used_in_place() -> None:
     f = facts(paths={"/models/m": ModelFacts(kind="dir")})
-    p = plan({**MODEL, "SM_VLLM_MODEL": "/models/m"}, f)
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": "/models/m"}, f)
     assert (p.model.source, p.model.local_path) == ("local", "/models/m")
 
 
@@ -185,14 +151,14 @@ def test_a_local_model_dir_is_used_in_place() -> None:
     ],
 )
 def test_require_cache_hit_marks_a_remote_cache(extra: dict[str, str], mode: str) -> None:
-    p = plan({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    p = plan({**HUB_MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
     assert (p.artifacts.mode, p.artifacts.require_hit) == (mode, True)
-    assert plan({**MODEL, **extra}).artifacts.require_hit is False
+    assert plan({**HUB_MODEL, **extra}).artifacts.require_hit is False
 
 
 @pytest.mark.parametrize("extra", [{}, {"NEURON_COMPILED_ARTIFACTS": "/art"}])
 def test_require_cache_hit_without_a_remote_cache_is_refused(extra: dict[str, str]) -> None:
-    err = refusal({**MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    err = refusal({**HUB_MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
     assert str(err) == (
         "NEURONSERVE_REQUIRE_CACHE_HIT=true needs a remote cache to hit: set NEURONSERVE_CACHE_URI "
         "(s3:// prefix of the keyed cache) or unset NEURONSERVE_REQUIRE_CACHE_HIT"
@@ -202,20 +168,20 @@ def test_require_cache_hit_without_a_remote_cache_is_refused(extra: dict[str, st
 
 @pytest.mark.parametrize("uri", ["./models/m", "~/m"])
 def test_relative_and_home_paths_are_local_directories(uri: str) -> None:
-    err = refusal({**MODEL, "SM_VLLM_MODEL": uri})
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": uri})
     assert str(err) == f"SM_VLLM_MODEL={uri}: no such model directory on this host"
 
 
 def test_a_local_file_is_not_a_model_directory() -> None:
     f = facts(paths={"models/m.bin": ModelFacts(kind="file")})
-    err = refusal({**MODEL, "SM_VLLM_MODEL": "models/m.bin"}, f)
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": "models/m.bin"}, f)
     assert str(err) == "SM_VLLM_MODEL=models/m.bin: no such model directory on this host"
 
 
 def test_a_revision_is_ignored_for_anything_but_a_hub_model() -> None:
-    p = plan({**MODEL, "SM_VLLM_MODEL": "s3://b/m/", "SM_VLLM_REVISION": "abc"})
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": "s3://b/m/", "SM_VLLM_REVISION": "abc"})
     assert "SM_VLLM_REVISION ignored: s3://b/m/ is not a hub model" in p.warnings
-    assert not [w for w in plan(MODEL).warnings if "is not a hub model" in w]
+    assert not [w for w in plan(HUB_MODEL).warnings if "is not a hub model" in w]
 
 
 SHARDED_WARNING = (
@@ -225,17 +191,17 @@ SHARDED_WARNING = (
 
 
 def test_keyed_artifacts_without_sharded_checkpoints_are_warned_about() -> None:
-    keyed = {**MODEL, "NEURONSERVE_CACHE_URI": "s3://b/c/"}
+    keyed = {**HUB_MODEL, "NEURONSERVE_CACHE_URI": "s3://b/c/"}
     assert SHARDED_WARNING in plan(keyed).warnings
     assert SHARDED_WARNING not in plan({**keyed, "SM_NEURON_SAVE_SHARDED_CHECKPOINT": "true"}).warnings
-    assert SHARDED_WARNING not in plan({**MODEL, "NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}).warnings
-    p = plan(MODEL)
+    assert SHARDED_WARNING not in plan({**HUB_MODEL, "NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}).warnings
+    p = plan(HUB_MODEL)
     assert SHARDED_WARNING not in p.warnings
     assert p.env["NEURON_COMPILED_ARTIFACTS"] == p.artifacts.local_dir
 
 
 def test_a_hub_revision_on_neuron_is_refused_naming_its_variable() -> None:
-    err = refusal({**MODEL, "SM_VLLM_REVISION": "abc123"})
+    err = refusal({**HUB_MODEL, "SM_VLLM_REVISION": "abc123"})
     assert err.variables == ("SM_VLLM_REVISION", "SM_VLLM_MODEL")
 
 
@@ -293,7 +259,7 @@ def test_a_hub_revision_on_neuron_is_refused_naming_the_variable_that_set_it(
     """The refusal names the revision's own source (HF_REVISION, `-- --revision`), not the default
     SM_VLLM_REVISION, so the user unsets the one they actually set."""
     with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings({**MODEL, **env}, extra_args=extra), facts())
+        build_plan(parse_settings({**HUB_MODEL, **env}, extra_args=extra), facts())
     assert str(err.value).startswith(f"{var}=abc123: vllm-neuron 0.2.x compiles and loads hub models without")
     assert err.value.variables == (var, "SM_VLLM_MODEL")
 
@@ -363,7 +329,7 @@ def test_the_plan_carries_the_engine_host_and_the_configured_work_dir() -> None:
     """The front server connects to plan.engine_host and serve stages into plan.work_dir: both must be
     the loopback address and NEURONSERVE_WORK_DIR as configured, on Neuron and on the CPU."""
     for p in (
-        plan({**MODEL, "NEURONSERVE_WORK_DIR": "/srv/X"}),
+        plan({**HUB_MODEL, "NEURONSERVE_WORK_DIR": "/srv/X"}),
         cpu_plan({"SM_VLLM_MODEL": "org/m", "NEURONSERVE_WORK_DIR": "/srv/X"}),
     ):
         assert (p.engine_host, p.work_dir) == ("127.0.0.1", "/srv/X")
@@ -373,7 +339,9 @@ def test_a_flag_the_neuron_plan_renders_is_not_passed_again_from_after_the_separ
     """`-- --no-enable-prefix-caching` on Neuron: the plan reads it and renders the KV layout's own
     `--no-enable-prefix-caching`, so vLLM gets it once (the plan's copy), while the flag after it that
     the plan does not render (`--seed 3`) is passed through as given."""
-    p = build_plan(parse_settings(MODEL, extra_args=("--no-enable-prefix-caching", "--seed", "3")), facts())
+    p = build_plan(
+        parse_settings(HUB_MODEL, extra_args=("--no-enable-prefix-caching", "--seed", "3")), facts()
+    )
     assert p.argv.count("--no-enable-prefix-caching") == 1
     assert p.argv.index("--no-enable-prefix-caching") < p.argv.index("--additional-config")
     assert list(p.argv[-2:]) == ["--seed", "3"]

@@ -10,12 +10,10 @@ Each goes through build_plan (the plan a user gets) unless the case is about kv_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from tests.support.builders import resolution
-from tests.unit.plan.test_neuron_rules import additional, flag, plan
+from tests.support.builders import additional, flag, llama_plan, llama_refusal, resolution
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
@@ -47,7 +45,7 @@ def layout(
     return flags, kv, warnings, ov
 
 
-def refused(env: dict[str, str], override: dict[str, Any] | None = None, **kw: Any) -> ConfigError:
+def layout_refusal(env: dict[str, str], override: dict[str, Any] | None = None, **kw: Any) -> ConfigError:
     with pytest.raises(ConfigError) as err:
         layout(env, override, **kw)
     return err.value
@@ -82,7 +80,7 @@ def test_contiguous_names_each_setting_it_ignores() -> None:
 
 
 def test_the_native_scheduler_without_a_block_layout_is_refused() -> None:
-    err = refused({"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "})
+    err = layout_refusal({"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "})
     assert str(err) == (
         "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill or a block KV layout: vLLM's native "
         "scheduler needs a block size (vllm-neuron 0.2.0 platform.py:169-175) and the contiguous cache "
@@ -156,7 +154,7 @@ def test_a_block_size_equal_to_the_length_is_no_change() -> None:
 
 
 def test_blocks_sized_for_small_blocks_are_refused_under_the_custom_scheduler() -> None:
-    err = refused(
+    err = layout_refusal(
         {"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"}, {"is_block_kv_layout": True}
     )
     assert str(err) == (
@@ -170,7 +168,7 @@ def test_blocks_sized_for_small_blocks_are_refused_under_the_custom_scheduler() 
 
 
 def test_too_few_max_len_blocks_are_refused() -> None:
-    err = refused({"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "2"}, {"is_block_kv_layout": True})
+    err = layout_refusal({"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "2"}, {"is_block_kv_layout": True})
     assert str(err) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=2 blocks of max_model_len 2048 cannot hold max_num_seqs 4 sequences "
         "(loader.py:845-859): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 or more"
@@ -193,7 +191,7 @@ def test_in_tree_neuron_keeps_the_block_size_given() -> None:
 
 
 def test_is_prefix_caching_without_prefix_caching_is_refused() -> None:
-    err = refused({}, {"is_prefix_caching": True})
+    err = layout_refusal({}, {"is_prefix_caching": True})
     assert str(err) == (
         "SM_NEURON_IS_PREFIX_CACHING sets is_prefix_caching but prefix caching is off: set "
         "SM_VLLM_ENABLE_PREFIX_CACHING=true, or remove is_prefix_caching"
@@ -203,7 +201,7 @@ def test_is_prefix_caching_without_prefix_caching_is_refused() -> None:
 
 @pytest.mark.parametrize("key", ["is_prefix_caching", "is_block_kv_layout"])
 def test_prefix_caching_refuses_its_keys_set_false(key: str) -> None:
-    err = refused({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}, {key: False})
+    err = layout_refusal({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}, {key: False})
     var = "SM_NEURON_" + key.upper()
     assert str(err) == f"{var} sets {key}=false but prefix caching needs it true: remove it"
     assert err.variables == (var,)
@@ -215,17 +213,11 @@ def test_prefix_caching_refuses_its_keys_set_false(key: str) -> None:
 PREFIX = {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}
 
 
-def refusal(env: Mapping[str, str], extra: Sequence[str] = ()) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        plan(env, extra=extra)
-    return err.value
-
-
 @pytest.mark.parametrize("name", ["SM_NEURON_OVERRIDE_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG"])
 def test_is_prefix_caching_from_an_override_object_names_that_object(name: str) -> None:
     """The refusal names the variable the user actually set (the JSON object), not the SM_NEURON_<KEY>
     spelling of the key, which the user never wrote."""
-    err = refusal({name: '{"is_prefix_caching": true}'})
+    err = llama_refusal({name: '{"is_prefix_caching": true}'})
     assert str(err) == (
         f"{name} sets is_prefix_caching but prefix caching is off: set SM_VLLM_ENABLE_PREFIX_CACHING=true, "
         "or remove is_prefix_caching"
@@ -237,7 +229,7 @@ def test_is_prefix_caching_from_an_override_object_names_that_object(name: str) 
 def test_a_prefix_key_set_false_in_an_override_object_names_that_object(key: str) -> None:
     """Prefix caching with is_prefix_caching / is_block_kv_layout false in SM_NEURON_OVERRIDE_CONFIG: the
     refusal tells the user to fix SM_NEURON_OVERRIDE_CONFIG, where the false is."""
-    err = refusal({**PREFIX, "SM_NEURON_OVERRIDE_CONFIG": f'{{"{key}": false}}'})
+    err = llama_refusal({**PREFIX, "SM_NEURON_OVERRIDE_CONFIG": f'{{"{key}": false}}'})
     assert str(err) == (
         f"SM_NEURON_OVERRIDE_CONFIG sets {key}=false but prefix caching needs it true: remove it"
     )
@@ -247,7 +239,7 @@ def test_a_prefix_key_set_false_in_an_override_object_names_that_object(key: str
 def test_an_ignored_block_count_key_names_the_object_it_came_from() -> None:
     """pa_num_blocks / pa_block_size in an override object with the contiguous cache: the warning says
     which variable to clean up (the object), not SM_NEURON_PA_NUM_BLOCKS."""
-    p = plan({"SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"pa_num_blocks": 5, "pa_block_size": 16}'})
+    p = llama_plan({"SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"pa_num_blocks": 5, "pa_block_size": 16}'})
     block_only = (
         " is only read with the block KV layout (prefix caching, chunked prefill or is_block_kv_layout)"
     )
@@ -292,21 +284,21 @@ def test_a_block_count_that_is_no_positive_integer_is_refused_by_name(
 ) -> None:
     """A --block-size / --num-gpu-blocks-override that is no count is refused before anything is
     compiled, naming the variable (also a `--` argument) and the value as given; never a traceback."""
-    err = refusal(env, extra)
+    err = llama_refusal(env, extra=extra)
     assert (str(err), err.variables) == (f"{var}={shown} must be a positive integer", (var,))
 
 
 def test_block_size_one_is_a_block_size() -> None:
     """The lower boundary of the positive-integer check: vLLM's smallest --block-size, 1, is planned
     (ceil(2048/1)*4 = 8192 blocks), not refused."""
-    p = plan({**PREFIX, "SM_VLLM_BLOCK_SIZE": "1"})
+    p = llama_plan({**PREFIX, "SM_VLLM_BLOCK_SIZE": "1"})
     assert (flag(p, "--block-size"), flag(p, "--num-gpu-blocks-override")) == ("1", "8192")
 
 
 def test_zero_blocks_get_the_count_they_need() -> None:
     """--num-gpu-blocks-override 0 is a whole number (only a block size must be positive): the refusal is
     the one that says how many blocks max_model_len x max_num_seqs needs."""
-    err = refusal({**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "0"})
+    err = llama_refusal({**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "0"})
     assert str(err) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=0 KV blocks cannot hold 4 sequences of 2048 tokens in blocks of 32: "
         "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256 or more (ceil(max_model_len / block_size) * max_num_seqs)"
@@ -317,7 +309,7 @@ def test_zero_blocks_get_the_count_they_need() -> None:
 def test_a_block_size_set_false_is_no_block_size() -> None:
     """SM_VLLM_BLOCK_SIZE=false means "not set" (as for every SM_VLLM_* flag): the default block size is
     used and said, instead of refusing `False` as a non-integer."""
-    p = plan({**PREFIX, "SM_VLLM_BLOCK_SIZE": "false"})
+    p = llama_plan({**PREFIX, "SM_VLLM_BLOCK_SIZE": "false"})
     assert (flag(p, "--block-size"), flag(p, "--num-gpu-blocks-override")) == ("32", "256")
     assert "block_size defaulted to 32 for the block KV layout" in p.warnings
 
@@ -327,10 +319,10 @@ def test_pa_num_blocks_equal_to_the_computed_count_is_not_also_said_to_be_comput
     pa_num_blocks without a block count is refused as when the variable is absent; with the count given
     and equal, the plan does not add "num_gpu_blocks_override computed as ..." (the user stated it)."""
     env = {**PREFIX, "SM_NEURON_PA_NUM_BLOCKS": "256"}
-    err = refusal({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "false"})
-    assert str(err) == str(refusal(env))
+    err = llama_refusal({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "false"})
+    assert str(err) == str(llama_refusal(env))
     assert err.variables == ("SM_NEURON_PA_NUM_BLOCKS", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE")
-    p = plan({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "256"})
+    p = llama_plan({**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "256"})
     assert flag(p, "--num-gpu-blocks-override") == "256"
     assert additional(p)["override_neuron_config"] == {
         "pa_num_blocks": 256,

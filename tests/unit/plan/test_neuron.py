@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.plan.test_build import facts, plan, refusal
+from tests.support.builders import facts, plan, refusal
 
 from neuronserve.plan.facts import ModelFacts
 

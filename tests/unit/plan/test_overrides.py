@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.support.builders import resolution
+from tests.support.builders import raised, resolution
 
-from neuronserve.errors import ConfigError
 from neuronserve.plan.overrides import (
     check_chunked_config,
     check_launch_duplicates,
@@ -18,12 +17,6 @@ from neuronserve.plan.overrides import (
 )
 
 OV = "SM_NEURON_OVERRIDE_CONFIG"
-
-
-def refusal(fn: Any, *args: Any) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        fn(*args)
-    return err.value
 
 
 @pytest.mark.parametrize(
@@ -42,7 +35,7 @@ def test_a_disagreeing_launch_key_names_both_settings() -> None:
         "seq_len": (4096, "SM_VLLM_MAX_MODEL_LEN=4096"),
     }
     check_launch_duplicates({"seq_len": 4096}, launch, resolution())  # agreeing: nothing to say
-    err = refusal(check_launch_duplicates, {"tp_degree": 8}, launch, resolution({"tp_degree": OV}))
+    err = raised(check_launch_duplicates, {"tp_degree": 8}, launch, resolution({"tp_degree": OV}))
     assert str(err) == (
         f"{OV} sets tp_degree=8 but the launch gives tp_degree=2 (SM_VLLM_TENSOR_PARALLEL_SIZE=2); "
         "the plugin "
@@ -50,7 +43,7 @@ def test_a_disagreeing_launch_key_names_both_settings() -> None:
         f"vLLM would disagree: remove {OV}, or change SM_VLLM_TENSOR_PARALLEL_SIZE instead"
     )
     assert err.variables == (OV, "SM_VLLM_TENSOR_PARALLEL_SIZE")
-    err = refusal(
+    err = raised(
         check_launch_duplicates,
         {"torch_dtype": "float16"},
         {"torch_dtype": ("bf16", "SM_VLLM_DTYPE=bf16")},
@@ -68,7 +61,7 @@ def test_json_text(value: Any, text: str) -> None:
 
 @pytest.mark.parametrize("raw", ["1", "-1", "yes", " 2 "])
 def test_on_device_sampling_disabled_is_refused_unless_zero(raw: str) -> None:
-    err = refusal(check_sampling, {}, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}))
+    err = raised(check_sampling, {}, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}))
     assert str(err) == (
         f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an integer): "
         "unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
@@ -85,12 +78,12 @@ def test_on_device_sampling_disabled_zero_passes(raw: str) -> None:
 
 
 def test_a_sampling_config_must_be_an_object_with_known_keys() -> None:
-    err = refusal(check_sampling, {"on_device_sampling_config": [1]}, resolution())
+    err = raised(check_sampling, {"on_device_sampling_config": [1]}, resolution())
     assert (str(err), err.variables) == (
         "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG must be a JSON object or null",
         ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",),
     )
-    err = refusal(
+    err = raised(
         check_sampling,
         {"on_device_sampling_config": {"topk": 5, "dynamic": True}},
         resolution({"on_device_sampling_config": OV}),
@@ -103,7 +96,7 @@ def test_a_sampling_config_must_be_an_object_with_known_keys() -> None:
 @pytest.mark.parametrize("topk", [0, 257, True, "8"])
 def test_global_topk_outside_the_device_range_is_refused(topk: Any) -> None:
     cfg = {"on_device_sampling_config": {"global_topk": topk, "dynamic": True, "deterministic": False}}
-    err = refusal(check_sampling, cfg, resolution())
+    err = raised(check_sampling, cfg, resolution())
     assert str(err) == (
         f"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: global_topk={topk} is outside 1..256 (the plugin samples at "
         "most 256 on device): set global_topk <= 256"
@@ -157,7 +150,7 @@ def test_chunked_prefill_config_keys() -> None:
     assert warnings == [
         "SM_NEURON_CHUNKED_PREFILL_CONFIG: max_num_seqs set to max_num_seqs 8 (NxD Inference's default is 0)"
     ]
-    err = refusal(
+    err = raised(
         check_chunked_config,
         {"chunked_prefill_config": {"max_num_seq": 8}},
         8,
@@ -171,9 +164,7 @@ def test_chunked_prefill_config_keys() -> None:
     )
     assert err.variables == (OV,)
     for bad in (0, True, "4"):
-        err = refusal(
-            check_chunked_config, {"chunked_prefill_config": {"max_num_seqs": bad}}, 8, resolution()
-        )
+        err = raised(check_chunked_config, {"chunked_prefill_config": {"max_num_seqs": bad}}, 8, resolution())
         assert str(err) == "SM_NEURON_CHUNKED_PREFILL_CONFIG: max_num_seqs must be a positive integer, e.g. 8"
     warnings = []
     check_chunked_config({"chunked_prefill_config": {"max_num_seqs": 1}}, 8, resolution(warnings=warnings))
@@ -185,7 +176,7 @@ LORA = {"enable-lora": "SM_VLLM_ENABLE_LORA"}
 
 
 def test_lora_keys_without_lora_are_refused() -> None:
-    err = refusal(
+    err = raised(
         check_lora,
         False,
         {"target_modules": ["q_proj"], "lora_ckpt_json": "/a.json"},
@@ -202,7 +193,7 @@ def test_lora_keys_without_lora_are_refused() -> None:
 
 @pytest.mark.parametrize("version", ["0.2.0", "0.2.1+lts", "0.1.9"])
 def test_lora_before_0_2_2_is_refused(version: str) -> None:
-    err = refusal(check_lora, True, {"lora_ckpt_json": "/a.json"}, version, resolution(LORA))
+    err = raised(check_lora, True, {"lora_ckpt_json": "/a.json"}, version, resolution(LORA))
     assert str(err) == (
         f"SM_VLLM_ENABLE_LORA: LoRA raises NotImplementedError in vllm-neuron {version} (0.2.2+lts adds it): "
         "unset SM_VLLM_ENABLE_LORA, or use the image's vllm-neuron 0.2.2+lts"
@@ -213,7 +204,7 @@ def test_lora_before_0_2_2_is_refused(version: str) -> None:
 @pytest.mark.parametrize("version", ["0.2.2+lts", "0.2.10", "0.3", "1.0.0", None, "0.2.2rc1"])
 def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> None:
     check_lora(True, {"lora_ckpt_json": "/a.json"}, version, resolution(LORA))
-    err = refusal(check_lora, True, {}, version, resolution(LORA))
+    err = raised(check_lora, True, {}, version, resolution(LORA))
     assert str(err) == (
         "SM_VLLM_ENABLE_LORA=true on vllm-neuron 0.2.2 needs the adapters compiled in: set "
         "SM_NEURON_LORA_CKPT_JSON=/path/to/lora_adapters.json (and SM_NEURON_TARGET_MODULES if the adapters "
@@ -223,7 +214,7 @@ def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> 
 
 
 def test_a_launch_key_of_another_type_is_not_the_same_value() -> None:
-    err = refusal(
+    err = raised(
         check_launch_duplicates,
         {"tp_degree": "2"},
         {"tp_degree": (2, "SM_VLLM_TENSOR_PARALLEL_SIZE=2")},
@@ -233,27 +224,27 @@ def test_a_launch_key_of_another_type_is_not_the_same_value() -> None:
 
 
 def test_a_non_integer_sampling_switch_is_refused() -> None:
-    err = refusal(check_sampling, {}, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": "X0"}))
+    err = raised(check_sampling, {}, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": "X0"}))
     assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
 
 
 def test_every_unknown_key_is_named() -> None:
-    err = refusal(check_sampling, {"on_device_sampling_config": {"b_key": 1, "a_key": 2}}, resolution())
+    err = raised(check_sampling, {"on_device_sampling_config": {"b_key": 1, "a_key": 2}}, resolution())
     assert str(err).startswith(
         "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: unknown key(s) a_key, b_key (NxD Inference"
     )
-    err = refusal(check_chunked_config, {"chunked_prefill_config": {"y": 1, "x": 2}}, 8, resolution())
+    err = raised(check_chunked_config, {"chunked_prefill_config": {"y": 1, "x": 2}}, 8, resolution())
     assert str(err).startswith("SM_NEURON_CHUNKED_PREFILL_CONFIG: unknown key(s) x, y (NxD Inference")
 
 
 def test_refusals_name_the_sampling_and_chunked_variables() -> None:
     cfg = {"on_device_sampling_config": {"global_topk": 0}}
-    assert refusal(check_sampling, cfg, resolution()).variables == ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",)
+    assert raised(check_sampling, cfg, resolution()).variables == ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",)
     bad = {"chunked_prefill_config": {"max_num_seqs": 0}}
-    assert refusal(check_chunked_config, bad, 8, resolution()).variables == (
+    assert raised(check_chunked_config, bad, 8, resolution()).variables == (
         "SM_NEURON_CHUNKED_PREFILL_CONFIG",
     )
 
 
 def test_a_local_build_suffix_is_not_part_of_the_version() -> None:
-    refusal(check_lora, True, {"lora_ckpt_json": "/a.json"}, "0.2.1+9", resolution(LORA))  # 0.2.1, not 0.2.19
+    raised(check_lora, True, {"lora_ckpt_json": "/a.json"}, "0.2.1+9", resolution(LORA))  # 0.2.1, not 0.2.19

@@ -14,52 +14,16 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from tests.support.builders import REPLICA_ENV, REPLICA_LLAMA, replica_facts, replica_plan, replica_refusal
 
 from neuronserve.commands.plan import plan_document
-from neuronserve.config.settings import parse_settings
-from neuronserve.errors import ConfigError
-from neuronserve.plan.build import build_plan
-from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.replicas import format_cores
 from neuronserve.types import LaunchPlan
 
 ROOT = Path(__file__).resolve().parents[3]
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
-BASE = {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_MAX_NUM_SEQS": "4"}
-
-
-def facts(cores: int | None = 24, cpus: tuple[int, ...] = (0, 1), source: str = "neuron-ls") -> HostFacts:
-    return HostFacts(
-        python="py",
-        neuron_devices=1 if cores else 0,
-        visible_cores=cores,
-        cores_source=source,
-        versions={"vllm": "0.11.0", "vllm-neuron": "0.2.2+lts"},
-        paths={"/m": ModelFacts("dir", LLAMA, "d" * 64, None)},
-        cpus=cpus,
-    )
-
-
-def plan(
-    env: Mapping[str, str],
-    f: HostFacts | None = None,
-    extra: Sequence[str] = (),
-    device: str = "neuron",
-) -> LaunchPlan:
-    settings = parse_settings({**BASE, **env}, device=device, extra_args=extra)
-    return build_plan(settings, f or facts())
-
-
-def refused(
-    env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = (), device: str = "neuron"
-) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        plan(env, f, extra, device)
-    return err.value
 
 
 def cores_of(p: LaunchPlan) -> list[str]:
@@ -78,7 +42,7 @@ def cores_of(p: LaunchPlan) -> list[str]:
     ],
 )
 def test_core_slices_follow_the_visible_cores(visible: str, tp: int, dp: int, want: list[str]) -> None:
-    p = plan(
+    p = replica_plan(
         {
             "NEURON_RT_VISIBLE_CORES": visible,
             "SM_VLLM_TENSOR_PARALLEL_SIZE": str(tp),
@@ -94,15 +58,15 @@ def test_core_slices_follow_the_visible_cores(visible: str, tp: int, dp: int, wa
 def test_cores_from_host_facts_when_the_user_named_none() -> None:
     """neuron-ls or NEURON_RT_NUM_CORES give a count: the slices are 0..count-1."""
     for source in ("neuron-ls", "NEURON_RT_NUM_CORES"):
-        p = plan(
+        p = replica_plan(
             {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_DATA_PARALLEL": "auto"},
-            facts(32, source=source),
+            replica_facts(32, source=source),
         )
         assert cores_of(p) == ["0-7", "8-15", "16-23", "24-31"]
 
 
 def test_auto_is_visible_cores_floor_tp_and_warns_about_leftovers() -> None:
-    p = plan(
+    p = replica_plan(
         {
             "NEURON_RT_VISIBLE_CORES": "0-9",
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -114,7 +78,7 @@ def test_auto_is_visible_cores_floor_tp_and_warns_about_leftovers() -> None:
 
 
 def test_default_is_one_replica_unchanged() -> None:
-    p = plan({"NEURON_RT_VISIBLE_CORES": "4-5", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
+    p = replica_plan({"NEURON_RT_VISIBLE_CORES": "4-5", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
     assert len(p.replicas) == 1
     r = p.replicas[0]
     assert (r.index, r.cores, r.port, r.argv, r.env) == (0, "4-5", 8081, p.argv, p.env)
@@ -132,11 +96,11 @@ def test_dp_times_tp_above_the_visible_cores_is_refused_naming_both(
     env: dict[str, str], extra: tuple[str, ...], origin: str
 ) -> None:
     env = {"NEURON_RT_VISIBLE_CORES": "0-7", "SM_VLLM_TENSOR_PARALLEL_SIZE": "4", **env}
-    err = refused(env, extra=extra)
+    err = replica_refusal(env, extra=extra)
     assert set(err.variables) >= {origin, "SM_VLLM_TENSOR_PARALLEL_SIZE"}
     assert "12 NeuronCores" in str(err) and "only 8" in str(err)
     # and the other way: exactly the visible cores is accepted
-    ok = plan(
+    ok = replica_plan(
         {**env, **{k: "2" for k in env if "DATA_PARALLEL" in k}}, extra=[t.replace("3", "2") for t in extra]
     )
     assert cores_of(ok) == ["0-3", "4-7"]
@@ -144,12 +108,12 @@ def test_dp_times_tp_above_the_visible_cores_is_refused_naming_both(
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "true"])
 def test_bad_dp_values_are_refused(value: str) -> None:
-    err = refused({"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DATA_PARALLEL": value})
+    err = replica_refusal({"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DATA_PARALLEL": value})
     assert err.variables == ("NEURONSERVE_DATA_PARALLEL",)
 
 
 def test_two_sources_that_disagree_are_refused() -> None:
-    err = refused(
+    err = replica_refusal(
         {
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
             "SM_VLLM_DATA_PARALLEL_SIZE": "2",
@@ -160,13 +124,15 @@ def test_two_sources_that_disagree_are_refused() -> None:
 
 
 def test_auto_without_known_cores_is_refused() -> None:
-    err = refused({"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DATA_PARALLEL": "auto"}, facts(None))
+    err = replica_refusal(
+        {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DATA_PARALLEL": "auto"}, replica_facts(None)
+    )
     assert "NEURON_RT_VISIBLE_CORES" in err.variables
 
 
 @pytest.mark.parametrize("device", ["neuron", "cpu"])
 def test_data_parallel_never_reaches_vllm(device: str) -> None:
-    p = plan(
+    p = replica_plan(
         {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "SM_VLLM_DATA_PARALLEL_SIZE": "2"},
         extra=("--data-parallel-size=2", "--seed", "1"),
         device=device,
@@ -178,7 +144,7 @@ def test_data_parallel_never_reaches_vllm(device: str) -> None:
 
 
 def test_each_replica_has_its_own_port() -> None:
-    p = plan(
+    p = replica_plan(
         {
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
             "NEURONSERVE_DATA_PARALLEL": "3",
@@ -195,7 +161,7 @@ def test_each_replica_has_its_own_port() -> None:
     ("engine_port", "front_port"), [("8079", "8080"), ("8080", "8082"), ("65535", "8080")]
 )
 def test_replica_ports_must_miss_the_front_port_and_stay_valid(engine_port: str, front_port: str) -> None:
-    err = refused(
+    err = replica_refusal(
         {
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
             "NEURONSERVE_DATA_PARALLEL": "3",
@@ -208,27 +174,29 @@ def test_replica_ports_must_miss_the_front_port_and_stay_valid(engine_port: str,
 
 def test_min_ready_above_the_replicas_is_refused() -> None:
     env = {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DATA_PARALLEL": "2"}
-    assert refused({**env, "NEURONSERVE_MIN_READY_REPLICAS": "3"}).variables == (
+    assert replica_refusal({**env, "NEURONSERVE_MIN_READY_REPLICAS": "3"}).variables == (
         "NEURONSERVE_MIN_READY_REPLICAS",
     )
-    assert plan({**env, "NEURONSERVE_MIN_READY_REPLICAS": "2"}).serve.min_ready_replicas == 2
-    assert refused({**env, "NEURONSERVE_MIN_READY_REPLICAS": "0"}).variables == (
+    assert replica_plan({**env, "NEURONSERVE_MIN_READY_REPLICAS": "2"}).serve.min_ready_replicas == 2
+    assert replica_refusal({**env, "NEURONSERVE_MIN_READY_REPLICAS": "0"}).variables == (
         "NEURONSERVE_MIN_READY_REPLICAS",
     )
 
 
 def test_cpu_replicas_are_bound_to_their_own_cpus() -> None:
-    p = plan({"NEURONSERVE_DATA_PARALLEL": "2"}, facts(None, cpus=(0, 1)), device="cpu")
+    p = replica_plan({"NEURONSERVE_DATA_PARALLEL": "2"}, replica_facts(None, cpus=(0, 1)), device="cpu")
     assert [r.env.get("VLLM_CPU_OMP_THREADS_BIND") for r in p.replicas] == ["0", "1"]
     assert cores_of(p) == ["0", "1"]
-    wide = plan({"NEURONSERVE_DATA_PARALLEL": "2"}, facts(None, cpus=tuple(range(8))), device="cpu")
+    wide = replica_plan(
+        {"NEURONSERVE_DATA_PARALLEL": "2"}, replica_facts(None, cpus=tuple(range(8))), device="cpu"
+    )
     assert cores_of(wide) == ["0-3", "4-7"]
-    one = plan({}, facts(None, cpus=(0, 1)), device="cpu")
+    one = replica_plan({}, replica_facts(None, cpus=(0, 1)), device="cpu")
     assert "VLLM_CPU_OMP_THREADS_BIND" not in one.replicas[0].env  # one engine keeps vLLM's own binding
 
 
 def test_cpu_replicas_above_the_cpus_are_refused() -> None:
-    err = refused({"SM_VLLM_DATA_PARALLEL_SIZE": "3"}, facts(None, cpus=(0, 1)), device="cpu")
+    err = replica_refusal({"SM_VLLM_DATA_PARALLEL_SIZE": "3"}, replica_facts(None, cpus=(0, 1)), device="cpu")
     assert err.variables == ("SM_VLLM_DATA_PARALLEL_SIZE",) and "at most 2" in str(err)
 
 
@@ -239,7 +207,7 @@ def test_format_cores() -> None:
 
 
 def test_plan_json_has_one_replica_object_per_replica() -> None:
-    p = plan(
+    p = replica_plan(
         {
             "NEURON_RT_VISIBLE_CORES": "4-11",
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -261,11 +229,11 @@ def test_plan_command_prints_replicas(tmp_path: Path) -> None:
     """The real `neuronserve plan --json` (what users and the image's smoke test read)."""
     model = tmp_path / "m"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps(LLAMA))
+    (model / "config.json").write_text(json.dumps(REPLICA_LLAMA))
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SM_", "NEURON", "SAGEMAKER_"))},
         "PYTHONPATH": str(ROOT / "src"),
-        **BASE,
+        **REPLICA_ENV,
         "SM_VLLM_MODEL": str(model),
         "NEURON_RT_VISIBLE_CORES": "4-11",
         "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -293,7 +261,7 @@ def test_plan_command_prints_replicas(tmp_path: Path) -> None:
 
 
 def test_one_core_short_is_refused() -> None:
-    err = refused(
+    err = replica_refusal(
         {
             "NEURON_RT_VISIBLE_CORES": "0-6",
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -313,7 +281,7 @@ TP2 = {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}
 def test_a_dp_count_that_is_no_whole_number_is_refused_with_the_full_message(value: str) -> None:
     """ "²" passes str.isdigit() but int() refuses it: it used to crash the plan with a bare ValueError
     instead of this message. "true"/"false" (booleans after the SM_VLLM_ mapping) are refused too."""
-    err = refused({**TP2, "SM_VLLM_DATA_PARALLEL_SIZE": value})
+    err = replica_refusal({**TP2, "SM_VLLM_DATA_PARALLEL_SIZE": value})
     shown = {"true": "True", "false": "False"}.get(value, repr(value))
     assert str(err) == (
         f"SM_VLLM_DATA_PARALLEL_SIZE={shown} must be a whole number >= 1 or auto (visible cores // TP)"
@@ -324,7 +292,7 @@ def test_a_dp_count_that_is_no_whole_number_is_refused_with_the_full_message(val
 def test_replica_ports_refusal_names_the_whole_range_and_the_front_port() -> None:
     """The message shows the first and the last replica port (not the second), the front port, and
     what to move."""
-    err = refused(
+    err = replica_refusal(
         {
             **TP2,
             "NEURONSERVE_DATA_PARALLEL": "3",
@@ -340,16 +308,16 @@ def test_replica_ports_refusal_names_the_whole_range_and_the_front_port() -> Non
 
 def test_the_last_replica_may_use_port_65535_but_not_65536() -> None:
     """65535 is a valid port: two replicas from 65534 are planned; from 65535 the second would be 65536."""
-    ok = plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_ENGINE_PORT": "65534"})
+    ok = replica_plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_ENGINE_PORT": "65534"})
     assert [r.port for r in ok.replicas] == [65534, 65535]
-    err = refused({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_ENGINE_PORT": "65535"})
+    err = replica_refusal({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_ENGINE_PORT": "65535"})
     assert "use ports 65535-65536 " in str(err)
     assert err.variables == ("NEURONSERVE_ENGINE_PORT", "SAGEMAKER_BIND_TO_PORT")
 
 
 def test_min_ready_refusal_message() -> None:
     """The refusal says how many replicas the plan has and the highest value allowed."""
-    err = refused({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_MIN_READY_REPLICAS": "3"})
+    err = replica_refusal({**TP2, "NEURONSERVE_DATA_PARALLEL": "2", "NEURONSERVE_MIN_READY_REPLICAS": "3"})
     assert str(err) == (
         "NEURONSERVE_MIN_READY_REPLICAS=3 is more than the 2 replica(s) planned: set it to at most 2"
     )
@@ -357,7 +325,7 @@ def test_min_ready_refusal_message() -> None:
 
 def test_auto_without_known_cores_refusal_message() -> None:
     """auto with no cores to count says what was looked for and both ways out."""
-    err = refused({**TP2, "NEURONSERVE_DATA_PARALLEL": "auto"}, facts(None))
+    err = replica_refusal({**TP2, "NEURONSERVE_DATA_PARALLEL": "auto"}, replica_facts(None))
     assert str(err) == (
         "NEURONSERVE_DATA_PARALLEL=auto needs the visible NeuronCores, and none were found (no /dev/neuron*, "
         "no NEURON_RT_VISIBLE_CORES): set a number or NEURON_RT_VISIBLE_CORES"
@@ -368,7 +336,7 @@ def test_auto_without_known_cores_refusal_message() -> None:
 def test_too_many_cores_names_tp_where_the_user_set_it() -> None:
     """TP given as `-- --tensor-parallel-size 4`: the refusal tells the user to lower that, not an
     SM_VLLM_TENSOR_PARALLEL_SIZE they never set."""
-    err = refused(
+    err = replica_refusal(
         {"NEURON_RT_VISIBLE_CORES": "0-7", "NEURONSERVE_DATA_PARALLEL": "3"},
         extra=("--tensor-parallel-size", "4"),
     )
@@ -382,9 +350,9 @@ def test_too_many_cores_names_tp_where_the_user_set_it() -> None:
 def test_too_many_cores_with_tp_unset_names_sm_vllm_tensor_parallel_size() -> None:
     """TP left to the plan (all visible cores): the refusal names SM_VLLM_TENSOR_PARALLEL_SIZE, the
     variable a SageMaker user sets to lower it."""
-    err = refused(
+    err = replica_refusal(
         {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURONSERVE_DATA_PARALLEL": "3"},
-        facts(2, source="NEURON_RT_VISIBLE_CORES"),  # what gather() says for that variable
+        replica_facts(2, source="NEURON_RT_VISIBLE_CORES"),  # what gather() says for that variable
     )
     assert str(err) == (
         "NEURONSERVE_DATA_PARALLEL=3 replicas x SM_VLLM_TENSOR_PARALLEL_SIZE=2 = 6 NeuronCores, but only 2 "
@@ -396,7 +364,7 @@ def test_too_many_cores_with_tp_unset_names_sm_vllm_tensor_parallel_size() -> No
 
 def test_auto_with_fewer_cores_than_two_replicas_plans_one() -> None:
     """auto on 6 cores at TP 4 is one replica (6 // 4), with the auto warning; not a refusal."""
-    p = plan(
+    p = replica_plan(
         {
             "NEURON_RT_VISIBLE_CORES": "0-5",
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -410,11 +378,11 @@ def test_auto_with_fewer_cores_than_two_replicas_plans_one() -> None:
 def test_unchecked_replicas_warn_only_above_one() -> None:
     """With no visible cores known, two replicas (or more) warn that the count was not checked; an
     explicit single replica does not."""
-    two = plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "2"}, facts(None))
+    two = replica_plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "2"}, replica_facts(None))
     assert (
         "NEURONSERVE_DATA_PARALLEL=2 not checked against the visible NeuronCores (none found)" in two.warnings
     )
-    one = plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "1"}, facts(None))
+    one = replica_plan({**TP2, "NEURONSERVE_DATA_PARALLEL": "1"}, replica_facts(None))
     assert not [w for w in one.warnings if w.startswith("NEURONSERVE_DATA_PARALLEL")]
 
 
@@ -425,7 +393,7 @@ def test_unchecked_replicas_warn_only_above_one() -> None:
 def test_no_unused_cores_warning_for_one_replica_or_an_exact_fit(visible: str, dp: str) -> None:
     """The "unused" warning is about data parallel leaving cores idle: a single replica never gets it,
     and neither do replicas that use every visible core."""
-    p = plan(
+    p = replica_plan(
         {
             "NEURON_RT_VISIBLE_CORES": visible,
             "SM_VLLM_TENSOR_PARALLEL_SIZE": "2" if dp == "1" else "4",
@@ -438,13 +406,13 @@ def test_no_unused_cores_warning_for_one_replica_or_an_exact_fit(visible: str, d
 def test_one_neuron_replica_keeps_the_users_core_list_as_written() -> None:
     """One replica reports the NEURON_RT_VISIBLE_CORES the engine gets ("0,1"), not a re-formatted
     "0-1"."""
-    p = plan({**TP2, "NEURON_RT_VISIBLE_CORES": "0,1"})
+    p = replica_plan({**TP2, "NEURON_RT_VISIBLE_CORES": "0,1"})
     assert cores_of(p) == ["0,1"] and p.env["NEURON_RT_VISIBLE_CORES"] == "0,1"
 
 
 def test_cpu_replica_without_affinity_runs_on_cpu_0() -> None:
     """No CPU affinity known (no sched_getaffinity): the one CPU replica is on CPU 0."""
-    p = plan({}, facts(None, cpus=()), device="cpu")
+    p = replica_plan({}, replica_facts(None, cpus=()), device="cpu")
     assert cores_of(p) == ["0"]
 
 
@@ -452,8 +420,8 @@ def test_cpu_replica_without_affinity_runs_on_cpu_0() -> None:
 def test_data_parallel_flag_and_its_value_never_reach_vllm(device: str) -> None:
     """`-- --data-parallel-size 2` (two tokens): both the flag and its value are dropped, and only them;
     the following arguments reach vLLM."""
-    p = plan({**TP2}, extra=("--data-parallel-size", "2", "--seed", "1"), device=device)
-    same = plan({**TP2, "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, device=device)
+    p = replica_plan({**TP2}, extra=("--data-parallel-size", "2", "--seed", "1"), device=device)
+    same = replica_plan({**TP2, "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, device=device)
     assert len(p.replicas) == 2
     for r, want in zip(p.replicas, same.replicas, strict=True):
         assert r.argv == (*want.argv, "--seed", "1")

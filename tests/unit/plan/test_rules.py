@@ -13,10 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.support.builders import resolution
-from tests.unit.plan.test_neuron_rules import plan
+from tests.support.builders import llama_plan, raised, resolution
 
-from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
 from neuronserve.plan.facts import ModelFacts
 
@@ -31,22 +29,16 @@ ORIGINS = {
 ARCHS = ", ".join(rules.SUPPORTED_ARCHITECTURES)
 
 
-def refusal(fn: Any, *args: Any, **kw: Any) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        fn(*args, **kw)
-    return err.value
-
-
 def test_tp() -> None:
     rules.check_tp(1, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "neuron-ls")
     rules.check_tp(2, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "neuron-ls")
     rules.check_tp(64, "SM_VLLM_TENSOR_PARALLEL_SIZE", None, "unknown")
-    err = refusal(rules.check_tp, 0, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "neuron-ls")
+    err = raised(rules.check_tp, 0, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "neuron-ls")
     assert (str(err), err.variables) == (
         "SM_VLLM_TENSOR_PARALLEL_SIZE=0: tensor parallel size must be at least 1",
         ("SM_VLLM_TENSOR_PARALLEL_SIZE",),
     )
-    err = refusal(rules.check_tp, 3, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "NEURON_RT_VISIBLE_CORES")
+    err = raised(rules.check_tp, 3, "SM_VLLM_TENSOR_PARALLEL_SIZE", 2, "NEURON_RT_VISIBLE_CORES")
     assert (str(err), err.variables) == (
         "SM_VLLM_TENSOR_PARALLEL_SIZE=3 exceeds the 2 visible NeuronCores (NEURON_RT_VISIBLE_CORES): set "
         "SM_VLLM_TENSOR_PARALLEL_SIZE=2 or fewer, or run on an instance with more cores",
@@ -56,7 +48,7 @@ def test_tp() -> None:
 
 def test_dtype() -> None:
     rules.check_dtype("bfloat16", "SM_VLLM_DTYPE")
-    err = refusal(rules.check_dtype, "auto", "SM_VLLM_DTYPE")
+    err = raised(rules.check_dtype, "auto", "SM_VLLM_DTYPE")
     assert (str(err), err.variables) == (
         "SM_VLLM_DTYPE=auto compiles float32 on Neuron: set SM_VLLM_DTYPE=bfloat16 (or float16/float32 "
         "explicitly)",
@@ -68,7 +60,7 @@ def test_dtype() -> None:
 def test_a_dtype_vllm_does_not_know_is_refused_before_the_engine(dtype: str) -> None:
     """vLLM's argparse would refuse these at start (choices compare as written; LMI's fp16/bf16 are
     mapped in config/compat.py before this); the estimate must not count them as 2 bytes first."""
-    err = refusal(rules.check_dtype, dtype, "OPTION_DTYPE")
+    err = raised(rules.check_dtype, dtype, "OPTION_DTYPE")
     assert (str(err), err.variables) == (
         f"OPTION_DTYPE={dtype} is not a vLLM dtype: use one of bfloat16, float, float16, float32, half "
         "(bfloat16 on Neuron)",
@@ -78,18 +70,18 @@ def test_a_dtype_vllm_does_not_know_is_refused_before_the_engine(dtype: str) -> 
 
 def test_block_layout() -> None:
     rules.check_block_layout(2048, 4, 32, 256, resolution(ORIGINS))  # exactly enough
-    err = refusal(rules.check_block_layout, 2048, 4, 48, 999, resolution(ORIGINS))
+    err = raised(rules.check_block_layout, 2048, 4, 48, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_BLOCK_SIZE=48 is not a vLLM block size: use one of 1, 8, 16, 32, 64, 128 (e.g. 32)",
         ("SM_VLLM_BLOCK_SIZE",),
     )
-    err = refusal(rules.check_block_layout, 2000, 4, 32, 999, resolution(ORIGINS))
+    err = raised(rules.check_block_layout, 2000, 4, 32, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_MAX_MODEL_LEN=2000 is not a multiple of the block size 32 (SM_VLLM_BLOCK_SIZE): set "
         "SM_VLLM_MAX_MODEL_LEN=2016 (the plugin's floor division fails its own check otherwise)",
         ("SM_VLLM_MAX_MODEL_LEN", "SM_VLLM_BLOCK_SIZE"),
     )
-    err = refusal(rules.check_block_layout, 2048, 4, 32, 255, resolution(ORIGINS))
+    err = raised(rules.check_block_layout, 2048, 4, 32, 255, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=255 KV blocks cannot hold 4 sequences of 2048 tokens in blocks of "
         "32: "
@@ -101,7 +93,7 @@ def test_block_layout() -> None:
 def test_pa_keys() -> None:
     given = {**ORIGINS, "num-gpu-blocks-given": "yes"}
     rules.check_pa_keys({"pa_num_blocks": 256, "pa_block_size": 32}, 32, 256, resolution(given))
-    err = refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, 256, resolution(ORIGINS))
+    err = raised(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, 256, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_NUM_BLOCKS sets pa_num_blocks=256 without a matching --num-gpu-blocks-override (the "
         "plugin raises): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256 and SM_VLLM_ENABLE_PREFIX_CACHING=true, or "
@@ -109,10 +101,10 @@ def test_pa_keys() -> None:
         ("SM_NEURON_PA_NUM_BLOCKS", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE"),
     )
     assert (
-        refusal(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, None, resolution(given)).variables[0]
+        raised(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, None, resolution(given)).variables[0]
         == "SM_NEURON_PA_NUM_BLOCKS"
     )
-    err = refusal(
+    err = raised(
         rules.check_pa_keys, {"pa_num_blocks": 257}, 32, 256, resolution({**given, "pa_num_blocks": "X"})
     )
     assert (str(err), err.variables) == (
@@ -124,7 +116,7 @@ def test_pa_keys() -> None:
     )
     # no block size to compare with:
     rules.check_pa_keys({"pa_block_size": 16}, None, None, resolution(ORIGINS))
-    err = refusal(rules.check_pa_keys, {"pa_block_size": 16}, 32, 256, resolution(ORIGINS))
+    err = raised(rules.check_pa_keys, {"pa_block_size": 16}, 32, 256, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_BLOCK_SIZE sets pa_block_size=16 but the block size is 32: set SM_VLLM_BLOCK_SIZE=16 "
         "or remove pa_block_size",
@@ -151,7 +143,7 @@ def test_buckets_within_the_limits_pass() -> None:
 
 @pytest.mark.parametrize("bad", [[0, 512], [512, "1024"], "512", [-128], [True], [512, False], []])
 def test_buckets_must_be_lists_of_positive_integers(bad: Any) -> None:
-    err = refusal(buckets, {"token_generation_buckets": bad})
+    err = raised(buckets, {"token_generation_buckets": bad})
     assert (str(err), err.variables) == (
         "SM_NEURON_TOKEN_GENERATION_BUCKETS: token_generation_buckets must be a JSON list of positive "
         "integers, e.g. [128, 512]",
@@ -160,13 +152,13 @@ def test_buckets_must_be_lists_of_positive_integers(bad: Any) -> None:
 
 
 def test_buckets_over_their_limit_are_refused() -> None:
-    err = refusal(buckets, {"token_generation_buckets": [1024, 4096]})
+    err = raised(buckets, {"token_generation_buckets": [1024, 4096]})
     assert (str(err), err.variables) == (
         "SM_NEURON_TOKEN_GENERATION_BUCKETS: token_generation_buckets [4096] exceed max_model_len 2048: use "
         "buckets <= 2048 (e.g. [1024]) or raise SM_VLLM_MAX_MODEL_LEN",
         ("SM_NEURON_TOKEN_GENERATION_BUCKETS", "SM_VLLM_MAX_MODEL_LEN"),
     )
-    err = refusal(buckets, {"context_encoding_buckets": [1024, 2048]}, max_context=512)
+    err = raised(buckets, {"context_encoding_buckets": [1024, 2048]}, max_context=512)
     assert str(err) == (
         "SM_NEURON_CONTEXT_ENCODING_BUCKETS: context_encoding_buckets [1024, 2048] exceed max_context_length "
         "(the longest prefill) 512: use buckets <= 512 (e.g. [512]) or raise SM_VLLM_MAX_NUM_BATCHED_TOKENS"
@@ -196,7 +188,7 @@ def test_small_buckets_with_prefix_caching_are_warned_about() -> None:
 
 
 def test_prefix_caching_context_buckets_need_prefix_buckets() -> None:
-    err = refusal(buckets, {"context_encoding_buckets": [512, 2048]}, prefix=True)
+    err = raised(buckets, {"context_encoding_buckets": [512, 2048]}, prefix=True)
     assert (str(err), err.variables) == (
         "SM_NEURON_CONTEXT_ENCODING_BUCKETS: with prefix caching, context_encoding_buckets need "
         "prefix_buckets "
@@ -210,14 +202,14 @@ def test_prefix_caching_context_buckets_need_prefix_buckets() -> None:
 def test_chunked_prefill_rules() -> None:
     rules.check_chunked(True, {"chunked_prefill_config": {"max_num_seqs": 4}}, resolution(ORIGINS), 4)
     rules.check_chunked(False, {}, resolution(ORIGINS), 4)
-    err = refusal(rules.check_chunked, True, {}, resolution(ORIGINS), 4)
+    err = raised(rules.check_chunked, True, {}, resolution(ORIGINS), 4)
     assert (str(err), err.variables) == (
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true needs a chunked_prefill_config in override_neuron_config: set "
         "SM_NEURON_CHUNKED_PREFILL_CONFIG='{\"max_num_seqs\": 4}'",
         ("SM_VLLM_ENABLE_CHUNKED_PREFILL", "SM_NEURON_CHUNKED_PREFILL_CONFIG"),
     )
     cfg = {"chunked_prefill_config": {"max_num_seqs": 4}}
-    err = refusal(
+    err = raised(
         rules.check_chunked, True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}), 4
     )
     assert (str(err), err.variables) == (
@@ -226,7 +218,7 @@ def test_chunked_prefill_rules() -> None:
         ("DISABLE_NEURON_CUSTOM_SCHEDULER", "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
     )
     rules.check_chunked(True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}), 4)
-    err = refusal(rules.check_chunked, False, cfg, resolution(ORIGINS), 4)
+    err = raised(rules.check_chunked, False, cfg, resolution(ORIGINS), 4)
     assert (str(err), err.variables) == (
         "SM_NEURON_CHUNKED_PREFILL_CONFIG sets chunked_prefill_config but chunked prefill is off: set "
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
@@ -237,7 +229,7 @@ def test_chunked_prefill_rules() -> None:
 def test_sequence_parallel_needs_buckets_divisible_by_tp() -> None:
     rules.check_sequence_parallel({"sequence_parallel_enabled": True}, [512, 1024], 8, resolution(ORIGINS))
     rules.check_sequence_parallel({"sequence_parallel_enabled": False}, [500], 8, resolution(ORIGINS))
-    err = refusal(
+    err = raised(
         rules.check_sequence_parallel,
         {"sequence_parallel_enabled": True},
         [4, 500, 1024],
@@ -259,13 +251,13 @@ def test_text_generation_tasks_pass(task: Any, runner: Any) -> None:
 
 
 def test_other_tasks_are_refused() -> None:
-    err = refusal(rules.check_task, "embed", None, resolution(ORIGINS))
+    err = raised(rules.check_task, "embed", None, resolution(ORIGINS))
     assert (str(err), err.variables) == (
         "SM_VLLM_TASK=embed: vllm-neuron 0.2.x serves text generation only: set SM_VLLM_TASK=generate or "
         "unset it",
         ("SM_VLLM_TASK",),
     )
-    assert refusal(rules.check_task, None, "pooling", resolution(ORIGINS)).variables == ("SM_VLLM_RUNNER",)
+    assert raised(rules.check_task, None, "pooling", resolution(ORIGINS)).variables == ("SM_VLLM_RUNNER",)
 
 
 def arch(config: dict[str, Any] | None) -> list[str]:
@@ -294,7 +286,7 @@ def test_a_supported_architecture_with_its_heads_passes() -> None:
 
 
 def test_llava_is_refused() -> None:
-    err = refusal(arch, {"architectures": ["LlavaForConditionalGeneration"]})
+    err = raised(arch, {"architectures": ["LlavaForConditionalGeneration"]})
     assert (str(err), err.variables) == (
         f"/m: LlavaForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a "
         f"supported architecture ({ARCHS})",
@@ -303,16 +295,16 @@ def test_llava_is_refused() -> None:
 
 
 def test_unloadable_architectures_are_refused_with_what_the_plugin_looks_up() -> None:
-    err = refusal(arch, {"architectures": ["GptOssForCausalLM"]})
+    err = raised(arch, {"architectures": ["GptOssForCausalLM"]})
     assert str(err) == (
         "/m: architectures[0] GptOssForCausalLM GPT-OSS cannot be loaded by vllm-neuron 0.2.x (the plugin "
         "looks "
         "up 'gptoss'/'causal-lm' in NxD Inference): use a model whose config.json architectures[0] is one "
         f"of {ARCHS}"
     )
-    err = refusal(arch, {"architectures": ["LlamaForSequenceClassification"]})
+    err = raised(arch, {"architectures": ["LlamaForSequenceClassification"]})
     assert "LlamaForSequenceClassification cannot be loaded" in str(err) and "'llama'/" in str(err)
-    err = refusal(arch, {"model_type": "llama"})
+    err = raised(arch, {"model_type": "llama"})
     assert str(err).startswith(
         "/m: architectures[0] (none) cannot be loaded by vllm-neuron 0.2.x: use a model"
     )
@@ -338,21 +330,21 @@ def test_eagle_drafts() -> None:
     unchecked = [f"{origin}: could not check that the EAGLE draft /d carries lm_head.weight"]
     assert eagle('{"method": "eagle3", "model": "/d"}', None) == unchecked
     assert eagle('{"method": "eagle", "model": "/d"}', ModelFacts(kind="dir")) == unchecked
-    err = refusal(eagle, '{"method": "eagle", "model": "/d"}', ModelFacts(kind="dir", has_lm_head=False))
+    err = raised(eagle, '{"method": "eagle", "model": "/d"}', ModelFacts(kind="dir", has_lm_head=False))
     assert (str(err), err.variables) == (
         f"{origin}: EAGLE draft /d has no lm_head.weight: copy the target model's lm_head.weight into the "
         "draft "
         "checkpoint",
         (origin,),
     )
-    err = refusal(eagle, "{not json", None)
+    err = raised(eagle, "{not json", None)
     assert (str(err), err.variables) == (f"{origin} must be a JSON object", (origin,))
 
 
 def test_hub_revision() -> None:
     rules.check_hub_revision("hub", None, "SM_VLLM_REVISION")
     rules.check_hub_revision("s3", "abc", "SM_VLLM_REVISION")
-    err = refusal(rules.check_hub_revision, "hub", "abc", "SM_VLLM_REVISION")
+    err = raised(rules.check_hub_revision, "hub", "abc", "SM_VLLM_REVISION")
     assert (str(err), err.variables) == (
         "SM_VLLM_REVISION=abc: vllm-neuron 0.2.x compiles and loads hub models without the revision (the "
         "default "
@@ -377,7 +369,7 @@ def test_a_bucket_of_one_is_a_positive_integer() -> None:
 
 def test_a_too_big_bucket_suggests_every_bucket_that_fits_including_the_limit_itself() -> None:
     """The "e.g." keeps the buckets <= the limit: one equal to max_model_len is legal and stays in it."""
-    err = refusal(buckets, {"token_generation_buckets": [1024, 2048, 4096]})
+    err = raised(buckets, {"token_generation_buckets": [1024, 2048, 4096]})
     assert str(err) == (
         "SM_NEURON_TOKEN_GENERATION_BUCKETS: token_generation_buckets [4096] exceed max_model_len 2048: use "
         "buckets <= 2048 (e.g. [1024, 2048]) or raise SM_VLLM_MAX_MODEL_LEN"
@@ -388,7 +380,7 @@ def test_context_buckets_over_a_configured_max_context_length_name_its_variable(
     """With SM_NEURON_MAX_CONTEXT_LENGTH set, the longest prefill is that value: a context bucket above it
     is refused naming SM_NEURON_MAX_CONTEXT_LENGTH as the one to raise, not max_num_batched_tokens."""
     env = {"SM_NEURON_MAX_CONTEXT_LENGTH": "512", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[256, 1024]"}
-    err = refusal(plan, env)
+    err = raised(llama_plan, env)
     assert (str(err), err.variables) == (
         "SM_NEURON_CONTEXT_ENCODING_BUCKETS: context_encoding_buckets [1024] exceed max_context_length (the "
         "longest prefill) 512: use buckets <= 512 (e.g. [256]) or raise SM_NEURON_MAX_CONTEXT_LENGTH",
@@ -400,7 +392,7 @@ def test_context_buckets_over_the_chunk_name_where_max_num_batched_tokens_was_se
     """Without max_context_length, the limit is max_num_batched_tokens, named by the origin the caller
     gives for it (the SM_VLLM_* name is only the fallback when origins has none)."""
     origins = {**ORIGINS, "max-num-batched-tokens": "-- --max-num-batched-tokens"}
-    err = refusal(
+    err = raised(
         rules.check_buckets,
         {"context_encoding_buckets": [1024]},
         length=2048,
@@ -414,7 +406,7 @@ def test_context_buckets_over_the_chunk_name_where_max_num_batched_tokens_was_se
 def test_bucket_keys_from_the_override_json_are_named_by_that_variable() -> None:
     """A bucket list given inside SM_VLLM_OVERRIDE_NEURON_CONFIG is refused naming that variable (the one
     the user set), not an SM_NEURON_CONTEXT_ENCODING_BUCKETS they never used."""
-    err = refusal(plan, {OVERRIDE: '{"context_encoding_buckets": [512, 4096]}'})
+    err = raised(llama_plan, {OVERRIDE: '{"context_encoding_buckets": [512, 4096]}'})
     assert (str(err), err.variables) == (
         f"{OVERRIDE}: context_encoding_buckets [4096] exceed max_model_len 2048: use buckets <= 2048 (e.g. "
         "[512]) or raise SM_VLLM_MAX_MODEL_LEN",
@@ -425,7 +417,7 @@ def test_bucket_keys_from_the_override_json_are_named_by_that_variable() -> None
 def test_prefix_caching_context_buckets_from_the_override_json_are_named_by_that_variable() -> None:
     """The missing-prefix_buckets refusal names, twice, the variable that holds context_encoding_buckets."""
     env = {OVERRIDE: '{"context_encoding_buckets": [512, 2048]}', "SM_VLLM_ENABLE_PREFIX_CACHING": "true"}
-    err = refusal(plan, env)
+    err = raised(llama_plan, env)
     assert (str(err), err.variables) == (
         f"{OVERRIDE}: with prefix caching, context_encoding_buckets need prefix_buckets too (NxD Inference "
         "builds a 2-D grid from both and fails with a TypeError without them): set SM_NEURON_PREFIX_BUCKETS "
@@ -436,7 +428,7 @@ def test_prefix_caching_context_buckets_from_the_override_json_are_named_by_that
 
 def test_chunked_prefill_config_from_the_override_json_is_named_by_that_variable() -> None:
     """chunked_prefill_config without chunked prefill: the refusal names where the key was set."""
-    err = refusal(plan, {OVERRIDE: '{"chunked_prefill_config": {"max_num_seqs": 4}}'})
+    err = raised(llama_plan, {OVERRIDE: '{"chunked_prefill_config": {"max_num_seqs": 4}}'})
     assert (str(err), err.variables) == (
         f"{OVERRIDE} sets chunked_prefill_config but chunked prefill is off: set "
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
@@ -446,7 +438,7 @@ def test_chunked_prefill_config_from_the_override_json_is_named_by_that_variable
 
 def test_pa_block_size_from_the_override_json_is_named_by_that_variable() -> None:
     """pa_block_size that differs from the block size: the refusal names where pa_block_size was set."""
-    err = refusal(plan, {OVERRIDE: '{"pa_block_size": 16}', "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    err = raised(llama_plan, {OVERRIDE: '{"pa_block_size": 16}', "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
     assert (str(err), err.variables) == (
         f"{OVERRIDE} sets pa_block_size=16 but the block size is 32: set SM_VLLM_BLOCK_SIZE=16 or remove "
         "pa_block_size",
@@ -457,8 +449,8 @@ def test_pa_block_size_from_the_override_json_is_named_by_that_variable() -> Non
 def test_sequence_parallel_from_the_override_json_is_named_by_that_variable() -> None:
     """sequence_parallel_enabled with a prefill bucket TP 2 does not divide: the refusal names where
     sequence_parallel_enabled was set, as the thing to remove."""
-    err = refusal(
-        plan, {OVERRIDE: '{"sequence_parallel_enabled": true, "context_encoding_buckets": [511, 1024]}'}
+    err = raised(
+        llama_plan, {OVERRIDE: '{"sequence_parallel_enabled": true, "context_encoding_buckets": [511, 1024]}'}
     )
     assert (str(err), err.variables) == (
         f"{OVERRIDE}: sequence parallelism needs every prefill bucket divisible by tensor_parallel_size 2, "
@@ -471,7 +463,7 @@ def test_sequence_parallel_from_the_override_json_is_named_by_that_variable() ->
 def test_a_pixtral_architecture_gets_the_pixtral_refusal() -> None:
     """The plugin looks a Pixtral class up as "pixtral", which it cannot run: the refusal says
     Pixtral/LLaVA, as for LLaVA, rather than the generic "cannot be loaded"."""
-    err = refusal(arch, {"architectures": ["PixtralForConditionalGeneration"]})
+    err = raised(arch, {"architectures": ["PixtralForConditionalGeneration"]})
     assert (str(err), err.variables) == (
         f"/m: PixtralForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a "
         f"supported architecture ({ARCHS})",
@@ -482,7 +474,7 @@ def test_a_pixtral_architecture_gets_the_pixtral_refusal() -> None:
 def test_only_gpt_oss_gets_the_gpt_oss_label() -> None:
     """The " GPT-OSS" label needs both "gpt" and "oss" in the class name: a GPT-NeoX model is refused
     without it."""
-    err = refusal(arch, {"architectures": ["GPTNeoXForCausalLM"]})
+    err = raised(arch, {"architectures": ["GPTNeoXForCausalLM"]})
     assert str(err) == (
         "/m: architectures[0] GPTNeoXForCausalLM cannot be loaded by vllm-neuron 0.2.x (the plugin looks up "
         f"'gptneox'/'causal-lm' in NxD Inference): use a model whose config.json architectures[0] is one of "
