@@ -49,7 +49,6 @@ def _int(settings: Settings, key: str, origins: dict[str, str], *, least: int = 
 
 def kv_layout(
     settings: Settings,
-    override: dict[str, Any],
     *,
     length: int,
     seqs: int,
@@ -61,6 +60,7 @@ def kv_layout(
     `plugin` False (vLLM's older in-tree Neuron support) has neither the custom scheduler nor
     DISABLE_NEURON_CUSTOM_SCHEDULER: the block size given is the one used there.
     """
+    override = res.override
     prefix = settings.get("enable-prefix-caching") is True
     chunked = settings.get("enable-chunked-prefill") is True
     origins = res.origins
@@ -82,7 +82,7 @@ def kv_layout(
             if "pa_num_blocks" not in override:
                 res.warn(f"num_gpu_blocks_override computed as ceil({length}/{block})*{seqs} = {blocks}")
         rules.check_block_layout(length, seqs, block, blocks, res)
-    rules.check_pa_keys(override, block, blocks, res)
+    rules.check_pa_keys(block, blocks, res)
     override["is_block_kv_layout"] = True
     if prefix:
         override["is_prefix_caching"] = True

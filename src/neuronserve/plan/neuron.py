@@ -81,19 +81,19 @@ def _architecture(n: Launch, res: Resolution) -> None:
 
 
 def _lora(n: Launch, res: Resolution) -> None:
-    overrides.check_lora(n.lora, res.override, n.facts.versions.get("vllm-neuron"), res)
+    overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
-    rules.check_chunked(n.chunked, res.override, res, n.seqs)
+    rules.check_chunked(n.chunked, n.seqs, res)
 
 
 def _chunked_config(n: Launch, res: Resolution) -> None:
-    overrides.check_chunked_config(res.override, n.seqs, res)
+    overrides.check_chunked_config(n.seqs, res)
 
 
 def _launch_duplicates(n: Launch, res: Resolution) -> None:
-    overrides.check_launch_duplicates(res.override, launch.launch_keys(n, res), res)
+    overrides.check_launch_duplicates(launch.launch_keys(n, res), res)
 
 
 def _kv(n: Launch, res: Resolution) -> None:
@@ -101,7 +101,7 @@ def _kv(n: Launch, res: Resolution) -> None:
         n.kv_flags, res.kv = tnx_kv(n.settings, launch.count(n.settings, "block-size"), n.length, res)
     else:
         n.kv_flags, res.kv = kv_layout(
-            n.settings, res.override, length=n.length, seqs=n.seqs, res=res, plugin=n.integration == "plugin"
+            n.settings, length=n.length, seqs=n.seqs, res=res, plugin=n.integration == "plugin"
         )
 
 
@@ -119,16 +119,16 @@ def _prefix_floor(n: Launch, res: Resolution) -> None:
 
 def _buckets(n: Launch, res: Resolution) -> None:
     prefix = res.kv["mode"] == "prefix"
-    rules.check_buckets(res.override, length=n.length, max_context=n.max_context, prefix=prefix, res=res)
+    rules.check_buckets(length=n.length, max_context=n.max_context, prefix=prefix, res=res)
     n.buckets = nxdi.context_buckets(res.override, n.max_context, prefix, n.chunked)
 
 
 def _sequence_parallel(n: Launch, res: Resolution) -> None:
-    rules.check_sequence_parallel(res.override, n.buckets, n.tp, res)
+    rules.check_sequence_parallel(n.buckets, n.tp, res)
 
 
 def _sampling(n: Launch, res: Resolution) -> None:
-    overrides.check_sampling(res.override, res)
+    overrides.check_sampling(res)
 
 
 def _eagle(n: Launch, res: Resolution) -> None:

@@ -18,9 +18,7 @@ from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.resolution import Resolution
 
 
-def check_launch_duplicates(
-    override: dict[str, Any], launch: dict[str, tuple[Any, str]], res: Resolution
-) -> None:
+def check_launch_duplicates(launch: dict[str, tuple[Any, str]], res: Resolution) -> None:
     """Launch duplicates: an override key that duplicates a launch setting must agree with it.
 
     `launch` maps neuron_config keys to (the value the plugin derives from the vLLM flags, the setting
@@ -30,6 +28,7 @@ def check_launch_duplicates(
     defaults, a disagreeing key would compile the override's number while vLLM schedules for the flag's,
     and every later rule would check the wrong number. Agreement passes (it changes nothing).
     """
+    override = res.override
     for key, (expected, setting) in launch.items():
         if key not in override:
             continue
@@ -55,7 +54,7 @@ def json_text(value: Any) -> str:
     return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
 
 
-def check_sampling(override: dict[str, Any], res: Resolution) -> None:
+def check_sampling(res: Resolution) -> None:
     """On-device sampling as the plugin and NxD Inference run it.
 
     - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value)) (loader.py:67-70) and the path it
@@ -72,6 +71,7 @@ def check_sampling(override: dict[str, Any], res: Resolution) -> None:
     - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
     The config as checked (completed) is res.sampling.
     """
+    override = res.override
     raw = res.user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None:
         text = raw.strip() or "0"
@@ -115,7 +115,7 @@ def check_sampling(override: dict[str, Any], res: Resolution) -> None:
     res.warn(f"on-device sampling: requests' top_k above {topk} are clamped to {topk} by the plugin")
 
 
-def check_chunked_config(override: dict[str, Any], seqs: int, res: Resolution) -> None:
+def check_chunked_config(seqs: int, res: Resolution) -> None:
     """The chunked-prefill config: chunked_prefill_config keys as NxD Inference reads them.
 
     ChunkedPrefillConfig (nxdi config.py:944-959) pops max_num_seqs, tkg_model_enabled,
@@ -123,6 +123,7 @@ def check_chunked_config(override: dict[str, Any], seqs: int, res: Resolution) -
     which makes the chunked-prefill kernel's tile count 0 (autobucketing.py:123-124). So unknown keys
     (a misspelt max_num_seq) are refused, and a missing max_num_seqs is set to vLLM's max_num_seqs.
     """
+    override = res.override
     cfg = override.get("chunked_prefill_config")
     if not isinstance(cfg, dict):
         return
@@ -146,7 +147,7 @@ def check_chunked_config(override: dict[str, Any], seqs: int, res: Resolution) -
 LORA_KEYS = ("lora_ckpt_json", "target_modules", "lora_modules")
 
 
-def check_lora(lora: bool, override: dict[str, Any], plugin_version: str | None, res: Resolution) -> None:
+def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
     """LoRA by plugin version.
 
     vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
@@ -159,6 +160,7 @@ def check_lora(lora: bool, override: dict[str, Any], plugin_version: str | None,
     adapters. LoRA keys without --enable-lora are refused: without a LoRA config the plugin never pops
     them and NxD Inference gets unknown keys.
     """
+    override = res.override
     var = res.origins["enable-lora"]
     keys = [k for k in LORA_KEYS if k in override]
     if not lora:

@@ -92,7 +92,7 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Res
         )
 
 
-def check_pa_keys(override: dict[str, Any], block: int | None, blocks: int | None, res: Resolution) -> None:
+def check_pa_keys(block: int | None, blocks: int | None, res: Resolution) -> None:
     """Paged-attention keys: pa_num_blocks / pa_block_size in the override must match their flags.
 
     vllm-neuron 0.2.0 loader.py:796-831 (_handle_pa_num_blocks, block layout only): pa_num_blocks must
@@ -100,6 +100,7 @@ def check_pa_keys(override: dict[str, Any], block: int | None, blocks: int | Non
     value before its own +1 for the null block, platform.py:149-159, and raises otherwise), and without
     that flag the key raises. pa_block_size replaces the block size the plugin passes (loader.py:777-778).
     """
+    override = res.override
     origins = res.origins
     n_var = origins["num-gpu-blocks-override"]
     if "pa_num_blocks" in override:
@@ -140,7 +141,6 @@ def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
 
 
 def check_buckets(
-    override: dict[str, Any],
     *,
     length: int,
     max_context: int,
@@ -157,6 +157,7 @@ def check_buckets(
     The 512 (prefill) / 256 (decode) minimums with prefix caching are comments next to the automatic
     buckets (autobucketing.py:188, 238), not checks: a smaller bucket is warned about, not refused.
     """
+    override = res.override
     for key, limit, floor in (
         ("context_encoding_buckets", max_context, PREFIX_MIN_CONTEXT_BUCKET),
         ("token_generation_buckets", length, PREFIX_MIN_TOKEN_BUCKET),
@@ -197,13 +198,14 @@ def _context_var(origins: dict[str, str]) -> str:
     return origins.get("max-num-batched-tokens", "SM_VLLM_MAX_NUM_BATCHED_TOKENS")
 
 
-def check_chunked(chunked: bool, override: dict[str, Any], res: Resolution, seqs: int) -> None:
+def check_chunked(chunked: bool, seqs: int, res: Resolution) -> None:
     """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off.
 
     vllm-neuron 0.2.0 loader.py:841-843 asserts chunked_prefill_config and is_block_kv_layout;
     platform.py:176-183 turns chunked prefill off unless DISABLE_NEURON_CUSTOM_SCHEDULER=1.
     The native scheduler without chunked prefill is decided in kv.py (it needs a block size).
     """
+    override = res.override
     c_var = res.origins["enable-chunked-prefill"]
     if chunked:
         if not isinstance(override.get("chunked_prefill_config"), dict):
@@ -227,13 +229,14 @@ def check_chunked(chunked: bool, override: dict[str, Any], res: Resolution, seqs
         )
 
 
-def check_sequence_parallel(override: dict[str, Any], buckets: list[int], tp: int, res: Resolution) -> None:
+def check_sequence_parallel(buckets: list[int], tp: int, res: Resolution) -> None:
     """Sequence parallelism splits every traced prefill length over the TP ranks.
 
     NxD Inference model_base.py:1341-1342 calls validate_sequence_parallel (:1513-1521) for each
     context-encoding trace, asserting seq_length % tp == 0. The traced lengths are the context buckets
     (nxdi.context_buckets: the user's, or the automatic 128, 256, ..., max_context_length).
     """
+    override = res.override
     if override.get("sequence_parallel_enabled") is not True:
         return
     bad = [b for b in buckets if b % tp]

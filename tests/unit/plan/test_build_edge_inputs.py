@@ -163,7 +163,9 @@ def test_deploy_tensor_parallel_with_a_superscript_digit_is_refused() -> None:
 
 def test_a_plugin_version_with_a_superscript_digit_does_not_crash() -> None:
     overrides.check_lora(
-        True, {"lora_ckpt_json": "/a.json"}, "0.2.2²", resolution({"enable-lora": "SM_VLLM_ENABLE_LORA"})
+        True,
+        "0.2.2²",
+        resolution({"enable-lora": "SM_VLLM_ENABLE_LORA"}, override={"lora_ckpt_json": "/a.json"}),
     )
 
 

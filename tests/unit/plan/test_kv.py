@@ -36,10 +36,9 @@ def layout(
     ov = dict(override or {})
     flags, kv = kv_layout(
         parse_settings({"SM_VLLM_MODEL": "m", **env}),
-        ov,
         length=L,
         seqs=S,
-        res=resolution(ORIGINS, warnings=warnings),
+        res=resolution(ORIGINS, warnings=warnings, override=ov),
         **kw,
     )
     return flags, kv, warnings, ov

@@ -92,8 +92,8 @@ def test_block_layout() -> None:
 
 def test_pa_keys() -> None:
     given = {**ORIGINS, "num-gpu-blocks-given": "yes"}
-    rules.check_pa_keys({"pa_num_blocks": 256, "pa_block_size": 32}, 32, 256, resolution(given))
-    err = raised(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, 256, resolution(ORIGINS))
+    rules.check_pa_keys(32, 256, resolution(given, override={"pa_num_blocks": 256, "pa_block_size": 32}))
+    err = raised(rules.check_pa_keys, 32, 256, resolution(ORIGINS, override={"pa_num_blocks": 256}))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_NUM_BLOCKS sets pa_num_blocks=256 without a matching --num-gpu-blocks-override (the "
         "plugin raises): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256 and SM_VLLM_ENABLE_PREFIX_CACHING=true, or "
@@ -101,11 +101,14 @@ def test_pa_keys() -> None:
         ("SM_NEURON_PA_NUM_BLOCKS", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE"),
     )
     assert (
-        raised(rules.check_pa_keys, {"pa_num_blocks": 256}, 32, None, resolution(given)).variables[0]
+        raised(rules.check_pa_keys, 32, None, resolution(given, override={"pa_num_blocks": 256})).variables[0]
         == "SM_NEURON_PA_NUM_BLOCKS"
     )
     err = raised(
-        rules.check_pa_keys, {"pa_num_blocks": 257}, 32, 256, resolution({**given, "pa_num_blocks": "X"})
+        rules.check_pa_keys,
+        32,
+        256,
+        resolution({**given, "pa_num_blocks": "X"}, override={"pa_num_blocks": 257}),
     )
     assert (str(err), err.variables) == (
         "X sets pa_num_blocks=257 but SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=256: the plugin requires them equal "
@@ -115,8 +118,8 @@ def test_pa_keys() -> None:
         ("X", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE"),
     )
     # no block size to compare with:
-    rules.check_pa_keys({"pa_block_size": 16}, None, None, resolution(ORIGINS))
-    err = raised(rules.check_pa_keys, {"pa_block_size": 16}, 32, 256, resolution(ORIGINS))
+    rules.check_pa_keys(None, None, resolution(ORIGINS, override={"pa_block_size": 16}))
+    err = raised(rules.check_pa_keys, 32, 256, resolution(ORIGINS, override={"pa_block_size": 16}))
     assert (str(err), err.variables) == (
         "SM_NEURON_PA_BLOCK_SIZE sets pa_block_size=16 but the block size is 32: set SM_VLLM_BLOCK_SIZE=16 "
         "or remove pa_block_size",
@@ -127,11 +130,10 @@ def test_pa_keys() -> None:
 def buckets(override: dict[str, Any], *, prefix: bool = False, max_context: int = 2048) -> list[str]:
     warnings: list[str] = []
     rules.check_buckets(
-        override,
         length=2048,
         max_context=max_context,
         prefix=prefix,
-        res=resolution(ORIGINS, warnings=warnings),
+        res=resolution(ORIGINS, warnings=warnings, override=override),
     )
     return warnings
 
@@ -200,9 +202,11 @@ def test_prefix_caching_context_buckets_need_prefix_buckets() -> None:
 
 
 def test_chunked_prefill_rules() -> None:
-    rules.check_chunked(True, {"chunked_prefill_config": {"max_num_seqs": 4}}, resolution(ORIGINS), 4)
-    rules.check_chunked(False, {}, resolution(ORIGINS), 4)
-    err = raised(rules.check_chunked, True, {}, resolution(ORIGINS), 4)
+    rules.check_chunked(
+        True, 4, resolution(ORIGINS, override={"chunked_prefill_config": {"max_num_seqs": 4}})
+    )
+    rules.check_chunked(False, 4, resolution(ORIGINS, override={}))
+    err = raised(rules.check_chunked, True, 4, resolution(ORIGINS, override={}))
     assert (str(err), err.variables) == (
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true needs a chunked_prefill_config in override_neuron_config: set "
         "SM_NEURON_CHUNKED_PREFILL_CONFIG='{\"max_num_seqs\": 4}'",
@@ -210,15 +214,20 @@ def test_chunked_prefill_rules() -> None:
     )
     cfg = {"chunked_prefill_config": {"max_num_seqs": 4}}
     err = raised(
-        rules.check_chunked, True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}), 4
+        rules.check_chunked,
+        True,
+        4,
+        resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"}, override=cfg),
     )
     assert (str(err), err.variables) == (
         "chunked prefill needs DISABLE_NEURON_CUSTOM_SCHEDULER=1 (the custom scheduler disables it): unset "
         "DISABLE_NEURON_CUSTOM_SCHEDULER or set it to 1",
         ("DISABLE_NEURON_CUSTOM_SCHEDULER", "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
     )
-    rules.check_chunked(True, cfg, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}), 4)
-    err = raised(rules.check_chunked, False, cfg, resolution(ORIGINS), 4)
+    rules.check_chunked(
+        True, 4, resolution(ORIGINS, env={"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}, override=cfg)
+    )
+    err = raised(rules.check_chunked, False, 4, resolution(ORIGINS, override=cfg))
     assert (str(err), err.variables) == (
         "SM_NEURON_CHUNKED_PREFILL_CONFIG sets chunked_prefill_config but chunked prefill is off: set "
         "SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
@@ -227,14 +236,17 @@ def test_chunked_prefill_rules() -> None:
 
 
 def test_sequence_parallel_needs_buckets_divisible_by_tp() -> None:
-    rules.check_sequence_parallel({"sequence_parallel_enabled": True}, [512, 1024], 8, resolution(ORIGINS))
-    rules.check_sequence_parallel({"sequence_parallel_enabled": False}, [500], 8, resolution(ORIGINS))
+    rules.check_sequence_parallel(
+        [512, 1024], 8, resolution(ORIGINS, override={"sequence_parallel_enabled": True})
+    )
+    rules.check_sequence_parallel(
+        [500], 8, resolution(ORIGINS, override={"sequence_parallel_enabled": False})
+    )
     err = raised(
         rules.check_sequence_parallel,
-        {"sequence_parallel_enabled": True},
         [4, 500, 1024],
         8,
-        resolution(ORIGINS),
+        resolution(ORIGINS, override={"sequence_parallel_enabled": True}),
     )
     assert (str(err), err.variables) == (
         "SM_NEURON_SEQUENCE_PARALLEL_ENABLED: sequence parallelism needs every prefill bucket divisible by "
@@ -394,11 +406,10 @@ def test_context_buckets_over_the_chunk_name_where_max_num_batched_tokens_was_se
     origins = {**ORIGINS, "max-num-batched-tokens": "-- --max-num-batched-tokens"}
     err = raised(
         rules.check_buckets,
-        {"context_encoding_buckets": [1024]},
         length=2048,
         max_context=512,
         prefix=False,
-        res=resolution(origins),
+        res=resolution(origins, override={"context_encoding_buckets": [1024]}),
     )
     assert str(err).endswith("use buckets <= 512 (e.g. [512]) or raise -- --max-num-batched-tokens")
 
