@@ -253,7 +253,7 @@ def test_chunked_prefill_chooses_the_chunk_and_says_so() -> None:
         "to choose it" in p.warnings
     )
     assert p.env["DISABLE_NEURON_CUSTOM_SCHEDULER"] == "1"
-    assert "DISABLE_NEURON_CUSTOM_SCHEDULER" not in plan({**BASE}).env
+    assert "DISABLE_NEURON_CUSTOM_SCHEDULER" not in plan(BASE).env
 
 
 @pytest.mark.parametrize("tokens", ["3", "4096"])
@@ -458,7 +458,7 @@ def test_a_second_neuron_override_after_the_double_dash_is_refused(
     args: tuple[str, ...], flag: str, var: str
 ) -> None:
     """The plan renders the one Neuron override; vLLM would keep only the last one on the command line."""
-    err = refusal({**BASE}, extra=args)
+    err = refusal(BASE, extra=args)
     assert str(err) == (
         f"{flag} after `--` would replace the plan's Neuron override: set {var} (or SM_NEURON_<KEY>) instead"
     )
@@ -467,6 +467,6 @@ def test_a_second_neuron_override_after_the_double_dash_is_refused(
 
 def test_flags_that_only_start_like_the_override_flags_pass() -> None:
     assert (
-        plan({**BASE}, extra=("--additional-configs-are-not-this",)).argv[-1]
+        plan(BASE, extra=("--additional-configs-are-not-this",)).argv[-1]
         == "--additional-configs-are-not-this"
     )
