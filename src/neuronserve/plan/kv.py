@@ -21,9 +21,9 @@ import math
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
+from neuronserve.plan.launch import count
 from neuronserve.plan.resolution import Resolution
 
 DEFAULT_BLOCK_SIZE = 32
@@ -33,18 +33,6 @@ def native_scheduler(settings: Settings) -> bool:
     """platform.py:146-147: DISABLE_NEURON_CUSTOM_SCHEDULER (the plan sets it for chunked prefill)."""
     chunked = settings.get("enable-chunked-prefill") is True
     return chunked or settings.passthrough_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1"
-
-
-def _int(settings: Settings, key: str, origins: dict[str, str], *, least: int = 0) -> int | None:
-    """A count from its setting (None when unset or false), refused unless a whole number >= `least`
-    (counts.positive)."""
-    value = settings.get(key)
-    if value is None or value is False:
-        return None
-    number = positive(str(value), least)
-    if number is None:
-        raise ConfigError(f"{origins[key]}={value!r} must be a positive integer", (origins[key],))
-    return number
 
 
 def kv_layout(
@@ -66,8 +54,8 @@ def kv_layout(
     origins = res.origins
     _check_prefix_keys(override, prefix, origins)
     block_layout = prefix or chunked or override.get("is_block_kv_layout") is True
-    block = _int(settings, "block-size", origins, least=1)  # 0 divided max_model_len below
-    blocks = _int(settings, "num-gpu-blocks-override", origins)
+    block = count(settings, "block-size", least=1)  # 0 divided max_model_len below
+    blocks = count(settings, "num-gpu-blocks-override")
     native = native_scheduler(settings) and plugin
     if not block_layout:
         return _contiguous(override, length, seqs, (block, blocks), native=native, res=res)

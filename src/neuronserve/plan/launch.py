@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.config.settings import Settings, env_name
-from neuronserve.counts import positive, whole
+from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -57,12 +57,13 @@ class Launch:
         return self.framework == "transformers-neuronx"
 
 
-def count(settings: Settings, key: str) -> int | None:
-    """A whole number from its setting (None when unset or false), read by counts.whole."""
+def count(settings: Settings, key: str, least: int = 0) -> int | None:
+    """A count from its setting (None when unset or false), refused unless a whole number >= `least`
+    (counts.positive), naming the variable that set it."""
     value = settings.get(key)
     if value is None or value is False:
         return None
-    number = whole(str(value))
+    number = positive(str(value), least)
     if number is None:
         var = settings.origin(key, env_name(key))
         raise ConfigError(f"{var}={value!r} must be a positive integer", (var,))
