@@ -102,15 +102,9 @@ class LaunchPlan:
     # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None  # the instance facts it was checked against
-    # One entry per data-parallel replica; argv/env/engine_port above describe replica 0. Empty in
-    # plans built by hand (tests): `replica_specs()` then derives the single replica.
+    # One entry per data-parallel replica (build_plan makes at least one); argv/env/engine_port above
+    # describe replica 0.
     replicas: tuple[ReplicaSpec, ...] = ()
-
-    def replica_specs(self) -> tuple[ReplicaSpec, ...]:
-        if self.replicas:
-            return self.replicas
-        cores = self.env.get("NEURON_RT_VISIBLE_CORES", "")
-        return (ReplicaSpec(0, self.argv, self.env, cores, self.engine_port),)
 
 
 @dataclass(frozen=True)

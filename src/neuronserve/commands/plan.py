@@ -47,7 +47,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
         "memory": plan.memory,
-        "replicas": [_replica_doc(r) for r in plan.replica_specs()],
+        "replicas": [_replica_doc(r) for r in plan.replicas],
     }
 
 
@@ -84,7 +84,7 @@ def render_text(plan: LaunchPlan) -> str:
 
 
 def _replica_lines(plan: LaunchPlan) -> list[str]:
-    specs = plan.replica_specs()
+    specs = plan.replicas
     if len(specs) < 2:
         return []
     return [f"replica {r.index}:   port {r.port}, cores {r.cores}" for r in specs]

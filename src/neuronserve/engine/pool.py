@@ -98,7 +98,7 @@ class ReplicaPool:
         self.plan = plan
         self.environ = environ
         self.clock = clock
-        self.replicas = [Replica(spec, plan.engine_host) for spec in plan.replica_specs()]
+        self.replicas = [Replica(spec, plan.engine_host) for spec in plan.replicas]
         self.server_ready = False  # set by the supervisor once /ping first went 200
         # Called with a replica index when that replica's engine is gone (its sessions must close).
         self.on_replaced: Callable[[int], object] = lambda _index: None

@@ -17,6 +17,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import cachekey, fit, replicas, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
+from neuronserve.plan.resolution import Resolution
 from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
 
 ENGINE_HOST = "127.0.0.1"
@@ -39,7 +40,7 @@ def choose_device(settings: Settings, facts: HostFacts) -> Device:
     return "neuron" if value == "neuron" else "cpu"
 
 
-def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: list[str]) -> ModelSpec:
+def choose_model(settings: Settings, facts: HostFacts, work_dir: str, res: Resolution) -> ModelSpec:
     """Source order: `-- --model`, SM_VLLM_MODEL, non-empty /opt/ml/model, HF_MODEL_ID, OPTION_MODEL_ID."""
     first = [m for m in settings.models if m.origin == "-- --model" or m.origin.upper() == "SM_VLLM_MODEL"]
     candidates = list(first)  # SM_VLLM_MODEL in any case after the prefix (SM_VLLM_Model: config/settings)
@@ -56,7 +57,7 @@ def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: 
     chosen = candidates[0]
     ignored = [f"{c.origin}={c.value}" for c in candidates[1:] if c.value != chosen.value]
     if ignored:
-        warnings.append(f"model from {chosen.origin}; also configured and ignored: {', '.join(ignored)}")
+        res.warn(f"model from {chosen.origin}; also configured and ignored: {', '.join(ignored)}")
     uri = str(chosen.value)
     revision = settings.get("revision")
     staged = f"{work_dir.rstrip('/')}/model"
@@ -76,7 +77,7 @@ def choose_model(settings: Settings, facts: HostFacts, work_dir: str, warnings: 
     else:
         spec = ModelSpec("hub", uri, None, str(revision) if revision else None, chosen.origin)
     if revision and spec.source != "hub":
-        warnings.append(f"{settings.origin('revision', 'revision')} ignored: {uri} is not a hub model")
+        res.warn(f"{settings.origin('revision', 'revision')} ignored: {uri} is not a hub model")
     return spec
 
 
@@ -119,26 +120,26 @@ def _artifact_location(settings: Settings, work_dir: str, key: str) -> ArtifactS
     return ArtifactSpec("local", local_dir, None, settings.cache_read_only, owned=True)
 
 
-def _user_flags(settings: Settings, skip: frozenset[str], device: Device, warnings: list[str]) -> list[str]:
+def _user_flags(settings: Settings, skip: frozenset[str], device: Device, res: Resolution) -> list[str]:
     """Every other configured engine flag, sorted by name (the AWS DLC's deterministic order)."""
     out: list[str] = []
     for key in sorted(settings.engine):
         s = settings.engine[key]
         if key in ("host", "port") and not s.origin.startswith("-- "):
-            warnings.append(s.origin + LISTEN_IGNORED)
+            res.warn(s.origin + LISTEN_IGNORED)
             continue
         if key in skip or key in PLAN_FLAGS or s.origin.startswith("-- "):
             continue
         if device == "cpu" and key in NEURON_ONLY_FLAGS:
-            warnings.append(f"{s.origin} is a Neuron setting: dropped for the CPU engine")
+            res.warn(f"{s.origin} is a Neuron setting: dropped for the CPU engine")
             continue
         out += flag_tokens(key, s.value)
     return out
 
 
-def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
+def _cpu_warnings(settings: Settings, res: Resolution) -> None:
     for name, s in sorted(settings.override.items()):
-        warnings.append(f"{s.origin} ({name}) is a Neuron setting: dropped for the CPU engine")
+        res.warn(f"{s.origin} ({name}) is a Neuron setting: dropped for the CPU engine")
     for name, present in (
         (settings.artifacts.origin if settings.artifacts else "", settings.artifacts is not None),
         ("NEURONSERVE_CACHE_URI", bool(settings.cache_uri)),
@@ -149,10 +150,10 @@ def _cpu_warnings(settings: Settings, warnings: list[str]) -> None:
         ("NEURON_LOGICAL_NC_CONFIG", bool(settings.logical_nc_config)),
     ):
         if present:
-            warnings.append(f"{name} is a Neuron setting: dropped for the CPU engine")
+            res.warn(f"{name} is a Neuron setting: dropped for the CPU engine")
 
 
-def _engine_tail(extra: tuple[str, ...], rendered: list[str], warnings: list[str]) -> tuple[str, ...]:
+def _engine_tail(extra: tuple[str, ...], rendered: list[str], res: Resolution) -> tuple[str, ...]:
     """The arguments after `--` less those the plan already put in argv, since vLLM's argparse keeps the
     last of a repeated flag and the tail comes last:
     - `--model`: the plan passes the model it chose (staged to a local directory for s3:// or an
@@ -177,7 +178,7 @@ def _engine_tail(extra: tuple[str, ...], rendered: list[str], warnings: list[str
         if name in values:
             skip = not eq
             if name in ("host", "port"):
-                warnings.append(f"-- --{name}" + LISTEN_IGNORED)
+                res.warn(f"-- --{name}" + LISTEN_IGNORED)
         elif name.removeprefix("no-") not in bools:
             out.append(tok)
     return tuple(out)
@@ -200,10 +201,10 @@ def _refuse_extra_override(extra: tuple[str, ...]) -> None:
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     """The whole launch decision, computed from its two inputs only."""
-    warnings = list(settings.warnings)
+    res = Resolution.of(settings)
     device = choose_device(settings, facts)
     work_dir = settings.work_dir
-    model = choose_model(settings, facts, work_dir, warnings)
+    model = choose_model(settings, facts, work_dir, res)
     model_facts: ModelFacts | None = facts.paths.get(model.uri) if model.local_path == model.uri else None
     argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
     if model.revision:
@@ -216,34 +217,34 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         _refuse_extra_override(settings.extra_args)
         revision_var = settings.origin("revision", "SM_VLLM_REVISION")
         rules.check_hub_revision(model.source, model.revision, revision_var)
-        engine = neuron_engine(settings, facts, model.uri, model_facts, warnings)
-        instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, warnings)
+        engine = neuron_engine(settings, facts, model.uri, model_facts, res)
+        instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, res)
         memory = estimate.as_json() if estimate else None
         instance_doc = instance.as_json() if instance else None
         argv += engine.flags
-        argv += _user_flags(settings, CONSUMED, device, warnings)
+        argv += _user_flags(settings, CONSUMED, device, res)
         key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
         artifacts = _artifacts(settings, work_dir, key)
         if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
-            warnings.append(
+            res.warn(
                 "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
                 "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
                 "(larger upload, faster start)"
             )
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
-        slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), warnings)
+        slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
         rendered = engine.flags
     else:
-        _cpu_warnings(settings, warnings)
-        argv += _user_flags(settings, frozenset({"additional-config"}), device, warnings)
+        _cpu_warnings(settings, res)
+        argv += _user_flags(settings, frozenset({"additional-config"}), device, res)
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
         memory, instance_doc = None, None
-        slices = replicas.cpu_slices(settings, facts, warnings)
+        slices = replicas.cpu_slices(settings, facts, res)
         rendered = []
-    argv += replicas.strip_dp_args(_engine_tail(settings.extra_args, rendered, warnings))
+    argv += replicas.strip_dp_args(_engine_tail(settings.extra_args, rendered, res))
     specs = replicas.build(
         device,
         argv,
@@ -260,7 +261,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         model=model,
         neuron_override=override,
         cache_key=key,
-        warnings=tuple(dict.fromkeys(warnings)),
+        warnings=tuple(res.warnings),
         engine_host=ENGINE_HOST,
         engine_port=settings.engine_port,
         artifacts=artifacts,

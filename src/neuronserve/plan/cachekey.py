@@ -15,7 +15,9 @@ from typing import Any
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.types import ModelSpec
 
-SCHEMA = 2  # bump when the key's inputs change meaning (2: weights digest, kv as compiled, item 10 of #15)
+# Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
+# --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/neuron.py _graph).
+SCHEMA = 2
 KEY_VERSIONS = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
 
 

@@ -7,17 +7,18 @@ NEURONSERVE_HBM_GIB_PER_CORE, NEURONSERVE_HBM_OVERHEAD_GIB and NEURONSERVE_FIT_C
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.plan import instances, memory
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.instances import GIB, InstanceFacts
+from neuronserve.plan.resolution import Resolution
 
 OVERRIDES = (
     "if the estimate is wrong for your model, set NEURONSERVE_HBM_OVERHEAD_GIB (default "
@@ -30,7 +31,7 @@ OVERRIDES = (
 def instance_for(settings: Settings, facts: HostFacts) -> InstanceFacts | None:
     """NEURONSERVE_INSTANCE_TYPE, else the detected devices; both must agree when both exist."""
     raw = settings.logical_nc_config
-    lnc = int(raw) if raw and raw.isdecimal() else None  # isdigit accepts "²", which int() refuses
+    lnc = whole(raw) if raw else None
     name = settings.fit.instance_type
     declared = instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE") if name else None
     detected = instances.facts_for_host(facts.neuron_devices, facts.physical_cores, lnc)
@@ -61,16 +62,6 @@ def precision(dtype: str, settings: Settings, override: dict[str, Any]) -> memor
 def overhead_bytes(settings: Settings) -> int:
     gib = settings.fit.overhead_gib
     return memory.DEFAULT_OVERHEAD_BYTES if gib is None else int(gib * GIB)
-
-
-def _draft(spec: Any, facts: HostFacts) -> tuple[str | None, ModelFacts | None]:
-    try:
-        cfg = json.loads(spec) if isinstance(spec, str) else None
-    except ValueError:
-        return None, None
-    if not isinstance(cfg, dict) or not cfg.get("model"):
-        return None, None
-    return str(cfg["model"]), facts.paths.get(str(cfg["model"]))
 
 
 @dataclass(frozen=True)
@@ -151,20 +142,20 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
 
 
 def check_fit(
-    settings: Settings, facts: HostFacts, graph: dict[str, Any], model: ModelFacts | None, warnings: list[str]
+    settings: Settings, facts: HostFacts, graph: dict[str, Any], model: ModelFacts | None, res: Resolution
 ) -> tuple[InstanceFacts | None, memory.MemoryEstimate | None]:
     """Estimate the plan's HBM per core; refuse (exit 2) over 100 %, warn over 90 %, skip with a reason."""
     if settings.fit.mode == "off":
         return None, None
     instance = instance_for(settings, facts)
     if instance is None:
-        warnings.append(
+        res.warn(
             "HBM fit not checked: no instance facts (no Neuron devices detected): set "
             "NEURONSERVE_INSTANCE_TYPE (e.g. ml.inf2.xlarge) to check it before compiling"
         )
         return None, None
     if model is None or not model.config:
-        warnings.append(
+        res.warn(
             "HBM fit not checked: the model has no local config.json yet (hub or s3:// model); "
             "run `neuronserve plan --recommend --model-config config.json` to check it beforehand"
         )
@@ -178,17 +169,18 @@ def check_fit(
             )
         ]
     except memory.ShapeError as err:
-        warnings.append(f"HBM fit not checked: {err}")
+        res.warn(f"HBM fit not checked: {err}")
         return instance, None
-    name, draft = _draft(graph.get("speculative_config"), facts)
+    name = res.speculation.draft
+    draft = facts.paths.get(name) if name else None
     if name and draft and draft.config:
         try:
             shape = memory.model_shape(draft.config)
             models.append(memory.Model(shape, models[0].precision, draft.checkpoint_params))
         except memory.ShapeError as err:
-            warnings.append(f"speculative draft {name} not counted in the HBM estimate: {err}")
+            res.warn(f"speculative draft {name} not counted in the HBM estimate: {err}")
     elif name:
-        warnings.append(f"speculative draft {name} not counted in the HBM estimate: no local config.json")
+        res.warn(f"speculative draft {name} not counted in the HBM estimate: no local config.json")
     place = Placement(models, instance, overhead_bytes(settings))
     tokens = memory.kv_tokens(graph["kv"], graph["max_num_seqs"], graph["max_model_len"])
     est = place.estimate(graph["tp"], tokens)
@@ -214,9 +206,9 @@ def check_fit(
                     "NEURONSERVE_FIT_CHECK",
                 ),
             )
-        warnings.append(message + " (NEURONSERVE_FIT_CHECK=warn: not refused)")
+        res.warn(message + " (NEURONSERVE_FIT_CHECK=warn: not refused)")
     elif est.utilization > memory.WARN_UTILIZATION:
-        warnings.append(
+        res.warn(
             f"HBM estimate on {where}: {est.describe()}: above {memory.WARN_UTILIZATION:.0%}, "
             f"the load may run out of device memory; {OVERRIDES}"
         )

@@ -12,9 +12,10 @@ from typing import Any
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts
+from neuronserve.plan.resolution import Resolution
 
 
-def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]) -> tuple[str, str | None]:
+def choose_integration(settings: Settings, facts: HostFacts, res: Resolution) -> tuple[str, str | None]:
     """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed."""
     framework = settings.framework.value if settings.framework else None
     if settings.integration is not None:
@@ -26,7 +27,7 @@ def choose_integration(settings: Settings, facts: HostFacts, warnings: list[str]
     else:
         integration = "plugin"
     if integration == "plugin" and framework:
-        warnings.append(
+        res.warn(
             f"VLLM_NEURON_FRAMEWORK={framework} is read only by vLLM's in-tree Neuron support "
             f"(0.9/0.10); the vllm-neuron plugin ignores it (set NEURONSERVE_INTEGRATION=in-tree)"
         )
@@ -45,9 +46,10 @@ def _older_vllm(version: str | None) -> bool:
 
 
 def tnx_kv(
-    settings: Settings, block: int | None, length: int, origins: dict[str, str]
+    settings: Settings, block: int | None, length: int, res: Resolution
 ) -> tuple[list[str], dict[str, Any]]:
     """transformers-neuronx keeps one block per sequence: block_size must equal max_model_len."""
+    origins = res.origins
     if block is not None and block != length:
         var = origins["block-size"]
         raise ConfigError(

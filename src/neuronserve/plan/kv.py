@@ -1,4 +1,4 @@
-"""The KV-cache layout, planned the way vllm-neuron 0.2.x will really run it (items 2, 3 and 5 of #15).
+"""The KV-cache layout, planned the way vllm-neuron 0.2.x will really run it .
 
 Three layouts reach NxD Inference (vllm-neuron 0.2.0 loader.py:775-782, platform.py:146-210):
 - contiguous: no prefix caching, no chunked prefill, no is_block_kv_layout: one max_model_len slot per
@@ -23,6 +23,8 @@ from typing import Any
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan import rules
+from neuronserve.plan.launch import count
+from neuronserve.plan.resolution import Resolution
 
 DEFAULT_BLOCK_SIZE = 32
 
@@ -33,27 +35,12 @@ def native_scheduler(settings: Settings) -> bool:
     return chunked or settings.passthrough_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1"
 
 
-def _int(settings: Settings, key: str, origins: dict[str, str], *, least: int = 0) -> int | None:
-    """A count from its setting (None when unset or false), refused unless a whole number >= `least`.
-
-    isdecimal, not isdigit: isdigit accepts "²", which int() refuses (a ValueError traceback before)."""
-    value = settings.get(key)
-    if value is None or value is False:
-        return None
-    text = str(value).strip()
-    if not text.isdecimal() or int(text) < least:
-        raise ConfigError(f"{origins[key]}={value!r} must be a positive integer", (origins[key],))
-    return int(text)
-
-
 def kv_layout(
     settings: Settings,
-    override: dict[str, Any],
     *,
     length: int,
     seqs: int,
-    origins: dict[str, str],
-    warnings: list[str],
+    res: Resolution,
     plugin: bool = True,
 ) -> tuple[list[str], dict[str, Any]]:
     """Flags and the compiled KV numbers; refuses what the plugin would refuse.
@@ -61,31 +48,29 @@ def kv_layout(
     `plugin` False (vLLM's older in-tree Neuron support) has neither the custom scheduler nor
     DISABLE_NEURON_CUSTOM_SCHEDULER: the block size given is the one used there.
     """
+    override = res.override
     prefix = settings.get("enable-prefix-caching") is True
     chunked = settings.get("enable-chunked-prefill") is True
+    origins = res.origins
     _check_prefix_keys(override, prefix, origins)
     block_layout = prefix or chunked or override.get("is_block_kv_layout") is True
-    block = _int(settings, "block-size", origins, least=1)  # 0 divided max_model_len below
-    blocks = _int(settings, "num-gpu-blocks-override", origins)
+    block = count(settings, "block-size", least=1)  # 0 divided max_model_len below
+    blocks = count(settings, "num-gpu-blocks-override")
     native = native_scheduler(settings) and plugin
     if not block_layout:
-        return _contiguous(
-            override, length, seqs, (block, blocks), native, origins=origins, warnings=warnings
-        )
+        return _contiguous(override, length, seqs, (block, blocks), native=native, res=res)
     if plugin and not prefix and not native:
-        block, blocks = _max_len_blocks(length, seqs, (block, blocks), origins, warnings)
+        block, blocks = _max_len_blocks(length, seqs, (block, blocks), res)
     else:
         if block is None:
             block = DEFAULT_BLOCK_SIZE
-            warnings.append(f"block_size defaulted to {block} for the block KV layout")
+            res.warn(f"block_size defaulted to {block} for the block KV layout")
         if blocks is None:
             blocks = math.ceil(length / block) * seqs
             if "pa_num_blocks" not in override:
-                warnings.append(
-                    f"num_gpu_blocks_override computed as ceil({length}/{block})*{seqs} = {blocks}"
-                )
-        rules.check_block_layout(length, seqs, block, blocks, origins)
-    rules.check_pa_keys(override, block, blocks, origins)
+                res.warn(f"num_gpu_blocks_override computed as ceil({length}/{block})*{seqs} = {blocks}")
+        rules.check_block_layout(length, seqs, block, blocks, res)
+    rules.check_pa_keys(block, blocks, res)
     override["is_block_kv_layout"] = True
     if prefix:
         override["is_prefix_caching"] = True
@@ -123,10 +108,9 @@ def _contiguous(
     length: int,
     seqs: int,
     given: tuple[int | None, int | None],
-    native: bool,
     *,
-    origins: dict[str, str],
-    warnings: list[str],
+    native: bool,
+    res: Resolution,
 ) -> tuple[list[str], dict[str, Any]]:
     """Contiguous cache. With the native scheduler the plugin asserts a block size (platform.py:169-175)
     that a contiguous cache cannot have (max_model_len is not a --block-size choice): refused. The
@@ -141,14 +125,14 @@ def _contiguous(
         )
     for key, value in zip(("block-size", "num-gpu-blocks-override"), given, strict=True):
         if value is not None:
-            warnings.append(
-                f"{origins[key]} ignored: the contiguous KV cache (no prefix caching) uses one "
+            res.warn(
+                f"{res.origins[key]} ignored: the contiguous KV cache (no prefix caching) uses one "
                 f"block of max_model_len per sequence"
             )
     for key in ("pa_num_blocks", "pa_block_size"):
         if key in override:
-            warnings.append(
-                f"{origins.get(key, 'SM_NEURON_' + key.upper())} ignored: {key} is only read with the block "
+            res.warn(
+                f"{res.origin(key)} ignored: {key} is only read with the block "
                 "KV layout (prefix caching, chunked prefill or is_block_kv_layout)"
             )
     return ["--no-enable-prefix-caching"], {"mode": "contiguous", "kv_tokens": seqs * length}
@@ -158,11 +142,10 @@ def _max_len_blocks(
     length: int,
     seqs: int,
     given: tuple[int | None, int | None],
-    origins: dict[str, str],
-    warnings: list[str],
+    res: Resolution,
 ) -> tuple[int, int]:
     """Block layout without prefix caching under the custom scheduler: blocks are max_model_len long."""
-    b_var, n_var = origins["block-size"], origins["num-gpu-blocks-override"]
+    b_var, n_var = res.origins["block-size"], res.origins["num-gpu-blocks-override"]
     block, blocks = given
     if block is not None and block != length:
         if blocks is not None and blocks > seqs:
@@ -175,7 +158,7 @@ def _max_len_blocks(
                 f"blocks of {block}",
                 (n_var, b_var),
             )
-        warnings.append(
+        res.warn(
             f"{b_var}={block} replaced by max_model_len {length}: without prefix caching the plugin's custom "
             "scheduler uses one block of max_model_len per sequence"
         )
@@ -188,7 +171,7 @@ def _max_len_blocks(
             (n_var,),
         )
     if blocks > seqs:
-        warnings.append(
+        res.warn(
             f"{n_var}={blocks}: {blocks + 1} KV blocks of {length} tokens are allocated "
             f"for max_num_seqs {seqs}"
         )

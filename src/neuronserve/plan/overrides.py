@@ -15,16 +15,11 @@ from typing import Any
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.resolution import Resolution
 
 
-def _origin(origins: dict[str, str], key: str) -> str:
-    return origins.get(key, "SM_NEURON_" + key.upper())
-
-
-def check_launch_duplicates(
-    override: dict[str, Any], launch: dict[str, tuple[Any, str]], origins: dict[str, str]
-) -> None:
-    """Item 1: an override key that duplicates a launch setting must agree with it.
+def check_launch_duplicates(launch: dict[str, tuple[Any, str]], res: Resolution) -> None:
+    """Launch duplicates: an override key that duplicates a launch setting must agree with it.
 
     `launch` maps neuron_config keys to (the value the plugin derives from the vLLM flags, the setting
     that decides it), as in vllm-neuron 0.2.0 loader.py:751-791 (tp_degree <- tensor_parallel_size,
@@ -33,13 +28,14 @@ def check_launch_duplicates(
     defaults, a disagreeing key would compile the override's number while vLLM schedules for the flag's,
     and every later rule would check the wrong number. Agreement passes (it changes nothing).
     """
+    override = res.override
     for key, (expected, setting) in launch.items():
         if key not in override:
             continue
         given = override[key]
         same = _norm_dtype(given) == _norm_dtype(expected) if key == "torch_dtype" else given == expected
         if not same:
-            var = _origin(origins, key)
+            var = res.origin(key)
             raise ConfigError(
                 f"{var} sets {key}={json_text(given)} but the launch gives {key}={json_text(expected)} "
                 f"({setting}); the plugin merges the override over its own value (vllm-neuron 0.2.0 "
@@ -58,10 +54,8 @@ def json_text(value: Any) -> str:
     return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
 
 
-def check_sampling(
-    override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str], warnings: list[str]
-) -> None:
-    """Item 8: on-device sampling as the plugin and NxD Inference run it.
+def check_sampling(res: Resolution) -> None:
+    """On-device sampling as the plugin and NxD Inference run it.
 
     - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value)) (loader.py:67-70) and the path it
       enables is broken in 0.2.x: a non-zero integer is refused, 0 is harmless and passes, a
@@ -75,8 +69,10 @@ def check_sampling(
       value compiles a bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256)
       are clamped by the runner (runner.py:1119-1122): said as a warning with the number.
     - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
+    The config as checked (completed) is res.sampling.
     """
-    raw = user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
+    override = res.override
+    raw = res.user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None:
         text = raw.strip() or "0"
         if not text.removeprefix("-").isdecimal() or int(text) != 0:  # "--0" and "²" crashed int()
@@ -87,7 +83,7 @@ def check_sampling(
                 ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
             )
     cfg = override.get("on_device_sampling_config")
-    var = _origin(origins, "on_device_sampling_config")
+    var = res.origin("on_device_sampling_config")
     if cfg is None:
         return
     if not isinstance(cfg, dict):
@@ -108,30 +104,30 @@ def check_sampling(
         )
     missing = {k: v for k, v in nxdi.PLUGIN_SAMPLING_DEFAULT.items() if k not in cfg}
     if missing:
-        override["on_device_sampling_config"] = {**cfg, **missing}
-        warnings.append(
+        cfg = override["on_device_sampling_config"] = {**cfg, **missing}
+        res.warn(
             f"{var}: added the plugin's defaults {missing} (a partial config replaces them, and "
             "NxD Inference's own default dynamic=false samples every request greedily)"
         )
     elif cfg.get("dynamic") is False:
-        warnings.append(f"{var}: dynamic=false ignores each request's temperature/top_k/top_p")
-    warnings.append(f"on-device sampling: requests' top_k above {topk} are clamped to {topk} by the plugin")
+        res.warn(f"{var}: dynamic=false ignores each request's temperature/top_k/top_p")
+    res.sampling = cfg
+    res.warn(f"on-device sampling: requests' top_k above {topk} are clamped to {topk} by the plugin")
 
 
-def check_chunked_config(
-    override: dict[str, Any], seqs: int, origins: dict[str, str], warnings: list[str]
-) -> None:
-    """Item 5: chunked_prefill_config keys as NxD Inference reads them.
+def check_chunked_config(seqs: int, res: Resolution) -> None:
+    """The chunked-prefill config: chunked_prefill_config keys as NxD Inference reads them.
 
     ChunkedPrefillConfig (nxdi config.py:944-959) pops max_num_seqs, tkg_model_enabled,
     kernel_q_tile_size and kernel_kv_tile_size and ignores anything else; max_num_seqs defaults to 0,
     which makes the chunked-prefill kernel's tile count 0 (autobucketing.py:123-124). So unknown keys
     (a misspelt max_num_seq) are refused, and a missing max_num_seqs is set to vLLM's max_num_seqs.
     """
+    override = res.override
     cfg = override.get("chunked_prefill_config")
     if not isinstance(cfg, dict):
         return
-    var = _origin(origins, "chunked_prefill_config")
+    var = res.origin("chunked_prefill_config")
     unknown = sorted(set(cfg) - nxdi.CHUNKED_KEYS)
     if unknown:
         raise ConfigError(
@@ -143,7 +139,7 @@ def check_chunked_config(
     value = cfg.get("max_num_seqs")
     if value is None:
         override["chunked_prefill_config"] = {**cfg, "max_num_seqs": seqs}
-        warnings.append(f"{var}: max_num_seqs set to max_num_seqs {seqs} (NxD Inference's default is 0)")
+        res.warn(f"{var}: max_num_seqs set to max_num_seqs {seqs} (NxD Inference's default is 0)")
     elif not json_int(value) or value < 1:
         raise ConfigError(f"{var}: max_num_seqs must be a positive integer, e.g. {seqs}", (var,))
 
@@ -151,10 +147,8 @@ def check_chunked_config(
 LORA_KEYS = ("lora_ckpt_json", "target_modules", "lora_modules")
 
 
-def check_lora(
-    lora: bool, override: dict[str, Any], plugin_version: str | None, origins: dict[str, str]
-) -> None:
-    """Item 9: LoRA by plugin version.
+def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
+    """LoRA by plugin version.
 
     vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
     runner.py:152-154 and 178-181). The image's 0.2.2+lts builds NxD Inference's LoraServingConfig from
@@ -166,11 +160,12 @@ def check_lora(
     adapters. LoRA keys without --enable-lora are refused: without a LoRA config the plugin never pops
     them and NxD Inference gets unknown keys.
     """
-    var = origins["enable-lora"]
+    override = res.override
+    var = res.origins["enable-lora"]
     keys = [k for k in LORA_KEYS if k in override]
     if not lora:
         if keys:
-            key_var = _origin(origins, keys[0])
+            key_var = res.origin(keys[0])
             raise ConfigError(
                 f"{key_var} sets {keys[0]} but LoRA is off: set SM_VLLM_ENABLE_LORA=true, or remove it",
                 (key_var, var),

@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, parse_core_list
+from neuronserve.plan.resolution import Resolution
 from neuronserve.types import Device, ReplicaSpec
 
 DP_KEY = "data-parallel-size"
@@ -34,12 +36,13 @@ def requested(settings: Settings) -> tuple[int | None, str]:
     text = str(s.value).strip().lower()
     if text == "auto":
         return None, s.origin
-    if s.value is True or not text.isdecimal() or int(text) < 1:
+    size = None if s.value is True else positive(text)
+    if size is None:
         raise ConfigError(
             f"{s.origin}={s.value!r} must be a whole number >= 1 or auto (visible cores // TP)",
             (s.origin,),
         )
-    return int(text), s.origin
+    return size, s.origin
 
 
 def format_cores(cores: Sequence[int]) -> str:
@@ -69,7 +72,7 @@ def strip_dp_args(extra: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def neuron_slices(settings: Settings, facts: HostFacts, tp: int, warnings: list[str]) -> list[list[int]]:
+def neuron_slices(settings: Settings, facts: HostFacts, tp: int, res: Resolution) -> list[list[int]]:
     """One contiguous slice of `tp` NeuronCores per replica; refuses DP x TP above the visible cores."""
     dp, origin = requested(settings)
     tp_origin = settings.origin("tensor-parallel-size", "SM_VLLM_TENSOR_PARALLEL_SIZE")
@@ -87,11 +90,11 @@ def neuron_slices(settings: Settings, facts: HostFacts, tp: int, warnings: list[
                 (origin, "NEURON_RT_VISIBLE_CORES"),
             )
         dp = max(1, len(available) // tp)
-        warnings.append(f"{origin}=auto: {dp} replica(s) of TP {tp} on {len(available)} visible NeuronCores")
+        res.warn(f"{origin}=auto: {dp} replica(s) of TP {tp} on {len(available)} visible NeuronCores")
     if available is None:
         available = list(range(dp * tp))
         if dp > 1:
-            warnings.append(f"{origin}={dp} not checked against the visible NeuronCores (none found)")
+            res.warn(f"{origin}={dp} not checked against the visible NeuronCores (none found)")
     if dp * tp > len(available):
         raise ConfigError(
             f"{origin}={dp} replicas x {tp_origin}={tp} = {dp * tp} NeuronCores, but only {len(available)} "
@@ -99,18 +102,16 @@ def neuron_slices(settings: Settings, facts: HostFacts, tp: int, warnings: list[
             (origin, tp_origin),
         )
     if dp > 1 and dp * tp < len(available):
-        warnings.append(
-            f"{len(available) - dp * tp} visible NeuronCore(s) unused by {dp} replicas of TP {tp}"
-        )
+        res.warn(f"{len(available) - dp * tp} visible NeuronCore(s) unused by {dp} replicas of TP {tp}")
     return [available[i * tp : (i + 1) * tp] for i in range(dp)]
 
 
-def cpu_slices(settings: Settings, facts: HostFacts, warnings: list[str]) -> list[list[int]]:
+def cpu_slices(settings: Settings, facts: HostFacts, res: Resolution) -> list[list[int]]:
     """An equal share of this process's CPU ids per replica (at least one each)."""
     dp, origin = requested(settings)
     cpus = list(facts.cpus) or [0]
     if dp is None:
-        warnings.append(f"{origin}=auto means 1 replica on the CPU (set a number to run more)")
+        res.warn(f"{origin}=auto means 1 replica on the CPU (set a number to run more)")
         dp = 1
     if dp > len(cpus):
         raise ConfigError(

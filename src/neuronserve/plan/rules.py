@@ -7,7 +7,6 @@ both ways (passes and refuses) without a device.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -15,6 +14,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.resolution import Resolution
 
 # What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
 SUPPORTED_ARCHITECTURES = (
@@ -65,8 +65,9 @@ def check_dtype(dtype: str, origin: str) -> None:
         )
 
 
-def check_block_layout(length: int, seqs: int, block: int, blocks: int, origins: dict[str, str]) -> None:
+def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Resolution) -> None:
     """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks."""
+    origins = res.origins
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
     if block not in BLOCK_SIZES:
         raise ConfigError(
@@ -91,16 +92,16 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, origins:
         )
 
 
-def check_pa_keys(
-    override: dict[str, Any], block: int | None, blocks: int | None, origins: dict[str, str]
-) -> None:
-    """Item 3: pa_num_blocks / pa_block_size in the override must match the flags they derive from.
+def check_pa_keys(block: int | None, blocks: int | None, res: Resolution) -> None:
+    """Paged-attention keys: pa_num_blocks / pa_block_size in the override must match their flags.
 
     vllm-neuron 0.2.0 loader.py:796-831 (_handle_pa_num_blocks, block layout only): pa_num_blocks must
     equal the --num-gpu-blocks-override the user gave, exactly (the plugin compares it with the flag's
     value before its own +1 for the null block, platform.py:149-159, and raises otherwise), and without
     that flag the key raises. pa_block_size replaces the block size the plugin passes (loader.py:777-778).
     """
+    override = res.override
+    origins = res.origins
     n_var = origins["num-gpu-blocks-override"]
     if "pa_num_blocks" in override:
         origin = origins.get("pa_num_blocks", "SM_NEURON_PA_NUM_BLOCKS")
@@ -140,15 +141,13 @@ def _bucket_list(value: Any, origin: str, key: str) -> list[int]:
 
 
 def check_buckets(
-    override: dict[str, Any],
     *,
     length: int,
     max_context: int,
     prefix: bool,
-    origins: dict[str, str],
-    warnings: list[str],
+    res: Resolution,
 ) -> None:
-    """Item 4: buckets as NxD Inference 0.7 checks them.
+    """Buckets as NxD Inference 0.7 checks them.
 
     nxdi config.py:183-195: the largest context-encoding bucket must be <= max_context_length (which is
     max_model_len, or max_num_batched_tokens under chunked prefill, or the override's
@@ -158,13 +157,14 @@ def check_buckets(
     The 512 (prefill) / 256 (decode) minimums with prefix caching are comments next to the automatic
     buckets (autobucketing.py:188, 238), not checks: a smaller bucket is warned about, not refused.
     """
+    override = res.override
     for key, limit, floor in (
         ("context_encoding_buckets", max_context, PREFIX_MIN_CONTEXT_BUCKET),
         ("token_generation_buckets", length, PREFIX_MIN_TOKEN_BUCKET),
     ):
         if override.get(key) is None:
             continue
-        origin = origins.get(key, "SM_NEURON_" + key.upper())
+        origin = res.origin(key)
         buckets = _bucket_list(override[key], origin, key)
         too_big = [b for b in buckets if b > limit]
         if too_big:
@@ -172,18 +172,18 @@ def check_buckets(
             raise ConfigError(
                 f"{origin}: {key} {too_big} exceed {what} {limit}: use buckets <= {limit} "
                 f"(e.g. {[b for b in buckets if b <= limit] or [limit]}) or raise "
-                f"{origins['max-model-len'] if limit == length else _context_var(origins)}",
-                (origin, origins["max-model-len"]),
+                f"{res.origins['max-model-len'] if limit == length else _context_var(res.origins)}",
+                (origin, res.origins["max-model-len"]),
             )
         if prefix and min(buckets) < floor:
-            warnings.append(
+            res.warn(
                 f"{origin}: {min(buckets)} is below {floor}, the smallest {key} entry NxD Inference "
                 "generates itself with prefix caching (its kernel's stated minimum, not a check)"
             )
     bucketing = override.get("enable_bucketing", True) is not False
     given = override.get("context_encoding_buckets")
     if prefix and bucketing and given and not override.get("prefix_buckets"):
-        origin = origins.get("context_encoding_buckets", "SM_NEURON_CONTEXT_ENCODING_BUCKETS")
+        origin = res.origin("context_encoding_buckets")
         raise ConfigError(
             f"{origin}: with prefix caching, context_encoding_buckets need prefix_buckets too (NxD Inference "
             "builds a 2-D grid from both and fails with a TypeError without them): set "
@@ -198,16 +198,15 @@ def _context_var(origins: dict[str, str]) -> str:
     return origins.get("max-num-batched-tokens", "SM_VLLM_MAX_NUM_BATCHED_TOKENS")
 
 
-def check_chunked(
-    chunked: bool, override: dict[str, Any], user_env: dict[str, str], origins: dict[str, str], seqs: int
-) -> None:
+def check_chunked(chunked: bool, seqs: int, res: Resolution) -> None:
     """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off.
 
     vllm-neuron 0.2.0 loader.py:841-843 asserts chunked_prefill_config and is_block_kv_layout;
     platform.py:176-183 turns chunked prefill off unless DISABLE_NEURON_CUSTOM_SCHEDULER=1.
     The native scheduler without chunked prefill is decided in kv.py (it needs a block size).
     """
-    c_var = origins["enable-chunked-prefill"]
+    override = res.override
+    c_var = res.origins["enable-chunked-prefill"]
     if chunked:
         if not isinstance(override.get("chunked_prefill_config"), dict):
             raise ConfigError(
@@ -215,14 +214,14 @@ def check_chunked(
                 f"SM_NEURON_CHUNKED_PREFILL_CONFIG='{{\"max_num_seqs\": {seqs}}}'",
                 (c_var, "SM_NEURON_CHUNKED_PREFILL_CONFIG"),
             )
-        if user_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "1").strip() != "1":
+        if res.user_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "1").strip() != "1":
             raise ConfigError(
                 "chunked prefill needs DISABLE_NEURON_CUSTOM_SCHEDULER=1 (the custom scheduler disables it): "
                 "unset DISABLE_NEURON_CUSTOM_SCHEDULER or set it to 1",
                 ("DISABLE_NEURON_CUSTOM_SCHEDULER", c_var),
             )
     elif "chunked_prefill_config" in override:
-        origin = origins.get("chunked_prefill_config", "SM_NEURON_CHUNKED_PREFILL_CONFIG")
+        origin = res.origin("chunked_prefill_config")
         raise ConfigError(
             f"{origin} sets chunked_prefill_config but chunked prefill is off: set "
             f"SM_VLLM_ENABLE_CHUNKED_PREFILL=true, or remove chunked_prefill_config",
@@ -230,35 +229,34 @@ def check_chunked(
         )
 
 
-def check_sequence_parallel(
-    override: dict[str, Any], buckets: list[int], tp: int, origins: dict[str, str]
-) -> None:
-    """Item 7: sequence parallelism splits every traced prefill length over the TP ranks.
+def check_sequence_parallel(buckets: list[int], tp: int, res: Resolution) -> None:
+    """Sequence parallelism splits every traced prefill length over the TP ranks.
 
     NxD Inference model_base.py:1341-1342 calls validate_sequence_parallel (:1513-1521) for each
     context-encoding trace, asserting seq_length % tp == 0. The traced lengths are the context buckets
     (nxdi.context_buckets: the user's, or the automatic 128, 256, ..., max_context_length).
     """
+    override = res.override
     if override.get("sequence_parallel_enabled") is not True:
         return
     bad = [b for b in buckets if b % tp]
     if bad:
-        var = origins.get("sequence_parallel_enabled", "SM_NEURON_SEQUENCE_PARALLEL_ENABLED")
+        var, l_var = res.origin("sequence_parallel_enabled"), res.origins["max-model-len"]
         fixed = sorted({max(tp, b // tp * tp) for b in buckets})
         raise ConfigError(
             f"{var}: sequence parallelism needs every prefill bucket divisible by tensor_parallel_size {tp}, "
             f"but {bad} are not (buckets {buckets}): set SM_NEURON_CONTEXT_ENCODING_BUCKETS={fixed} "
-            f"(and {origins['max-model-len']} a multiple of {tp}), or a TP that divides them, "
+            f"(and {l_var} a multiple of {tp}), or a TP that divides them, "
             f"or remove {var}",
-            (var, origins["max-model-len"]),
+            (var, l_var),
         )
 
 
-def check_task(task: Any, runner: Any, origins: dict[str, str]) -> None:
+def check_task(task: Any, runner: Any, res: Resolution) -> None:
     """Rule 8: only text generation (the plugin's runner has no pooling path)."""
     for key, value in (("task", task), ("runner", runner)):
         if value not in (None, "generate", "auto"):
-            var = origins[key]
+            var = res.origins[key]
             raise ConfigError(
                 f"{var}={value}: vllm-neuron 0.2.x serves text generation only: set "
                 f"{var}=generate or unset it",
@@ -266,8 +264,8 @@ def check_task(task: Any, runner: Any, origins: dict[str, str]) -> None:
             )
 
 
-def check_architecture(facts: ModelFacts | None, model: str, warnings: list[str]) -> None:
-    """Item 6: the class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
+def check_architecture(facts: ModelFacts | None, model: str, res: Resolution) -> None:
+    """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
 
     vllm-neuron 0.2.0 loader.py:612-631 reads architectures[0] (not model_type) and the head counts;
     loader.py:672-674 refuses LLaVA/Pixtral; loader.py:639-659 maps the name (nxdi.plugin_model_key) into
@@ -276,7 +274,7 @@ def check_architecture(facts: ModelFacts | None, model: str, warnings: list[str]
     """
     config = facts.config if facts else None
     if not config:
-        warnings.append(
+        res.warn(
             f"architecture of {model} not checked before staging (no local config.json); supported "
             f"architectures: {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
@@ -300,36 +298,33 @@ def check_architecture(facts: ModelFacts | None, model: str, warnings: list[str]
             ("SM_VLLM_MODEL",),
         )
     if not nxdi.heads_known(config, arch):
-        warnings.append(
+        res.warn(
             f"{model}: config.json has no num_key_value_heads / head_dim (or hidden_size and "
             "num_attention_heads); the plugin reads them before compiling and raises without them"
         )
 
 
-def check_eagle(spec: Any, origin: str, draft: ModelFacts | None, warnings: list[str]) -> None:
-    """Rule 12: an EAGLE draft without the target's lm_head.weight fails at load."""
-    if not isinstance(spec, str):
+def check_eagle(draft: ModelFacts | None, res: Resolution) -> None:
+    """Rule 12: an EAGLE draft without the target's lm_head.weight fails at load (`draft`: the local
+    facts of the draft res.speculation names). A speculative config that is no JSON is refused here."""
+    spec, origin = res.speculation, res.origins["speculative-config"]
+    if spec.invalid:
+        raise ConfigError(f"{origin} must be a JSON object", (origin,))
+    if spec.config is None or "eagle" not in spec.method.lower():
         return
-    try:
-        cfg = json.loads(spec)
-    except ValueError:
-        raise ConfigError(f"{origin} must be a JSON object", (origin,)) from None
-    if not isinstance(cfg, dict) or "eagle" not in str(cfg.get("method", "")).lower():
-        return
+    name = spec.config.get("model")
     if draft is None or draft.has_lm_head is None:
-        warnings.append(
-            f"{origin}: could not check that the EAGLE draft {cfg.get('model')} carries lm_head.weight"
-        )
+        res.warn(f"{origin}: could not check that the EAGLE draft {name} carries lm_head.weight")
     elif not draft.has_lm_head:
         raise ConfigError(
-            f"{origin}: EAGLE draft {cfg.get('model')} has no lm_head.weight: copy the target model's "
+            f"{origin}: EAGLE draft {name} has no lm_head.weight: copy the target model's "
             f"lm_head.weight into the draft checkpoint",
             (origin,),
         )
 
 
 def check_hub_revision(source: str, revision: str | None, origin: str) -> None:
-    """Item 11: a hub model's revision never reaches what the plugin compiles.
+    """The hub revision: a hub model's revision never reaches what the plugin compiles.
 
     vllm-neuron 0.2.0 loader.py:711-715 passes only model_config.model (the id) to load_weights; the
     config is read with NxD Inference's load_pretrained_config(model) (loader.py:165-167, nxdi

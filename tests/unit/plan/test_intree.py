@@ -4,6 +4,7 @@ KV rules, table by table (added where mutation testing showed no test reached th
 from __future__ import annotations
 
 import pytest
+from tests.support.builders import resolution
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
@@ -47,7 +48,9 @@ def test_integration_choice(
 ) -> None:
     warnings: list[str] = []
     got = choose_integration(
-        parse_settings({"SM_VLLM_MODEL": "m", **env}), HostFacts(versions=versions), warnings
+        parse_settings({"SM_VLLM_MODEL": "m", **env}),
+        HostFacts(versions=versions),
+        resolution(warnings=warnings),
     )
     assert got == want
     assert warnings == []
@@ -56,7 +59,9 @@ def test_integration_choice(
 def test_a_framework_setting_the_plugin_ignores_is_named_and_dropped() -> None:
     warnings: list[str] = []
     env = {"SM_VLLM_MODEL": "m", "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference"}
-    got = choose_integration(parse_settings(env), HostFacts(versions={"vllm-neuron": "0.2.2+lts"}), warnings)
+    got = choose_integration(
+        parse_settings(env), HostFacts(versions={"vllm-neuron": "0.2.2+lts"}), resolution(warnings=warnings)
+    )
     assert got == ("plugin", None)
     assert warnings == [FRAMEWORK_WARNING.format(fw="neuronx-distributed-inference")]
 
@@ -70,14 +75,14 @@ ORIGINS = {
 
 @pytest.mark.parametrize("block", [None, 2048])
 def test_tnx_keeps_one_block_per_sequence(block: int | None) -> None:
-    flags, kv = tnx_kv(parse_settings({"SM_VLLM_MODEL": "m"}), block, 2048, ORIGINS)
+    flags, kv = tnx_kv(parse_settings({"SM_VLLM_MODEL": "m"}), block, 2048, resolution(ORIGINS))
     assert flags == ["--no-enable-prefix-caching", "--block-size", "2048"]
     assert kv == {"mode": "contiguous", "block_size": 2048}
 
 
 def test_tnx_refuses_a_block_size_other_than_the_length() -> None:
     with pytest.raises(ConfigError) as err:
-        tnx_kv(parse_settings({"SM_VLLM_MODEL": "m"}), 32, 2048, ORIGINS)
+        tnx_kv(parse_settings({"SM_VLLM_MODEL": "m"}), 32, 2048, resolution(ORIGINS))
     assert str(err.value) == (
         "SM_VLLM_BLOCK_SIZE=32: transformers-neuronx needs block_size == max_model_len: "
         "set SM_VLLM_BLOCK_SIZE=2048 or unset it"
@@ -88,14 +93,14 @@ def test_tnx_refuses_a_block_size_other_than_the_length() -> None:
 def test_tnx_refuses_prefix_caching() -> None:
     settings = parse_settings({"SM_VLLM_MODEL": "m", "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
     with pytest.raises(ConfigError) as err:
-        tnx_kv(settings, None, 2048, ORIGINS)
+        tnx_kv(settings, None, 2048, resolution(ORIGINS))
     assert str(err.value) == (
         "SM_VLLM_ENABLE_PREFIX_CACHING: transformers-neuronx has no prefix caching: "
         "unset SM_VLLM_ENABLE_PREFIX_CACHING"
     )
     assert err.value.variables == ("SM_VLLM_ENABLE_PREFIX_CACHING",)
     off = parse_settings({"SM_VLLM_MODEL": "m", "SM_VLLM_ENABLE_PREFIX_CACHING": "false"})
-    assert tnx_kv(off, None, 2048, ORIGINS)[1]["mode"] == "contiguous"
+    assert tnx_kv(off, None, 2048, resolution(ORIGINS))[1]["mode"] == "contiguous"
 
 
 def test_tnx_buckets_come_from_the_override_else_the_environment() -> None:

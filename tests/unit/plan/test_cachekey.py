@@ -1,4 +1,4 @@
-"""Issue #15 item 10: the cache key changes with every compiled-graph input and stays put for settings that
+"""The cache key changes with every compiled-graph input and stays put for settings that
 do not reach the graph; the weights digest follows the weights' bytes, not their files' dates."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from tests.unit.test_plan_neuron_rules import LLAMA, facts, plan
+from tests.support.builders import LLAMA, llama_facts, llama_plan
 
 from neuronserve.host.facts import weights_digest
 from neuronserve.plan.facts import ModelFacts
@@ -21,7 +21,7 @@ SPEC = {"SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "n
 
 
 def key(env: dict[str, str], **facts_kw: object) -> str:
-    k = plan(env, facts(**facts_kw)).cache_key  # type: ignore[arg-type]
+    k = llama_plan(env, llama_facts(**facts_kw)).cache_key  # type: ignore[arg-type]
     assert k is not None
     return k
 
@@ -36,7 +36,7 @@ def test_key_changes_with_each_graph_input() -> None:
     assert key({}) != key({"NEURON_CC_FLAGS": "--optlevel 1"})
     assert key(SPEC, paths=draft("a", "w1")) != key(SPEC, paths=draft("b", "w1"))
     assert key(SPEC, paths=draft("a", "w1")) != key(SPEC, paths=draft("a", "w2"))
-    base = facts()
+    base = llama_facts()
     tuned = {**base.paths, "/m": dataclasses.replace(base.paths["/m"], weights_digest="fine-tune")}
     assert key({}) != key({}, paths=tuned)
 

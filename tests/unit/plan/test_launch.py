@@ -5,7 +5,7 @@ unchecked: docs/TESTING.md)."""
 from __future__ import annotations
 
 import pytest
-from test_plan_build_messages import plan, refusal
+from tests.support.builders import plan, refusal
 
 BASE = {
     "SM_VLLM_MODEL": "org/m",

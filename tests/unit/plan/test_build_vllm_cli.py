@@ -19,7 +19,7 @@ from neuronserve.config.settings import parse_settings
 from neuronserve.plan.build import build_plan
 from neuronserve.redact import is_secret_name, redact_argv, redact_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TABLE: dict[str, Any] = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
 
 

@@ -1,4 +1,4 @@
-"""plan/instances.py cases that mutation testing showed unchecked (issue #16, docs/TESTING.md): the exact
+"""plan/instances.py cases that mutation testing showed unchecked: the exact
 refusals (message and the variable they name) for an unknown instance type, an LNC on a chip without
 logical cores, an LNC Trn2 does not accept and a declared type the host contradicts; the facts a live
 host's devices give (name, chip label, source); and the instance document plans and `recommend` print."""

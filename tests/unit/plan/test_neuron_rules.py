@@ -4,76 +4,21 @@ that is refused with a message naming the variable to change and a value that wo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 
 import pytest
+from tests.support.builders import LLAMA, LLAMA_ENV, additional, flag, llama_facts, llama_plan, llama_refused
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
-from neuronserve.plan.facts import HostFacts, ModelFacts
-from neuronserve.types import LaunchPlan
-
-VERSIONS = {
-    "vllm": "0.11.0",
-    "vllm-neuron": "0.2.2+lts",
-    "neuronx-distributed-inference": "0.7.14366",
-    "neuronx-cc": "2.22.12471.0",
-}
-LLAMA = {
-    "model_type": "llama",
-    "architectures": ["LlamaForCausalLM"],
-    "max_position_embeddings": 2048,
-    "num_key_value_heads": 8,
-    "head_dim": 64,
-}
-
-
-def facts(cores: int | None = 2, config: dict[str, object] | None = None, **kw: object) -> HostFacts:
-    paths = {"/m": ModelFacts("dir", config or LLAMA, "d" * 64, None)}
-    paths.update(kw.pop("paths", {}))  # type: ignore[arg-type]
-    return HostFacts(
-        python="py",
-        neuron_devices=1,
-        visible_cores=cores,
-        cores_source="neuron-ls",
-        versions=dict(VERSIONS),
-        paths=paths,
-        **kw,
-    )  # type: ignore[arg-type]
-
-
-BASE = {
-    "SM_VLLM_MODEL": "/m",
-    "SM_VLLM_MAX_MODEL_LEN": "2048",
-    "SM_VLLM_MAX_NUM_SEQS": "4",
-    "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-}
-
-
-def plan(env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = ()) -> LaunchPlan:
-    return build_plan(parse_settings({**BASE, **env}, extra_args=extra), f or facts())
-
-
-def refused(env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = ()) -> str:
-    with pytest.raises(ConfigError) as err:
-        plan(env, f, extra)
-    return str(err.value)
-
-
-def flag(p: LaunchPlan, name: str) -> str:
-    return p.argv[p.argv.index(name) + 1]
-
-
-def additional(p: LaunchPlan) -> dict[str, object]:
-    doc = json.loads(flag(p, "--additional-config"))
-    assert isinstance(doc, dict)
-    return doc
+from neuronserve.plan.facts import ModelFacts
 
 
 # Rule 1: --max-model-len always passed, derived from config.json when not given (and said).
 def test_rule1_max_model_len_derived_and_said() -> None:
-    p = build_plan(parse_settings({"SM_VLLM_MODEL": "/m", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}), facts())
+    p = build_plan(
+        parse_settings({"SM_VLLM_MODEL": "/m", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}), llama_facts()
+    )
     assert flag(p, "--max-model-len") == "2048"
     assert any("max_model_len derived" in w and "SM_VLLM_MAX_MODEL_LEN" in w for w in p.warnings)
 
@@ -81,23 +26,27 @@ def test_rule1_max_model_len_derived_and_said() -> None:
 def test_rule1_max_model_len_refused_without_source() -> None:
     with pytest.raises(ConfigError) as err:
         build_plan(
-            parse_settings({"SM_VLLM_MODEL": "org/hub-model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}), facts()
+            parse_settings({"SM_VLLM_MODEL": "org/hub-model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}),
+            llama_facts(),
         )
     assert "SM_VLLM_MAX_MODEL_LEN" in str(err.value) and "4096" in str(err.value)
 
 
 # Rule 2: --max-num-seqs always passed.
 def test_rule2_max_num_seqs_explicit() -> None:
-    env = {k: v for k, v in BASE.items() if k != "SM_VLLM_MAX_NUM_SEQS"}
-    p = build_plan(parse_settings(env), facts())
+    env = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_MAX_NUM_SEQS"}
+    p = build_plan(parse_settings(env), llama_facts())
     assert flag(p, "--max-num-seqs") == "8" and any("SM_VLLM_MAX_NUM_SEQS" in w for w in p.warnings)
-    assert flag(plan({}), "--max-num-seqs") == "4"
+    assert flag(llama_plan({}), "--max-num-seqs") == "4"
 
 
 # Rule 3: TP within the visible cores; defaults to all of them; LMI `max`.
 @pytest.mark.parametrize(("cores", "tp"), [(2, "2"), (24, "24"), (32, "8")])
 def test_rule3_tp_fits(cores: int, tp: str) -> None:
-    assert flag(plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": tp}, facts(cores)), "--tensor-parallel-size") == tp
+    assert (
+        flag(llama_plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": tp}, llama_facts(cores)), "--tensor-parallel-size")
+        == tp
+    )
 
 
 @pytest.mark.parametrize(
@@ -105,37 +54,37 @@ def test_rule3_tp_fits(cores: int, tp: str) -> None:
 )
 def test_rule3_tp_refused(cores: int, tp: str, var: str) -> None:
     env = {"SM_VLLM_TENSOR_PARALLEL_SIZE": ""} if var != "SM_VLLM_TENSOR_PARALLEL_SIZE" else {}
-    settings = {**BASE, **env, var: tp}
+    settings = {**LLAMA_ENV, **env, var: tp}
     if var != "SM_VLLM_TENSOR_PARALLEL_SIZE":
         del settings["SM_VLLM_TENSOR_PARALLEL_SIZE"]
     with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings(settings), facts(cores))
+        build_plan(parse_settings(settings), llama_facts(cores))
     assert f"{var}={cores}" in str(err.value)
 
 
 def test_rule3_tp_defaults_to_visible_and_max() -> None:
-    env = {k: v for k, v in BASE.items() if k != "SM_VLLM_TENSOR_PARALLEL_SIZE"}
-    assert flag(build_plan(parse_settings(env), facts(12)), "--tensor-parallel-size") == "12"
+    env = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_TENSOR_PARALLEL_SIZE"}
+    assert flag(build_plan(parse_settings(env), llama_facts(12)), "--tensor-parallel-size") == "12"
     lmi = {**env, "OPTION_TENSOR_PARALLEL_DEGREE": "max"}
-    assert flag(build_plan(parse_settings(lmi), facts(24)), "--tensor-parallel-size") == "24"
+    assert flag(build_plan(parse_settings(lmi), llama_facts(24)), "--tensor-parallel-size") == "24"
     with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings(env), facts(None))
+        build_plan(parse_settings(env), llama_facts(None))
     assert "SM_VLLM_TENSOR_PARALLEL_SIZE" in str(err.value)
 
 
 def test_rule3_visible_cores_env_is_passed_to_engine() -> None:
-    p = plan({"NEURON_RT_VISIBLE_CORES": "4-5"})
+    p = llama_plan({"NEURON_RT_VISIBLE_CORES": "4-5"})
     assert p.env["NEURON_RT_VISIBLE_CORES"] == "4-5"
 
 
 # Rule 4: KV-cache mode explicit.
 def test_rule4_contiguous_by_default() -> None:
-    p = plan({})
+    p = llama_plan({})
     assert "--no-enable-prefix-caching" in p.argv and "--block-size" not in p.argv
 
 
 def test_rule4_prefix_caching_computes_blocks_and_keys() -> None:
-    p = plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_BLOCK_SIZE": "32"})
+    p = llama_plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_BLOCK_SIZE": "32"})
     assert "--enable-prefix-caching" in p.argv
     assert flag(p, "--num-gpu-blocks-override") == str(2048 // 32 * 4)
     assert additional(p)["override_neuron_config"] == {"is_block_kv_layout": True, "is_prefix_caching": True}
@@ -154,24 +103,25 @@ def test_rule4_prefix_caching_computes_blocks_and_keys() -> None:
     ],
 )
 def test_rule4_prefix_caching_refused(env: dict[str, str], needle: str) -> None:
-    assert needle in refused({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", **env})
+    assert needle in llama_refused({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", **env})
 
 
 def test_rule6_short_prefix_length_is_warned() -> None:
-    short = plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_MAX_MODEL_LEN": "256"})
+    short = llama_plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_MAX_MODEL_LEN": "256"})
     assert any("SM_VLLM_MAX_MODEL_LEN=512" in w for w in short.warnings)
     assert not any(
-        "SM_VLLM_MAX_MODEL_LEN=512" in w for w in plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}).warnings
+        "SM_VLLM_MAX_MODEL_LEN=512" in w
+        for w in llama_plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}).warnings
     )
 
 
 def test_rule4_prefix_key_without_prefix_caching_refused() -> None:
-    assert "SM_VLLM_ENABLE_PREFIX_CACHING=true" in refused({"SM_NEURON_IS_PREFIX_CACHING": "true"})
+    assert "SM_VLLM_ENABLE_PREFIX_CACHING=true" in llama_refused({"SM_NEURON_IS_PREFIX_CACHING": "true"})
 
 
 # Rule 5: pa_num_blocks needs a matching --num-gpu-blocks-override.
 def test_rule5_pa_num_blocks_with_matching_flag() -> None:
-    p = plan(
+    p = llama_plan(
         {
             "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
             "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "300",
@@ -193,20 +143,20 @@ def test_rule5_pa_num_blocks_with_matching_flag() -> None:
     ],
 )
 def test_rule5_pa_num_blocks_refused(env: dict[str, str]) -> None:
-    msg = refused(env)
+    msg = llama_refused(env)
     assert "SM_NEURON_PA_NUM_BLOCKS" in msg and "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=300" in msg
 
 
 # Rule 6: buckets.
 def test_rule6_buckets_pass() -> None:
-    p = plan(
+    p = llama_plan(
         {"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 2048]", "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[2048]"}
     )
     assert additional(p)["override_neuron_config"] == {
         "context_encoding_buckets": [512, 2048],
         "token_generation_buckets": [2048],
     }
-    plan(
+    llama_plan(
         {
             "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
             "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]",
@@ -225,12 +175,12 @@ def test_rule6_buckets_pass() -> None:
     ],
 )
 def test_rule6_buckets_refused(env: dict[str, str], needle: str) -> None:
-    assert needle in refused(env)
+    assert needle in llama_refused(env)
 
 
 # Rule 7: chunked prefill.
 def test_rule7_chunked_prefill_pass() -> None:
-    p = plan(
+    p = llama_plan(
         {"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true", "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 4}'}
     )
     assert "--enable-chunked-prefill" in p.argv and "--block-size" in p.argv
@@ -260,7 +210,7 @@ def test_rule7_chunked_prefill_pass() -> None:
     ],
 )
 def test_rule7_chunked_prefill_refused(env: dict[str, str], needle: str) -> None:
-    assert needle in refused(env)
+    assert needle in llama_refused(env)
 
 
 # Rule 8: LoRA, non-generate tasks, Pixtral/LLaVA/GPT-OSS.
@@ -276,25 +226,27 @@ def test_rule7_chunked_prefill_refused(env: dict[str, str], needle: str) -> None
     ],
 )
 def test_rule8_refused(env: dict[str, str], config: dict[str, object] | None, needle: str) -> None:
-    assert needle in refused(env, facts(2, config) if config else None)
+    assert needle in llama_refused(env, llama_facts(2, config) if config else None)
 
 
 def test_rule8_generate_passes() -> None:
-    plan({"SM_VLLM_TASK": "generate", "SM_VLLM_ENABLE_LORA": "false"})
+    llama_plan({"SM_VLLM_TASK": "generate", "SM_VLLM_ENABLE_LORA": "false"})
 
 
 # Rule 9: sequence parallel needs every prefill bucket (max_model_len included) divisible by TP.
 def test_rule9_sequence_parallel() -> None:
-    plan({"SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
-    msg = refused({"SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true", "SM_VLLM_MAX_MODEL_LEN": "2049"})
+    llama_plan({"SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"})
+    msg = llama_refused({"SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true", "SM_VLLM_MAX_MODEL_LEN": "2049"})
     assert "[2049] are not" in msg and "SM_VLLM_MAX_MODEL_LEN" in msg
 
 
 # Rule 10: NEURON_ON_DEVICE_SAMPLING_DISABLED is broken; use the override.
 def test_rule10_sampling_switch() -> None:
-    p = plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"})
+    p = llama_plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"})
     assert additional(p)["override_neuron_config"] == {"on_device_sampling_config": None}
-    assert "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null" in refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
+    assert "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null" in llama_refused(
+        {"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"}
+    )
 
 
 # Rule 11: supported architectures.
@@ -302,63 +254,65 @@ def test_rule10_sampling_switch() -> None:
     "arch", ["LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM"]
 )
 def test_rule11_supported(arch: str) -> None:
-    plan({}, facts(2, {"architectures": [arch], "num_key_value_heads": 8, "head_dim": 64}))
+    llama_plan({}, llama_facts(2, {"architectures": [arch], "num_key_value_heads": 8, "head_dim": 64}))
 
 
 def test_rule11_unsupported_and_unknown() -> None:
-    assert "LlamaForCausalLM, Llama4ForCausalLM" in refused(
-        {}, facts(2, {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]})
+    assert "LlamaForCausalLM, Llama4ForCausalLM" in llama_refused(
+        {}, llama_facts(2, {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]})
     )
-    p = build_plan(parse_settings({**BASE, "SM_VLLM_MODEL": "org/x"}), facts())
+    p = build_plan(parse_settings({**LLAMA_ENV, "SM_VLLM_MODEL": "org/x"}), llama_facts())
     assert any("architecture of org/x not checked" in w for w in p.warnings)
 
 
 # Rule 12: EAGLE drafts must carry lm_head.weight.
 def test_rule12_eagle_draft() -> None:
     spec = '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 4}'
-    ok = facts(paths={"/draft": ModelFacts("dir", LLAMA, None, True)})
+    ok = llama_facts(paths={"/draft": ModelFacts("dir", LLAMA, None, True)})
     assert (
-        json.loads(flag(plan({"SM_VLLM_SPECULATIVE_CONFIG": spec}, ok), "--speculative-config"))["model"]
+        json.loads(flag(llama_plan({"SM_VLLM_SPECULATIVE_CONFIG": spec}, ok), "--speculative-config"))[
+            "model"
+        ]
         == "/draft"
     )
-    bad = facts(paths={"/draft": ModelFacts("dir", LLAMA, None, False)})
-    assert "lm_head.weight" in refused({"SM_VLLM_SPECULATIVE_CONFIG": spec}, bad)
+    bad = llama_facts(paths={"/draft": ModelFacts("dir", LLAMA, None, False)})
+    assert "lm_head.weight" in llama_refused({"SM_VLLM_SPECULATIVE_CONFIG": spec}, bad)
 
 
 # Rule 13: global_topk within the device's 256 (the config's own top_k is only its static default).
 def test_rule13_top_k() -> None:
-    plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 500, "global_topk": 256}'})
-    assert "global_topk=512" in refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 512}'})
+    llama_plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"top_k": 500, "global_topk": 256}'})
+    assert "global_topk=512" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 512}'})
 
 
 # dtype explicit; auto refused.
 def test_dtype_explicit() -> None:
-    assert flag(plan({}), "--dtype") == "bfloat16"
-    assert flag(plan({"OPTION_DTYPE": "fp16"}), "--dtype") == "float16"
-    assert "SM_VLLM_DTYPE=bfloat16" in refused({"SM_VLLM_DTYPE": "auto"})
+    assert flag(llama_plan({}), "--dtype") == "bfloat16"
+    assert flag(llama_plan({"OPTION_DTYPE": "fp16"}), "--dtype") == "float16"
+    assert "SM_VLLM_DTYPE=bfloat16" in llama_refused({"SM_VLLM_DTYPE": "auto"})
 
 
 def test_extra_args_cannot_replace_override() -> None:
-    assert "SM_VLLM_ADDITIONAL_CONFIG" in refused({}, extra=["--additional-config", "{}"])
+    assert "SM_VLLM_ADDITIONAL_CONFIG" in llama_refused({}, extra=["--additional-config", "{}"])
 
 
 def test_extra_args_are_checked_too() -> None:
-    env = {k: v for k, v in BASE.items() if k != "SM_VLLM_TENSOR_PARALLEL_SIZE"}
+    env = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_TENSOR_PARALLEL_SIZE"}
     with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings(env, extra_args=["--tensor-parallel-size", "8"]), facts(2))
+        build_plan(parse_settings(env, extra_args=["--tensor-parallel-size", "8"]), llama_facts(2))
     assert "-- --tensor-parallel-size=2" in str(err.value)
-    p = build_plan(parse_settings(env, extra_args=["--tensor-parallel-size=2"]), facts(2))
+    p = build_plan(parse_settings(env, extra_args=["--tensor-parallel-size=2"]), llama_facts(2))
     # Passed once, as the plan resolved it (the tail no longer repeats a flag the plan renders).
     assert flag(p, "--tensor-parallel-size") == "2" and "--tensor-parallel-size=2" not in p.argv
-    p = build_plan(parse_settings(env, extra_args=["--tensor-parallel-size", "max"]), facts(2))
+    p = build_plan(parse_settings(env, extra_args=["--tensor-parallel-size", "max"]), llama_facts(2))
     assert p.argv.count("--tensor-parallel-size") == 1 and "max" not in p.argv  # vLLM cannot parse max
-    conflict = refused({}, extra=["--max-model-len", "4096"])
+    conflict = llama_refused({}, extra=["--max-model-len", "4096"])
     assert "SM_VLLM_MAX_MODEL_LEN" in conflict and "-- --max-model-len" in conflict
 
 
 def test_logical_nc_config_goes_into_override() -> None:
-    p = plan({"NEURON_LOGICAL_NC_CONFIG": "2"})
+    p = llama_plan({"NEURON_LOGICAL_NC_CONFIG": "2"})
     assert additional(p)["override_neuron_config"] == {"logical_nc_config": 2}
-    assert "NEURON_LOGICAL_NC_CONFIG" in refused(
+    assert "NEURON_LOGICAL_NC_CONFIG" in llama_refused(
         {"NEURON_LOGICAL_NC_CONFIG": "2", "SM_NEURON_LOGICAL_NC_CONFIG": "1"}
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_plan_build_messages import facts, plan, refusal
+from tests.support.builders import facts, plan, refusal
 
 from neuronserve.plan.facts import ModelFacts
 

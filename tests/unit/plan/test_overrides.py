@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.support.builders import raised, resolution
 
-from neuronserve.errors import ConfigError
 from neuronserve.plan.overrides import (
     check_chunked_config,
     check_launch_duplicates,
@@ -19,18 +19,14 @@ from neuronserve.plan.overrides import (
 OV = "SM_NEURON_OVERRIDE_CONFIG"
 
 
-def refusal(fn: Any, *args: Any) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        fn(*args)
-    return err.value
-
-
 @pytest.mark.parametrize(
     ("given", "expected"),
     [("torch.bfloat16", "bf16"), ("half", "float16"), ("fp16", "torch.float16"), ("float", "float32")],
 )
 def test_dtype_spellings_that_agree_pass(given: str, expected: str) -> None:
-    check_launch_duplicates({"torch_dtype": given}, {"torch_dtype": (expected, "SM_VLLM_DTYPE=x")}, {})
+    check_launch_duplicates(
+        {"torch_dtype": (expected, "SM_VLLM_DTYPE=x")}, resolution(override={"torch_dtype": given})
+    )
 
 
 def test_a_disagreeing_launch_key_names_both_settings() -> None:
@@ -38,8 +34,8 @@ def test_a_disagreeing_launch_key_names_both_settings() -> None:
         "tp_degree": (2, "SM_VLLM_TENSOR_PARALLEL_SIZE=2"),
         "seq_len": (4096, "SM_VLLM_MAX_MODEL_LEN=4096"),
     }
-    check_launch_duplicates({"seq_len": 4096}, launch, {})  # agreeing: nothing to say
-    err = refusal(check_launch_duplicates, {"tp_degree": 8}, launch, {"tp_degree": OV})
+    check_launch_duplicates(launch, resolution(override={"seq_len": 4096}))  # agreeing: nothing to say
+    err = raised(check_launch_duplicates, launch, resolution({"tp_degree": OV}, override={"tp_degree": 8}))
     assert str(err) == (
         f"{OV} sets tp_degree=8 but the launch gives tp_degree=2 (SM_VLLM_TENSOR_PARALLEL_SIZE=2); "
         "the plugin "
@@ -47,11 +43,10 @@ def test_a_disagreeing_launch_key_names_both_settings() -> None:
         f"vLLM would disagree: remove {OV}, or change SM_VLLM_TENSOR_PARALLEL_SIZE instead"
     )
     assert err.variables == (OV, "SM_VLLM_TENSOR_PARALLEL_SIZE")
-    err = refusal(
+    err = raised(
         check_launch_duplicates,
-        {"torch_dtype": "float16"},
         {"torch_dtype": ("bf16", "SM_VLLM_DTYPE=bf16")},
-        {},
+        resolution(override={"torch_dtype": "float16"}),
     )
     assert err.variables == ("SM_NEURON_TORCH_DTYPE", "SM_VLLM_DTYPE")
 
@@ -65,7 +60,7 @@ def test_json_text(value: Any, text: str) -> None:
 
 @pytest.mark.parametrize("raw", ["1", "-1", "yes", " 2 "])
 def test_on_device_sampling_disabled_is_refused_unless_zero(raw: str) -> None:
-    err = refusal(check_sampling, {}, {"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}, {}, [])
+    err = raised(check_sampling, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}, override={}))
     assert str(err) == (
         f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an integer): "
         "unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
@@ -77,22 +72,24 @@ def test_on_device_sampling_disabled_is_refused_unless_zero(raw: str) -> None:
 @pytest.mark.parametrize("raw", ["0", " ", "-0"])
 def test_on_device_sampling_disabled_zero_passes(raw: str) -> None:
     warnings: list[str] = []
-    check_sampling({}, {"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}, {}, warnings)
+    check_sampling(
+        resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}, warnings=warnings, override={})
+    )
     assert warnings == []
 
 
 def test_a_sampling_config_must_be_an_object_with_known_keys() -> None:
-    err = refusal(check_sampling, {"on_device_sampling_config": [1]}, {}, {}, [])
+    err = raised(check_sampling, resolution(override={"on_device_sampling_config": [1]}))
     assert (str(err), err.variables) == (
         "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG must be a JSON object or null",
         ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",),
     )
-    err = refusal(
+    err = raised(
         check_sampling,
-        {"on_device_sampling_config": {"topk": 5, "dynamic": True}},
-        {},
-        {"on_device_sampling_config": OV},
-        [],
+        resolution(
+            {"on_device_sampling_config": OV},
+            override={"on_device_sampling_config": {"topk": 5, "dynamic": True}},
+        ),
     )
     assert str(err).startswith(f"{OV}: unknown key(s) topk (NxD Inference drops them silently): use only ")
     assert "deterministic, do_sample, dynamic, global_topk" in str(err)
@@ -102,7 +99,7 @@ def test_a_sampling_config_must_be_an_object_with_known_keys() -> None:
 @pytest.mark.parametrize("topk", [0, 257, True, "8"])
 def test_global_topk_outside_the_device_range_is_refused(topk: Any) -> None:
     cfg = {"on_device_sampling_config": {"global_topk": topk, "dynamic": True, "deterministic": False}}
-    err = refusal(check_sampling, cfg, {}, {}, [])
+    err = raised(check_sampling, resolution(override=cfg))
     assert str(err) == (
         f"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: global_topk={topk} is outside 1..256 (the plugin samples at "
         "most 256 on device): set global_topk <= 256"
@@ -113,7 +110,7 @@ def test_global_topk_outside_the_device_range_is_refused(topk: Any) -> None:
 def test_global_topk_at_the_bounds_passes_and_its_clamp_is_said(topk: int) -> None:
     warnings: list[str] = []
     override = {"on_device_sampling_config": {"global_topk": topk, "dynamic": True, "deterministic": False}}
-    check_sampling(override, {}, {}, warnings)
+    check_sampling(resolution(warnings=warnings, override=override))
     assert warnings == [
         f"on-device sampling: requests' top_k above {topk} are clamped to {topk} by the plugin"
     ]
@@ -122,7 +119,7 @@ def test_global_topk_at_the_bounds_passes_and_its_clamp_is_said(topk: int) -> No
 def test_a_partial_sampling_config_gets_the_plugin_defaults_back() -> None:
     warnings: list[str] = []
     override: dict[str, Any] = {"on_device_sampling_config": {"global_topk": 64}}
-    check_sampling(override, {}, {}, warnings)
+    check_sampling(resolution(warnings=warnings, override=override))
     assert override["on_device_sampling_config"] == {
         "global_topk": 64,
         "dynamic": True,
@@ -138,7 +135,12 @@ def test_a_partial_sampling_config_gets_the_plugin_defaults_back() -> None:
 
 def test_dynamic_false_is_said_to_ignore_request_parameters() -> None:
     warnings: list[str] = []
-    check_sampling({"on_device_sampling_config": {"dynamic": False, "deterministic": True}}, {}, {}, warnings)
+    check_sampling(
+        resolution(
+            warnings=warnings,
+            override={"on_device_sampling_config": {"dynamic": False, "deterministic": True}},
+        )
+    )
     assert warnings == [
         "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: dynamic=false ignores each request's temperature/top_k/top_p",
         "on-device sampling: requests' top_k above 256 are clamped to 256 by the plugin",
@@ -148,17 +150,15 @@ def test_dynamic_false_is_said_to_ignore_request_parameters() -> None:
 def test_chunked_prefill_config_keys() -> None:
     warnings: list[str] = []
     override: dict[str, Any] = {"chunked_prefill_config": {"kernel_q_tile_size": 128}}
-    check_chunked_config(override, 8, {}, warnings)
+    check_chunked_config(8, resolution(warnings=warnings, override=override))
     assert override["chunked_prefill_config"] == {"kernel_q_tile_size": 128, "max_num_seqs": 8}
     assert warnings == [
         "SM_NEURON_CHUNKED_PREFILL_CONFIG: max_num_seqs set to max_num_seqs 8 (NxD Inference's default is 0)"
     ]
-    err = refusal(
+    err = raised(
         check_chunked_config,
-        {"chunked_prefill_config": {"max_num_seq": 8}},
         8,
-        {"chunked_prefill_config": OV},
-        [],
+        resolution({"chunked_prefill_config": OV}, override={"chunked_prefill_config": {"max_num_seq": 8}}),
     )
     assert str(err) == (
         f"{OV}: unknown key(s) max_num_seq (NxD Inference ignores them and uses its defaults, "
@@ -168,11 +168,15 @@ def test_chunked_prefill_config_keys() -> None:
     )
     assert err.variables == (OV,)
     for bad in (0, True, "4"):
-        err = refusal(check_chunked_config, {"chunked_prefill_config": {"max_num_seqs": bad}}, 8, {}, [])
+        err = raised(
+            check_chunked_config, 8, resolution(override={"chunked_prefill_config": {"max_num_seqs": bad}})
+        )
         assert str(err) == "SM_NEURON_CHUNKED_PREFILL_CONFIG: max_num_seqs must be a positive integer, e.g. 8"
     warnings = []
-    check_chunked_config({"chunked_prefill_config": {"max_num_seqs": 1}}, 8, {}, warnings)
-    check_chunked_config({"chunked_prefill_config": None}, 8, {}, warnings)
+    check_chunked_config(
+        8, resolution(warnings=warnings, override={"chunked_prefill_config": {"max_num_seqs": 1}})
+    )
+    check_chunked_config(8, resolution(warnings=warnings, override={"chunked_prefill_config": None}))
     assert warnings == []
 
 
@@ -180,20 +184,23 @@ LORA = {"enable-lora": "SM_VLLM_ENABLE_LORA"}
 
 
 def test_lora_keys_without_lora_are_refused() -> None:
-    err = refusal(
-        check_lora, False, {"target_modules": ["q_proj"], "lora_ckpt_json": "/a.json"}, "0.2.2+lts", LORA
+    err = raised(
+        check_lora,
+        False,
+        "0.2.2+lts",
+        resolution(LORA, override={"target_modules": ["q_proj"], "lora_ckpt_json": "/a.json"}),
     )
     assert str(err) == (
         "SM_NEURON_LORA_CKPT_JSON sets lora_ckpt_json but LoRA is off: "
         "set SM_VLLM_ENABLE_LORA=true, or remove it"
     )
     assert err.variables == ("SM_NEURON_LORA_CKPT_JSON", "SM_VLLM_ENABLE_LORA")
-    check_lora(False, {}, "0.2.0", LORA)  # no LoRA, no keys: nothing to say
+    check_lora(False, "0.2.0", resolution(LORA, override={}))  # no LoRA, no keys: nothing to say
 
 
 @pytest.mark.parametrize("version", ["0.2.0", "0.2.1+lts", "0.1.9"])
 def test_lora_before_0_2_2_is_refused(version: str) -> None:
-    err = refusal(check_lora, True, {"lora_ckpt_json": "/a.json"}, version, LORA)
+    err = raised(check_lora, True, version, resolution(LORA, override={"lora_ckpt_json": "/a.json"}))
     assert str(err) == (
         f"SM_VLLM_ENABLE_LORA: LoRA raises NotImplementedError in vllm-neuron {version} (0.2.2+lts adds it): "
         "unset SM_VLLM_ENABLE_LORA, or use the image's vllm-neuron 0.2.2+lts"
@@ -203,8 +210,8 @@ def test_lora_before_0_2_2_is_refused(version: str) -> None:
 
 @pytest.mark.parametrize("version", ["0.2.2+lts", "0.2.10", "0.3", "1.0.0", None, "0.2.2rc1"])
 def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> None:
-    check_lora(True, {"lora_ckpt_json": "/a.json"}, version, LORA)
-    err = refusal(check_lora, True, {}, version, LORA)
+    check_lora(True, version, resolution(LORA, override={"lora_ckpt_json": "/a.json"}))
+    err = raised(check_lora, True, version, resolution(LORA, override={}))
     assert str(err) == (
         "SM_VLLM_ENABLE_LORA=true on vllm-neuron 0.2.2 needs the adapters compiled in: set "
         "SM_NEURON_LORA_CKPT_JSON=/path/to/lora_adapters.json (and SM_NEURON_TARGET_MODULES if the adapters "
@@ -214,32 +221,40 @@ def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> 
 
 
 def test_a_launch_key_of_another_type_is_not_the_same_value() -> None:
-    err = refusal(
-        check_launch_duplicates, {"tp_degree": "2"}, {"tp_degree": (2, "SM_VLLM_TENSOR_PARALLEL_SIZE=2")}, {}
+    err = raised(
+        check_launch_duplicates,
+        {"tp_degree": (2, "SM_VLLM_TENSOR_PARALLEL_SIZE=2")},
+        resolution(override={"tp_degree": "2"}),
     )
     assert err.variables == ("SM_NEURON_TP_DEGREE", "SM_VLLM_TENSOR_PARALLEL_SIZE")
 
 
 def test_a_non_integer_sampling_switch_is_refused() -> None:
-    err = refusal(check_sampling, {}, {"NEURON_ON_DEVICE_SAMPLING_DISABLED": "X0"}, {}, [])
+    err = raised(check_sampling, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": "X0"}, override={}))
     assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
 
 
 def test_every_unknown_key_is_named() -> None:
-    err = refusal(check_sampling, {"on_device_sampling_config": {"b_key": 1, "a_key": 2}}, {}, {}, [])
+    err = raised(check_sampling, resolution(override={"on_device_sampling_config": {"b_key": 1, "a_key": 2}}))
     assert str(err).startswith(
         "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: unknown key(s) a_key, b_key (NxD Inference"
     )
-    err = refusal(check_chunked_config, {"chunked_prefill_config": {"y": 1, "x": 2}}, 8, {}, [])
+    err = raised(check_chunked_config, 8, resolution(override={"chunked_prefill_config": {"y": 1, "x": 2}}))
     assert str(err).startswith("SM_NEURON_CHUNKED_PREFILL_CONFIG: unknown key(s) x, y (NxD Inference")
 
 
 def test_refusals_name_the_sampling_and_chunked_variables() -> None:
     cfg = {"on_device_sampling_config": {"global_topk": 0}}
-    assert refusal(check_sampling, cfg, {}, {}, []).variables == ("SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",)
+    assert raised(check_sampling, resolution(override=cfg)).variables == (
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG",
+    )
     bad = {"chunked_prefill_config": {"max_num_seqs": 0}}
-    assert refusal(check_chunked_config, bad, 8, {}, []).variables == ("SM_NEURON_CHUNKED_PREFILL_CONFIG",)
+    assert raised(check_chunked_config, 8, resolution(override=bad)).variables == (
+        "SM_NEURON_CHUNKED_PREFILL_CONFIG",
+    )
 
 
 def test_a_local_build_suffix_is_not_part_of_the_version() -> None:
-    refusal(check_lora, True, {"lora_ckpt_json": "/a.json"}, "0.2.1+9", LORA)  # 0.2.1, not 0.2.19
+    raised(
+        check_lora, True, "0.2.1+9", resolution(LORA, override={"lora_ckpt_json": "/a.json"})
+    )  # 0.2.1, not 0.2.19

@@ -1,7 +1,7 @@
-"""The HBM fit check (plan/fit.py) at the edges mutation testing left unchecked (issue #16, TESTING.md).
+"""The HBM fit check (plan/fit.py) at the edges mutation testing left unchecked.
 
 Plans are built from the environment with the real config.json of public models (the helpers of
-test_plan_memory.py, whose comments work out the numbers by hand): the exact refusal and warning texts,
+test_memory.py, whose comments work out the numbers by hand): the exact refusal and warning texts,
 the settings a refusal suggests in each KV layout (contiguous, prefix caching with and without
 SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE, chunked prefill, the custom scheduler's max_model_len blocks,
 transformers-neuronx), the instance facts a plan reports (NEURON_LOGICAL_NC_CONFIG, the HBM override,
@@ -13,13 +13,14 @@ max_model_len long (transformers-neuronx, block layout without prefix caching).
 from __future__ import annotations
 
 import pytest
-from tests.unit.test_plan_memory import GIB, OVERHEAD, VERSIONS, config, plan, refused
+from tests.support.builders import OVERHEAD, SIZED_VERSIONS, model_config, sized_plan, sized_refused
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan import fit
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.instances import GIB
 from neuronserve.types import LaunchPlan
 
 OVERRIDES = (
@@ -47,7 +48,7 @@ def fixes(message: str) -> str:
 
 
 def host(**paths: ModelFacts) -> HostFacts:
-    return HostFacts(python="py", versions=dict(VERSIONS), paths=paths)
+    return HostFacts(python="py", versions=dict(SIZED_VERSIONS), paths=paths)
 
 
 def hbm_warnings(p: LaunchPlan) -> list[str]:
@@ -60,10 +61,10 @@ def hbm_warnings(p: LaunchPlan) -> list[str]:
 def test_a_refusal_names_the_instance_the_numbers_every_fix_and_the_overrides() -> None:
     """The whole refusal: "HBM estimate on <instance> (<chip>)", the estimate, each setting that would fit
     alone joined by ", or ", and the overrides; its variables are the three settings and the check.
-    Llama-3.1-8B at TP 2 on inf2.xlarge has room for 115,031 tokens of KV (test_plan_memory.py):
+    Llama-3.1-8B at TP 2 on inf2.xlarge has room for 115,031 tokens of KV (test_memory.py):
     / 64 seqs = 1797 -> 1792 (a multiple of 128); / 3072 = 37 seqs (odd: a search stepping by 2 fails)."""
     with pytest.raises(ConfigError) as err:
-        plan("Llama-3.1-8B", "inf2.xlarge", 2, 3072, 64)
+        sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3072, 64)
     assert str(err.value) == (
         "HBM estimate on inf2.xlarge (Inferentia2): 20.98 GiB per NeuronCore (weights 7.48 + KV cache 12.00 "
         "+ overhead 1.50) of 16.00 GiB HBM = 131 %: does not fit; set SM_VLLM_MAX_MODEL_LEN<=1792, or "
@@ -80,13 +81,13 @@ def test_a_refusal_names_the_instance_the_numbers_every_fix_and_the_overrides() 
 def test_nothing_fits_says_so_in_those_words() -> None:
     """70B weights alone overflow both cores of inf2.xlarge: no fix to list, the advice is a larger
     instance (exact text)."""
-    msg = refused("Llama-3.3-70B-Instruct", "inf2.xlarge", 2, 4096, 1)
+    msg = sized_refused("Llama-3.3-70B-Instruct", "inf2.xlarge", 2, 4096, 1)
     assert fixes(msg) == "no TP, length or batch on this instance fits; pick a larger instance"
 
 
 def test_warn_mode_keeps_the_whole_message_and_says_it_was_not_refused() -> None:
     """NEURONSERVE_FIT_CHECK=warn: the refusal's text becomes a warning ending with the exact note."""
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 3072, 64, NEURONSERVE_FIT_CHECK="warn")
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3072, 64, NEURONSERVE_FIT_CHECK="warn")
     (warning,) = hbm_warnings(p)
     assert warning.endswith("; " + OVERRIDES + " (NEURONSERVE_FIT_CHECK=warn: not refused)")
     assert fixes(warning) == "set SM_VLLM_MAX_MODEL_LEN<=1792, or SM_VLLM_MAX_NUM_SEQS<=37"
@@ -96,7 +97,7 @@ def test_exactly_90_percent_does_not_warn_and_a_byte_more_does() -> None:
     """The warning is for utilization *above* 90 %. Llama-3.1-8B at TP 2, 4 x 4096 tokens: weights + KV
     = 9,104,269,312 bytes; on 20 GiB per core, 18 GiB (exactly 90 %) leaves an overhead of 10,223,083,520
     bytes = 9.520988464355469 GiB (exact in binary)."""
-    at = plan(
+    at = sized_plan(
         "Llama-3.1-8B",
         "inf2.xlarge",
         2,
@@ -107,7 +108,7 @@ def test_exactly_90_percent_does_not_warn_and_a_byte_more_does() -> None:
     )
     assert at.memory is not None and at.memory["overhead_bytes_per_core"] == 10_223_083_520
     assert at.memory["utilization"] == 0.9 and hbm_warnings(at) == []
-    above = plan(
+    above = sized_plan(
         "Llama-3.1-8B",
         "inf2.xlarge",
         2,
@@ -123,7 +124,7 @@ def test_exactly_90_percent_does_not_warn_and_a_byte_more_does() -> None:
 
 def test_an_overhead_in_gib_is_multiplied_into_bytes() -> None:
     """NEURONSERVE_HBM_OVERHEAD_GIB=2 is 2 GiB per core (the existing test only used 0)."""
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, NEURONSERVE_HBM_OVERHEAD_GIB="2")
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, NEURONSERVE_HBM_OVERHEAD_GIB="2")
     assert p.memory is not None and p.memory["overhead_bytes_per_core"] == 2 * GIB
 
 
@@ -132,7 +133,7 @@ def test_an_overhead_in_gib_is_multiplied_into_bytes() -> None:
 
 def test_no_instance_facts_warns_with_the_exact_reason() -> None:
     """No NEURONSERVE_INSTANCE_TYPE and no devices: the check is skipped, saying how to enable it."""
-    p = plan("Llama-3.1-8B", "", 2, 4096, 4)
+    p = sized_plan("Llama-3.1-8B", "", 2, 4096, 4)
     assert p.memory is None and p.instance is None
     assert hbm_warnings(p) == [
         "HBM fit not checked: no instance facts (no Neuron devices detected): set "
@@ -153,7 +154,7 @@ def test_a_hub_model_is_not_checked_and_the_warning_says_how_to_check_it() -> No
 
 def test_a_config_without_a_shape_field_is_not_checked_and_names_the_field() -> None:
     """A config.json missing num_hidden_layers: the estimate is skipped with the ShapeError's words."""
-    cfg = {k: v for k, v in config("Llama-3.1-8B").items() if k != "num_hidden_layers"}
+    cfg = {k: v for k, v in model_config("Llama-3.1-8B").items() if k != "num_hidden_layers"}
     p = build_plan(parse_settings(ENV), host(**{"/m": ModelFacts("dir", cfg, "d" * 64)}))
     assert p.memory is None
     assert hbm_warnings(p) == ["HBM fit not checked: config.json has no num_hidden_layers"]
@@ -170,10 +171,10 @@ SPEC = {
 def test_a_draft_without_a_shape_field_is_left_out_with_the_reason() -> None:
     """The target is still estimated alone (8,030,527,488 bytes of weights); the warning names the draft
     and the missing field."""
-    draft = {k: v for k, v in config("Llama-3.2-1B").items() if k != "hidden_size"}
+    draft = {k: v for k, v in model_config("Llama-3.2-1B").items() if k != "hidden_size"}
     facts = host(
         **{
-            "/m": ModelFacts("dir", config("Llama-3.1-8B"), "d" * 64),
+            "/m": ModelFacts("dir", model_config("Llama-3.1-8B"), "d" * 64),
             "/d": ModelFacts("dir", draft, "e" * 64),
         }
     )
@@ -187,8 +188,8 @@ def test_a_draft_without_a_shape_field_is_left_out_with_the_reason() -> None:
 def test_a_drafts_checkpoint_parameter_count_scales_its_weights() -> None:
     """A draft whose safetensors headers count half of Llama-3.2-1B's 1,235,814,400 parameters adds half of
     its 1,498,550,272 bytes per core (test_speculative_draft_is_counted): 749,275,136."""
-    draft = ModelFacts("dir", config("Llama-3.2-1B"), "e" * 64, True, 1_235_814_400 // 2)
-    facts = host(**{"/m": ModelFacts("dir", config("Llama-3.1-8B"), "d" * 64), "/d": draft})
+    draft = ModelFacts("dir", model_config("Llama-3.2-1B"), "e" * 64, True, 1_235_814_400 // 2)
+    facts = host(**{"/m": ModelFacts("dir", model_config("Llama-3.1-8B"), "d" * 64), "/d": draft})
     p = build_plan(parse_settings(SPEC), facts)
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 8_030_527_488 + 749_275_136
 
@@ -198,7 +199,7 @@ def test_a_drafts_checkpoint_parameter_count_scales_its_weights() -> None:
 
 def test_float32_weights_are_four_bytes() -> None:
     """SM_VLLM_DTYPE=float32 doubles Llama-3.2-1B's 2,996,965,376 bf16 bytes at TP 1."""
-    p = plan("Llama-3.2-1B", "inf2.xlarge", 1, 4096, 4, SM_VLLM_DTYPE="float32")
+    p = sized_plan("Llama-3.2-1B", "inf2.xlarge", 1, 4096, 4, SM_VLLM_DTYPE="float32")
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 2 * 2_996_965_376
 
 
@@ -215,7 +216,7 @@ def test_a_dtype_the_table_does_not_know_is_estimated_at_two_bytes() -> None:
 def test_sm_vllm_quantization_makes_the_projections_one_byte() -> None:
     """SM_VLLM_QUANTIZATION (not only SM_NEURON_QUANTIZED) counts the projections at 1 byte: the same
     4,540,866,560 bytes as test_quantized_projections_are_one_byte."""
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_VLLM_QUANTIZATION="fp8")
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_VLLM_QUANTIZATION="fp8")
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 4_540_866_560
 
 
@@ -225,7 +226,7 @@ def test_sm_vllm_quantization_makes_the_projections_one_byte() -> None:
 def test_a_length_below_two_steps_can_still_be_cut_to_one_step() -> None:
     """max_model_len 255 x 512 seqs = 130,560 tokens > 115,031: 128 (one step of 128) x 512 = 65,536 fits,
     so the length suggestion is 128, never None and never above the length given; 115,031 / 255 = 451."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 255, 512)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 255, 512)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=128, or SM_VLLM_MAX_NUM_SEQS<=451"
 
 
@@ -233,7 +234,7 @@ def test_a_block_count_given_to_a_contiguous_cache_changes_no_suggestion() -> No
     """SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE means nothing to the contiguous cache (warned, ignored): the
     suggestions are the contiguous ones (test_llama_8b_on_inf2_xlarge_refused_with_the_settings_that_fit),
     not a block count."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE="4096")
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE="4096")
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3584, or SM_VLLM_MAX_NUM_SEQS<=14"
 
 
@@ -243,14 +244,14 @@ def test_a_block_count_given_to_a_contiguous_cache_changes_no_suggestion() -> No
 def test_prefix_caching_suggests_length_and_batch_in_blocks() -> None:
     """Blocks of 32 plus the null and the reserved block: room for 115,031 tokens = 3594 blocks.
     Length: ceil(n/32) * 32 seqs + 2 <= 3594 -> 112 blocks = 3584 tokens; seqs: 128 * s + 2 <= 3594 -> 28."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **PREFIX)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **PREFIX)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3584, or SM_VLLM_MAX_NUM_SEQS<=28"
 
 
 def test_prefix_caching_counts_the_reserved_block_in_the_length_suggestion() -> None:
     """One sequence of 131,072 tokens: ceil(n/32) + 1 null + 1 reserved <= 3594 blocks -> 3592 blocks
     = 114,944 tokens (without the reserved block it would be 114,976)."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1, **PREFIX)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1, **PREFIX)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=114944"
 
 
@@ -258,9 +259,9 @@ def test_prefix_caching_steps_the_length_by_the_block_not_by_128() -> None:
     """3 seqs: ceil(n/32) * 3 + 2 <= 3594 -> 1197 blocks = 38,304 tokens, a multiple of the block size 32
     but not of 128 (38,272 would waste a block per sequence); and it fits. One seq of 65,536 is 2048
     blocks + 2 <= 3594: max_num_seqs 1."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 65536, 3, **PREFIX)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 65536, 3, **PREFIX)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=38304, or SM_VLLM_MAX_NUM_SEQS<=1"
-    assert plan("Llama-3.1-8B", "inf2.xlarge", 2, 38304, 3, **PREFIX).memory["fits"] is True  # type: ignore[index]
+    assert sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 38304, 3, **PREFIX).memory["fits"] is True  # type: ignore[index]
 
 
 def test_a_given_block_count_is_the_one_suggestion_to_lower() -> None:
@@ -268,9 +269,11 @@ def test_a_given_block_count_is_the_one_suggestion_to_lower() -> None:
     fewer blocks. Blocks of 16: room for 115,031 tokens = 7189 blocks, less the null and the reserved
     block: 7187 (odd), still above the 2048 blocks that 32 x 1024 tokens need (ceil(1024/16) * 32)."""
     env = {**PREFIX, "SM_VLLM_BLOCK_SIZE": "16", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "8192"}
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 1024, 32, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 1024, 32, **env)
     assert fixes(msg) == "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=7187"
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 1024, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "7187"})
+    p = sized_plan(
+        "Llama-3.1-8B", "inf2.xlarge", 2, 1024, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "7187"}
+    )
     assert p.memory is not None and p.memory["fits"] is True
 
 
@@ -279,9 +282,9 @@ def test_a_larger_tp_is_judged_with_the_block_count_given() -> None:
     tokens need (SM_VLLM_TENSOR_PARALLEL_SIZE=24 is suggested), but not 10,000 blocks given by
     SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE (320,032 tokens x 40,960 bytes = 12.2 GiB on 5.8 GiB of weights):
     then TP 24 is no fix on its own."""
-    msg = refused("Llama-3.3-70B-Instruct", "inf2.48xlarge", 8, 4096, 4, **PREFIX)
+    msg = sized_refused("Llama-3.3-70B-Instruct", "inf2.48xlarge", 8, 4096, 4, **PREFIX)
     assert fixes(msg) == "set SM_VLLM_TENSOR_PARALLEL_SIZE=24 (of 24 NeuronCores)"
-    given = refused(
+    given = sized_refused(
         "Llama-3.3-70B-Instruct",
         "inf2.48xlarge",
         8,
@@ -301,10 +304,10 @@ def test_neuron_logical_nc_config_1_gives_trn2_twice_the_cores_of_half_the_hbm()
     64 of 24), for the declared type and for the detected devices alike, which then agree."""
     facts = HostFacts(
         python="py",
-        versions=dict(VERSIONS),
+        versions=dict(SIZED_VERSIONS),
         neuron_devices=16,
         physical_cores=128,
-        paths={"/m": ModelFacts("dir", config("Qwen3-8B"), "d" * 64)},
+        paths={"/m": ModelFacts("dir", model_config("Qwen3-8B"), "d" * 64)},
     )
     env = {**ENV, "NEURONSERVE_INSTANCE_TYPE": "trn2.48xlarge", "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}
     for declared in (env, {k: v for k, v in env.items() if k != "NEURONSERVE_INSTANCE_TYPE"}):
@@ -316,17 +319,17 @@ def test_neuron_logical_nc_config_1_gives_trn2_twice_the_cores_of_half_the_hbm()
 
 def test_a_declared_instance_is_sourced_to_neuronserve_instance_type() -> None:
     """The instance facts say where they came from, and an unknown type is refused naming the variable."""
-    p = plan("Llama-3.1-8B", "ml.inf2.xlarge", 2, 4096, 4)
+    p = sized_plan("Llama-3.1-8B", "ml.inf2.xlarge", 2, 4096, 4)
     assert p.instance is not None and p.instance["source"] == "NEURONSERVE_INSTANCE_TYPE"
     with pytest.raises(ConfigError) as err:
-        plan("Llama-3.1-8B", "inf9.xlarge", 2, 4096, 4)
+        sized_plan("Llama-3.1-8B", "inf9.xlarge", 2, 4096, 4)
     assert str(err.value).startswith("NEURONSERVE_INSTANCE_TYPE='inf9.xlarge' is not a Neuron instance type")
     assert err.value.variables == ("NEURONSERVE_INSTANCE_TYPE",)
 
 
 def test_an_hbm_override_is_named_in_the_source() -> None:
     """NEURONSERVE_HBM_GIB_PER_CORE replaces the table's figure and is named after the instance's source."""
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, NEURONSERVE_HBM_GIB_PER_CORE="20")
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, NEURONSERVE_HBM_GIB_PER_CORE="20")
     assert p.instance is not None and p.memory is not None
     assert p.instance["source"] == "NEURONSERVE_INSTANCE_TYPE + NEURONSERVE_HBM_GIB_PER_CORE"
     assert p.memory["hbm_bytes_per_core"] == 20 * GIB
@@ -335,12 +338,12 @@ def test_an_hbm_override_is_named_in_the_source() -> None:
 def test_visible_cores_may_equal_the_declared_instance_but_not_exceed_it() -> None:
     """NEURON_RT_VISIBLE_CORES giving both cores of inf2.xlarge is fine; three cannot be on it: refused
     with the exact words, naming NEURONSERVE_INSTANCE_TYPE and the variable the count came from."""
-    model = {"/m": ModelFacts("dir", config("Llama-3.1-8B"), "d" * 64)}
+    model = {"/m": ModelFacts("dir", model_config("Llama-3.1-8B"), "d" * 64)}
 
     def with_visible(cores: int) -> LaunchPlan:
         facts = HostFacts(
             python="py",
-            versions=dict(VERSIONS),
+            versions=dict(SIZED_VERSIONS),
             visible_cores=cores,
             cores_source="NEURON_RT_VISIBLE_CORES",
             paths=model,
@@ -375,7 +378,7 @@ TNX = {"VLLM_NEURON_FRAMEWORK": "transformers-neuronx", "NEURONSERVE_INTEGRATION
 def test_transformers_neuronx_is_estimated_from_seqs_times_length() -> None:
     """transformers-neuronx's plan records no kv_tokens (its block is max_model_len): the KV cache is
     max_num_seqs x max_model_len, the same 1,073,741,824 bytes as the plugin's contiguous cache."""
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, **TNX)
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, **TNX)
     assert p.memory is not None and p.memory["kv_bytes_per_core"] == 1_073_741_824
 
 
@@ -384,9 +387,9 @@ def test_transformers_neuronx_refusal_suggests_a_shorter_length() -> None:
     exactly as with the plugin (3584, test_llama_8b_on_inf2_xlarge_refused_with_the_settings_that_fit).
     Before, the block size recorded (= the old max_model_len) was taken as the step of the length search,
     so the only length tried was the one refused and the refusal never suggested one."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, **TNX)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, **TNX)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3584, or SM_VLLM_MAX_NUM_SEQS<=14"
-    assert plan("Llama-3.1-8B", "inf2.xlarge", 2, 3584, 32, **TNX).memory["fits"] is True  # type: ignore[index]
+    assert sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3584, 32, **TNX).memory["fits"] is True  # type: ignore[index]
 
 
 def test_max_model_len_blocks_refusal_suggests_a_shorter_length() -> None:
@@ -395,9 +398,9 @@ def test_max_model_len_blocks_refusal_suggests_a_shorter_length() -> None:
     every block: (32 + 1) x n tokens x 65,536 bytes <= 7,538,728,960 -> n <= 3485 -> 3456 (a multiple of
     128); seqs: (s + 1) x 8192 <= 115,031 -> 13. Before, the length search kept the blocks 8192 long and
     stepped by 8192: no length was suggested."""
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3456, or SM_VLLM_MAX_NUM_SEQS<=13"
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 3456, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3456, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
     assert p.memory is not None and p.memory["fits"] is True
 
 
@@ -411,9 +414,9 @@ def test_chunked_prefill_keeps_its_block_size_in_the_length_suggestion() -> None
         "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 3}',
         "SM_VLLM_BLOCK_SIZE": "32",
     }
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 65536, 3, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 65536, 3, **env)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=38304, or SM_VLLM_MAX_NUM_SEQS<=1"
-    assert plan("Llama-3.1-8B", "inf2.xlarge", 2, 38304, 3, **env).memory["fits"] is True  # type: ignore[index]
+    assert sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 38304, 3, **env).memory["fits"] is True  # type: ignore[index]
 
 
 def test_a_block_count_below_the_layouts_need_comes_with_the_batch_it_holds() -> None:
@@ -421,11 +424,15 @@ def test_a_block_count_below_the_layouts_need_comes_with_the_batch_it_holds() ->
     3592 fit, and "<=3592" alone was suggested although the next plan refuses 3592 blocks for that
     batch. Now the suggestion carries the batch 3592 blocks hold (3592 // 128 = 28), and it plans."""
     env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **env)
     assert fixes(msg) == "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592 with SM_VLLM_MAX_NUM_SEQS<=28"
     with pytest.raises(ConfigError, match="cannot hold 32 sequences"):
-        plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 28, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
+        sized_plan(
+            "Llama-3.1-8B", "inf2.xlarge", 2, 4096, 32, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
+        )
+    p = sized_plan(
+        "Llama-3.1-8B", "inf2.xlarge", 2, 4096, 28, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
+    )
     assert p.memory["fits"] is True  # type: ignore[index]
 
 
@@ -434,9 +441,11 @@ def test_a_block_count_that_holds_exactly_the_batch_is_suggested_alone() -> None
     3592 is also the most that fit: the need is met exactly, so the block count alone is the fix (no
     "with SM_VLLM_MAX_NUM_SEQS<=8", which is the batch already set), and that plan fits."""
     env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **env)
     assert fixes(msg) == "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592"
-    p = plan("Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"})
+    p = sized_plan(
+        "Llama-3.1-8B", "inf2.xlarge", 2, 14368, 8, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
+    )
     assert p.memory["fits"] is True  # type: ignore[index]
 
 
@@ -446,9 +455,9 @@ def test_a_block_count_below_one_sequence_comes_with_a_length_that_fits() -> Non
     and "nothing on this instance fits" would be wrong too: 3592 blocks hold one sequence of
     3592 * 32 = 114,944 tokens, and that plan fits."""
     env = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096"}
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1, **env)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=114944 with SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<=3592"
-    p = plan(
+    p = sized_plan(
         "Llama-3.1-8B", "inf2.xlarge", 2, 114944, 1, **{**env, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "3592"}
     )
     assert p.memory["fits"] is True  # type: ignore[index]
@@ -458,5 +467,5 @@ def test_a_block_count_below_the_batch_suggests_no_zero_length() -> None:
     """1024 sequences of 131,072 tokens in blocks of 128: about 900 blocks fit, fewer than one per
     sequence, so no whole block per sequence is left: "SM_VLLM_MAX_MODEL_LEN<=0" must not be offered."""
     env = {**PREFIX, "SM_VLLM_BLOCK_SIZE": "128", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "1048576"}
-    msg = refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1024, **env)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 131072, 1024, **env)
     assert fixes(msg) == "no TP, length or batch on this instance fits; pick a larger instance"

@@ -9,17 +9,15 @@ to the rules were unchecked: docs/TESTING.md.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import pytest
-from test_plan_build_messages import facts
+from tests.support.builders import facts, plan, refusal
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.neuron import neuron_engine
-from neuronserve.types import LaunchPlan
+from neuronserve.plan.resolution import Resolution
 
 BASE = {
     "SM_VLLM_MODEL": "org/m",
@@ -34,16 +32,6 @@ LOADER = (
 EAGLE = '{"model": "d", "num_speculative_tokens": 3, "method": "eagle"}'
 
 
-def plan(env: Mapping[str, str], args: Sequence[str] = ()) -> LaunchPlan:
-    return build_plan(parse_settings({**BASE, **env}, extra_args=args), facts())
-
-
-def refusal(env: Mapping[str, str], args: Sequence[str] = ()) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        plan(env, args)
-    return err.value
-
-
 @pytest.mark.parametrize(
     ("env", "args", "var"),
     [
@@ -55,7 +43,7 @@ def refusal(env: Mapping[str, str], args: Sequence[str] = ()) -> ConfigError:
 def test_dtype_auto_is_refused_naming_where_it_was_set(
     env: dict[str, str], args: tuple[str, ...], var: str
 ) -> None:
-    err = refusal(env, args)
+    err = refusal({**BASE, **env}, extra=args)
     assert (
         str(err)
         == f"{var}=auto compiles float32 on Neuron: set {var}=bfloat16 (or float16/float32 explicitly)"
@@ -73,7 +61,7 @@ def test_dtype_auto_is_refused_naming_where_it_was_set(
 def test_a_speculative_config_that_is_no_json_object_names_its_source(
     env: dict[str, str], args: tuple[str, ...], var: str
 ) -> None:
-    err = refusal(env, args)
+    err = refusal({**BASE, **env}, extra=args)
     assert (str(err), err.variables) == (f"{var} must be a JSON object", (var,))
 
 
@@ -146,7 +134,7 @@ LAUNCH = [
 def test_an_override_that_disagrees_with_the_launch_names_the_setting_as_given(
     var: str, value: str, args: tuple[str, ...], launch: str, setting: str
 ) -> None:
-    err = refusal({var: value}, args)
+    err = refusal({**BASE, var: value}, extra=args)
     key = launch.split("=", maxsplit=1)[0]
     name = setting.split("=", maxsplit=1)[0]
     assert str(err).startswith(f"{var} sets {key}=")
@@ -157,15 +145,15 @@ def test_an_override_that_disagrees_with_the_launch_names_the_setting_as_given(
 
 
 def test_logical_nc_config_disagreeing_with_the_override_names_both() -> None:
-    err = refusal({"NEURON_LOGICAL_NC_CONFIG": "2", "SM_NEURON_LOGICAL_NC_CONFIG": "1"})
+    err = refusal({**BASE, "NEURON_LOGICAL_NC_CONFIG": "2", "SM_NEURON_LOGICAL_NC_CONFIG": "1"})
     assert str(err) == "NEURON_LOGICAL_NC_CONFIG=2 and override logical_nc_config=1 disagree: set one of them"
     assert err.variables == ("NEURON_LOGICAL_NC_CONFIG", "SM_NEURON_LOGICAL_NC_CONFIG")
 
 
 def test_logical_nc_config_reaches_the_override_and_agreement_passes() -> None:
-    p = plan({"NEURON_LOGICAL_NC_CONFIG": "2"})
+    p = plan({**BASE, "NEURON_LOGICAL_NC_CONFIG": "2"})
     assert p.neuron_override == {"logical_nc_config": 2}
-    p = plan({"NEURON_LOGICAL_NC_CONFIG": "1", "SM_NEURON_LOGICAL_NC_CONFIG": "1"})
+    p = plan({**BASE, "NEURON_LOGICAL_NC_CONFIG": "1", "SM_NEURON_LOGICAL_NC_CONFIG": "1"})
     assert p.neuron_override == {"logical_nc_config": 1}
 
 
@@ -173,7 +161,7 @@ def test_logical_nc_config_reaches_the_override_and_agreement_passes() -> None:
     ("length", "warned"), [("256", True), ("480", True), ("512", False), ("1024", False)]
 )
 def test_prefix_caching_below_the_smallest_prefix_bucket_is_said(length: str, warned: bool) -> None:
-    p = plan({"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_MAX_MODEL_LEN": length})
+    p = plan({**BASE, "SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_MAX_MODEL_LEN": length})
     said = [w for w in p.warnings if w.startswith("prefix caching with max_model_len")]
     if warned:
         assert said == [
@@ -187,6 +175,7 @@ def test_prefix_caching_below_the_smallest_prefix_bucket_is_said(length: str, wa
 def test_a_context_bucket_override_stands_in_for_the_prefix_floor() -> None:
     p = plan(
         {
+            **BASE,
             "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
             "SM_VLLM_MAX_MODEL_LEN": "256",
             "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[256]",
@@ -207,12 +196,12 @@ def test_an_integer_that_is_not_names_the_engine_argument() -> None:
 
 
 def test_true_is_no_integer_and_false_means_unset() -> None:
-    err = refusal({"SM_VLLM_MAX_NUM_SEQS": "true"})
+    err = refusal({**BASE, "SM_VLLM_MAX_NUM_SEQS": "true"})
     assert (str(err), err.variables) == (
         "SM_VLLM_MAX_NUM_SEQS=True must be a positive integer",
         ("SM_VLLM_MAX_NUM_SEQS",),
     )
-    p = plan({"SM_VLLM_MAX_NUM_SEQS": "false"})
+    p = plan({**BASE, "SM_VLLM_MAX_NUM_SEQS": "false"})
     assert p.argv[p.argv.index("--max-num-seqs") + 1] == "8"
     assert "max_num_seqs defaulted to 8 (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS" in p.warnings
 
@@ -229,13 +218,13 @@ def test_true_is_no_integer_and_false_means_unset() -> None:
     ],
 )
 def test_a_tensor_parallel_size_outside_the_cores_is_refused(tp: str, message: str) -> None:
-    err = refusal({"SM_VLLM_TENSOR_PARALLEL_SIZE": tp})
+    err = refusal({**BASE, "SM_VLLM_TENSOR_PARALLEL_SIZE": tp})
     assert (str(err), err.variables) == (message, ("SM_VLLM_TENSOR_PARALLEL_SIZE",))
 
 
 @pytest.mark.parametrize(("tp", "cores"), [("1", "0"), ("2", "0-1"), ("8", "0-7")])
 def test_visible_cores_default_to_the_first_tp_cores(tp: str, cores: str) -> None:
-    assert plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": tp}).env["NEURON_RT_VISIBLE_CORES"] == cores
+    assert plan({**BASE, "SM_VLLM_TENSOR_PARALLEL_SIZE": tp}).env["NEURON_RT_VISIBLE_CORES"] == cores
 
 
 @pytest.mark.parametrize(
@@ -243,9 +232,11 @@ def test_visible_cores_default_to_the_first_tp_cores(tp: str, cores: str) -> Non
     [("1", "true", "is_continuous_batching=false"), ("2", "false", "is_continuous_batching=true")],
 )
 def test_continuous_batching_starts_at_two_sequences(seqs: str, value: str, launch: str) -> None:
-    err = refusal({"SM_VLLM_MAX_NUM_SEQS": seqs, "SM_NEURON_IS_CONTINUOUS_BATCHING": value})
+    err = refusal({**BASE, "SM_VLLM_MAX_NUM_SEQS": seqs, "SM_NEURON_IS_CONTINUOUS_BATCHING": value})
     assert f"but the launch gives {launch} (SM_VLLM_MAX_NUM_SEQS={seqs})" in str(err)
-    assert plan({"SM_VLLM_MAX_NUM_SEQS": seqs, "SM_NEURON_IS_CONTINUOUS_BATCHING": launch.split("=")[1]})
+    assert plan(
+        {**BASE, "SM_VLLM_MAX_NUM_SEQS": seqs, "SM_NEURON_IS_CONTINUOUS_BATCHING": launch.split("=")[1]}
+    )
 
 
 CHUNKED = {
@@ -255,19 +246,19 @@ CHUNKED = {
 
 
 def test_chunked_prefill_chooses_the_chunk_and_says_so() -> None:
-    p = plan(CHUNKED)
+    p = plan({**BASE, **CHUNKED})
     assert p.argv[p.argv.index("--max-num-batched-tokens") + 1] == "2048"
     assert (
         "max_num_batched_tokens (the compiled prefill chunk) set to 2048: set SM_VLLM_MAX_NUM_BATCHED_TOKENS "
         "to choose it" in p.warnings
     )
     assert p.env["DISABLE_NEURON_CUSTOM_SCHEDULER"] == "1"
-    assert "DISABLE_NEURON_CUSTOM_SCHEDULER" not in plan({}).env
+    assert "DISABLE_NEURON_CUSTOM_SCHEDULER" not in plan(BASE).env
 
 
 @pytest.mark.parametrize("tokens", ["3", "4096"])
 def test_a_chunk_outside_max_num_seqs_and_max_model_len_is_refused(tokens: str) -> None:
-    err = refusal({**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": tokens})
+    err = refusal({**BASE, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": tokens})
     assert str(err) == (
         f"SM_VLLM_MAX_NUM_BATCHED_TOKENS={tokens}: with chunked prefill it is the compiled chunk length and "
         "must be between max_num_seqs 4 and max_model_len 2048: set SM_VLLM_MAX_NUM_BATCHED_TOKENS=2048"
@@ -277,25 +268,25 @@ def test_a_chunk_outside_max_num_seqs_and_max_model_len_is_refused(tokens: str) 
 
 @pytest.mark.parametrize("tokens", ["4", "2048"])
 def test_a_chunk_at_either_end_is_compiled(tokens: str) -> None:
-    p = plan({**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": tokens})
+    p = plan({**BASE, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": tokens})
     assert p.argv[p.argv.index("--max-num-batched-tokens") + 1] == tokens
     assert not [w for w in p.warnings if w.startswith("max_num_batched_tokens")]
 
 
 def test_a_max_context_length_override_must_agree_with_the_chunk() -> None:
-    err = refusal({**CHUNKED, "SM_NEURON_MAX_CONTEXT_LENGTH": "1024"})
+    err = refusal({**BASE, **CHUNKED, "SM_NEURON_MAX_CONTEXT_LENGTH": "1024"})
     assert "but the launch gives max_context_length=2048 (SM_VLLM_MAX_NUM_BATCHED_TOKENS=2048)" in str(err)
     assert err.variables == ("SM_NEURON_MAX_CONTEXT_LENGTH", "SM_VLLM_MAX_NUM_BATCHED_TOKENS")
 
 
 def test_max_context_length_in_the_override_json_is_named_by_it() -> None:
-    err = refusal({"SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"max_context_length": 4096}'})
+    err = refusal({**BASE, "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"max_context_length": 4096}'})
     assert str(err) == "SM_VLLM_OVERRIDE_NEURON_CONFIG=4096 must be a positive integer <= max_model_len 2048"
     assert err.variables == ("SM_VLLM_OVERRIDE_NEURON_CONFIG", "SM_VLLM_MAX_MODEL_LEN")
 
 
 def test_a_max_context_length_of_one_token_is_allowed_and_said() -> None:
-    p = plan({"SM_NEURON_MAX_CONTEXT_LENGTH": "1"})
+    p = plan({**BASE, "SM_NEURON_MAX_CONTEXT_LENGTH": "1"})
     assert "SM_NEURON_MAX_CONTEXT_LENGTH=1: prompts longer than 1 tokens cannot be prefilled" in p.warnings
 
 
@@ -303,6 +294,7 @@ def test_engine_json_is_rendered_with_sorted_keys() -> None:
     """One configuration renders one argv whatever order its JSON came in (the cache key's argv)."""
     p = plan(
         {
+            **BASE,
             "SM_VLLM_ADDITIONAL_CONFIG": '{"skip_warmup": true}',
             "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"sequence_parallel_enabled": false, "async_mode": false}',
         }
@@ -313,6 +305,7 @@ def test_engine_json_is_rendered_with_sorted_keys() -> None:
     ]
     p = plan(
         {
+            **BASE,
             "NEURONSERVE_INTEGRATION": "in-tree",
             "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"sequence_parallel_enabled": false, "async_mode": false}',
         }
@@ -328,13 +321,15 @@ TNX = {"NEURONSERVE_INTEGRATION": "in-tree", "VLLM_NEURON_FRAMEWORK": "transform
 
 
 def test_transformers_neuronx_needs_one_block_per_sequence() -> None:
-    err = refusal({**TNX, "SM_VLLM_BLOCK_SIZE": "32"})
+    err = refusal({**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "32"})
     assert str(err) == (
         "SM_VLLM_BLOCK_SIZE=32: transformers-neuronx needs block_size == max_model_len: "
         "set SM_VLLM_BLOCK_SIZE=2048 or unset it"
     )
     assert err.variables == ("SM_VLLM_BLOCK_SIZE", "SM_VLLM_MAX_MODEL_LEN")
-    p = plan({**TNX, "SM_VLLM_BLOCK_SIZE": "2048", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512,1024]"})
+    p = plan(
+        {**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "2048", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512,1024]"}
+    )
     assert p.argv[p.argv.index("--block-size") + 1] == "2048"
     assert p.env["VLLM_NEURON_FRAMEWORK"] == "transformers-neuronx"
     assert p.env["NEURON_CONTEXT_LENGTH_BUCKETS"] == "512,1024"
@@ -362,7 +357,8 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         weights_digest="beef",
         has_lm_head=True,
     )
-    engine = neuron_engine(parse_settings(env), facts(paths={"/d": draft}), "org/m", None, [])
+    settings = parse_settings(env)
+    engine = neuron_engine(settings, facts(paths={"/d": draft}), "org/m", None, Resolution.of(settings))
     assert engine.graph == {
         "integration": "plugin",
         "framework": None,
@@ -382,14 +378,15 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "quantization": "fp8",
         "logical_nc_config": "2",
     }
-    chunked = neuron_engine(parse_settings({**BASE, **CHUNKED}), facts(), "org/m", None, [])
+    settings = parse_settings({**BASE, **CHUNKED})
+    chunked = neuron_engine(settings, facts(), "org/m", None, Resolution.of(settings))
     assert (chunked.graph["chunked_prefill"], chunked.graph["max_num_batched_tokens"]) == (True, 2048)
 
 
 @pytest.mark.parametrize("value", ["x", "0", "-1", "1.5"])
 def test_a_logical_nc_config_that_is_no_positive_integer_is_refused(value: str) -> None:
     """It used to reach the compiled override as logical_nc_config 0 (found by mutation testing)."""
-    err = refusal({"NEURON_LOGICAL_NC_CONFIG": value})
+    err = refusal({**BASE, "NEURON_LOGICAL_NC_CONFIG": value})
     assert str(err) == (
         f"NEURON_LOGICAL_NC_CONFIG={value!r} must be a positive integer (physical NeuronCores per logical "
         "core: 1, or 2 on Trn2)"
@@ -398,7 +395,7 @@ def test_a_logical_nc_config_that_is_no_positive_integer_is_refused(value: str) 
 
 
 def test_a_framework_the_plugin_ignores_is_said() -> None:
-    p = plan({"VLLM_NEURON_FRAMEWORK": "transformers-neuronx"})
+    p = plan({**BASE, "VLLM_NEURON_FRAMEWORK": "transformers-neuronx"})
     assert (
         "VLLM_NEURON_FRAMEWORK=transformers-neuronx is read only by vLLM's in-tree Neuron support "
         "(0.9/0.10); "
@@ -408,7 +405,7 @@ def test_a_framework_the_plugin_ignores_is_said() -> None:
 
 
 def test_transformers_neuronx_refuses_prefix_caching_by_its_name() -> None:
-    err = refusal({**TNX, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    err = refusal({**BASE, **TNX, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
     assert str(err) == (
         "SM_VLLM_ENABLE_PREFIX_CACHING: transformers-neuronx has no prefix caching: "
         "unset SM_VLLM_ENABLE_PREFIX_CACHING"
@@ -437,14 +434,14 @@ SP = {
 
 def test_sequence_parallel_checks_the_prefix_caching_buckets() -> None:
     """With prefix caching NxD Inference's automatic prefill buckets start at 512, not 128."""
-    err = refusal({**SP, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    err = refusal({**BASE, **SP, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
     assert "but [512, 1024] are not (buckets [512, 1024, 2400])" in str(err)
-    err = refusal(SP)
+    err = refusal({**BASE, **SP})
     assert "but [128, 256, 512, 1024] are not (buckets [128, 256, 512, 1024, 2400])" in str(err)
 
 
 def test_sequence_parallel_with_chunked_prefill_checks_only_the_chunk() -> None:
-    p = plan({**SP, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "1536"})
+    p = plan({**BASE, **SP, **CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "1536"})
     assert p.argv[p.argv.index("--max-num-batched-tokens") + 1] == "1536"
 
 
@@ -461,7 +458,7 @@ def test_a_second_neuron_override_after_the_double_dash_is_refused(
     args: tuple[str, ...], flag: str, var: str
 ) -> None:
     """The plan renders the one Neuron override; vLLM would keep only the last one on the command line."""
-    err = refusal({}, args)
+    err = refusal(BASE, extra=args)
     assert str(err) == (
         f"{flag} after `--` would replace the plan's Neuron override: set {var} (or SM_NEURON_<KEY>) instead"
     )
@@ -469,4 +466,7 @@ def test_a_second_neuron_override_after_the_double_dash_is_refused(
 
 
 def test_flags_that_only_start_like_the_override_flags_pass() -> None:
-    assert plan({}, ("--additional-configs-are-not-this",)).argv[-1] == "--additional-configs-are-not-this"
+    assert (
+        plan(BASE, extra=("--additional-configs-are-not-this",)).argv[-1]
+        == "--additional-configs-are-not-this"
+    )

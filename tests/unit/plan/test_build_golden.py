@@ -3,42 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 
 import pytest
+from tests.support.builders import facts, plan
+from tests.support.configs import VERSIONS
 
-from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
-from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
-from neuronserve.types import LaunchPlan
 
 PY = "/usr/bin/python3"
 MOD = "vllm.entrypoints.openai.api_server"
-VERSIONS = {
-    "vllm": "0.11.0",
-    "vllm-neuron": "0.2.2+lts",
-    "neuronx-distributed-inference": "0.7.14366",
-    "neuronx-cc": "2.22.12471.0",
-}
-
-
-def facts(cores: int | None = 32, **kw: object) -> HostFacts:
-    base: dict[str, object] = {
-        "python": PY,
-        "neuron_devices": 1 if cores else 0,
-        "visible_cores": cores,
-        "cores_source": "test",
-        "versions": dict(VERSIONS),
-    }
-    base.update(kw)
-    return HostFacts(**base)  # type: ignore[arg-type]
-
-
-def plan(
-    env: Mapping[str, str], f: HostFacts | None = None, extra: Sequence[str] = (), device: str | None = None
-) -> LaunchPlan:
-    return build_plan(parse_settings(env, extra_args=extra, device=device), f or facts())
 
 
 HEAD = [PY, "-m", MOD]

@@ -7,11 +7,11 @@ int() refuses ("²"). Each test says what a user would have seen."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import pytest
 from starlette.requests import Request
-from tests.unit.test_plan_build_messages import MODEL, facts
+from tests.support.builders import HUB_MODEL, facts, plan, refusal, resolution
 
 from neuronserve.commands.recommend import _instance
 from neuronserve.config.settings import Setting, parse_settings
@@ -21,29 +21,16 @@ from neuronserve.front.answer import token_id
 from neuronserve.front.app import read_limited
 from neuronserve.plan import overrides
 from neuronserve.plan.build import build_plan
-from neuronserve.types import LaunchPlan
 
 IGNORED = (
     " ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front server, whose port "
     "is SAGEMAKER_BIND_TO_PORT"
 )
 CHUNKED = {
-    **MODEL,
+    **HUB_MODEL,
     "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
     "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 4}',
 }
-
-
-def plan(
-    env: Mapping[str, str], extra: Sequence[str] = (), device: str | None = None, cores: int | None = 32
-) -> LaunchPlan:
-    return build_plan(parse_settings(env, extra_args=extra, device=device), facts(cores=cores))
-
-
-def refusal(env: Mapping[str, str], extra: Sequence[str] = (), device: str | None = None) -> ConfigError:
-    with pytest.raises(ConfigError) as err:
-        plan(env, extra, device)
-    return err.value
 
 
 def values(argv: Sequence[str], name: str) -> list[str]:
@@ -57,7 +44,7 @@ def values(argv: Sequence[str], name: str) -> list[str]:
 def test_a_model_after_the_separator_is_staged_and_not_passed_again(device: str) -> None:
     """`-- --model s3://b/m/` is staged to a local directory; repeating the URI at the end of argv made
     vLLM (argparse keeps the last) load from S3 itself, past the staged copy."""
-    p = plan({**MODEL, "SM_VLLM_MODEL": ""}, ["--model", "s3://b/m/", "--seed", "3"], device)
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": ""}, extra=["--model", "s3://b/m/", "--seed", "3"], device=device)
     assert values(p.argv, "--model") == ["/tmp/neuronserve/model"]
     assert "s3://b/m/" not in p.argv
     assert list(p.argv[-2:]) == ["--seed", "3"]
@@ -65,7 +52,7 @@ def test_a_model_after_the_separator_is_staged_and_not_passed_again(device: str)
 
 def test_two_models_after_the_separator_give_the_engine_the_one_the_plan_names() -> None:
     """`-- --model org/a --model=org/b`: the plan says org/a; vLLM loaded org/b (the last)."""
-    p = plan({}, ["--model", "org/a", "--model=org/b"], device="cpu", cores=None)
+    p = plan({}, facts(cores=None), device="cpu", extra=["--model", "org/a", "--model=org/b"])
     assert p.model.uri == "org/a"
     assert values(p.argv, "--model") == ["org/a"]
     assert "model from -- --model; also configured and ignored: -- --model=org/b" in p.warnings
@@ -74,7 +61,7 @@ def test_two_models_after_the_separator_give_the_engine_the_one_the_plan_names()
 # 2. `-- --port N` / `-- --host H`: the engine listens where the front proxies to.
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
 def test_host_and_port_after_the_separator_are_dropped_with_a_warning(device: str) -> None:
-    p = plan(MODEL, ["--port", "9000", "--host=0.0.0.0", "--seed", "3"], device)
+    p = plan(HUB_MODEL, extra=["--port", "9000", "--host=0.0.0.0", "--seed", "3"], device=device)
     assert values(p.argv, "--port") == ["8081"]
     assert values(p.argv, "--host") == ["127.0.0.1"]
     assert list(p.argv[-2:]) == ["--seed", "3"]
@@ -83,7 +70,7 @@ def test_host_and_port_after_the_separator_are_dropped_with_a_warning(device: st
 
 
 def test_a_port_after_the_separator_does_not_give_two_replicas_one_port() -> None:
-    p = plan({**MODEL, "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, ["--port=9000"])
+    p = plan({**HUB_MODEL, "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, extra=["--port=9000"])
     assert [values(r.argv, "--port") for r in p.replicas] == [["8081"], ["8082"]]
 
 
@@ -107,14 +94,14 @@ def test_max_num_batched_tokens_from_two_sources_must_agree() -> None:
 
 
 def test_max_num_batched_tokens_after_the_separator_is_the_compiled_chunk_passed_once() -> None:
-    p = plan(CHUNKED, ["--max-num-batched-tokens", "64"])
+    p = plan(CHUNKED, extra=["--max-num-batched-tokens", "64"])
     assert values(p.argv, "--max-num-batched-tokens") == ["64"]
-    err = refusal(CHUNKED, ["--max-num-batched-tokens", "256"])  # above max_model_len 128
+    err = refusal(CHUNKED, extra=["--max-num-batched-tokens", "256"])  # above max_model_len 128
     assert err.variables == ("-- --max-num-batched-tokens",)
 
 
 def test_max_num_batched_tokens_after_the_separator_without_chunked_prefill_is_said_ignored() -> None:
-    p = plan(MODEL, ["--max-num-batched-tokens", "64"])
+    p = plan(HUB_MODEL, extra=["--max-num-batched-tokens", "64"])
     assert any(w.startswith("-- --max-num-batched-tokens ignored: without chunked") for w in p.warnings)
 
 
@@ -126,10 +113,10 @@ def test_max_num_batched_tokens_after_the_separator_without_chunked_prefill_is_s
 def test_an_empty_compiled_graph_path_is_unset(env: dict[str, str], props: dict[str, str]) -> None:
     """It was a local artifacts dir "" (NEURON_COMPILED_ARTIFACTS="") that also conflicted with
     NEURONSERVE_CACHE_URI."""
-    s = parse_settings({**MODEL, **env}, serving_properties=props)
+    s = parse_settings({**HUB_MODEL, **env}, serving_properties=props)
     assert s.artifacts is None
     p = build_plan(
-        parse_settings({**MODEL, **env, "NEURONSERVE_CACHE_URI": "s3://b/c"}, serving_properties=props),
+        parse_settings({**HUB_MODEL, **env, "NEURONSERVE_CACHE_URI": "s3://b/c"}, serving_properties=props),
         facts(),
     )
     assert p.artifacts.mode == "keyed" and p.env["NEURON_COMPILED_ARTIFACTS"]
@@ -157,14 +144,14 @@ def test_an_empty_lmi_model_id_is_unset() -> None:
 def test_a_superscript_digit_is_refused_naming_its_variable(var: str) -> None:
     same = {"OPTION_MAX_ROLLING_BATCH_SIZE": "SM_VLLM_MAX_NUM_SEQS"}
     same["OPTION_TENSOR_PARALLEL_DEGREE"] = "SM_VLLM_TENSOR_PARALLEL_SIZE"
-    env = {k: v for k, v in MODEL.items() if k != same.get(var)}  # no conflict to refuse instead
+    env = {k: v for k, v in HUB_MODEL.items() if k != same.get(var)}  # no conflict to refuse instead
     err = refusal({**env, var: "²"})
     assert err.variables == (var,)
 
 
 def test_a_negative_zero_with_two_signs_is_refused_for_on_device_sampling() -> None:
     """`--0` passed lstrip("-").isdigit() and crashed int()."""
-    err = refusal({**MODEL, "NEURON_ON_DEVICE_SAMPLING_DISABLED": "--0"})
+    err = refusal({**HUB_MODEL, "NEURON_ON_DEVICE_SAMPLING_DISABLED": "--0"})
     assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
 
 
@@ -176,7 +163,9 @@ def test_deploy_tensor_parallel_with_a_superscript_digit_is_refused() -> None:
 
 def test_a_plugin_version_with_a_superscript_digit_does_not_crash() -> None:
     overrides.check_lora(
-        True, {"lora_ckpt_json": "/a.json"}, "0.2.2²", {"enable-lora": "SM_VLLM_ENABLE_LORA"}
+        True,
+        "0.2.2²",
+        resolution({"enable-lora": "SM_VLLM_ENABLE_LORA"}, override={"lora_ckpt_json": "/a.json"}),
     )
 
 
@@ -186,7 +175,7 @@ def test_a_token_id_with_a_superscript_digit_is_a_token_text() -> None:
 
 # 6. SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=false is unset, for pa_num_blocks too.
 def test_pa_num_blocks_with_the_block_count_false_is_refused_as_when_unset() -> None:
-    prefix = {**MODEL, "SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_PA_NUM_BLOCKS": "16"}
+    prefix = {**HUB_MODEL, "SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_NEURON_PA_NUM_BLOCKS": "16"}
     unset = refusal(prefix)
     false = refusal({**prefix, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "false"})
     assert str(false) == str(unset)

@@ -1,4 +1,4 @@
-"""Issue #15, items 1-11: each configuration vllm-neuron 0.2.x / NxD Inference 0.7 would reject (or run
+"""Each configuration vllm-neuron 0.2.x / NxD Inference 0.7 would reject (or run
 differently than planned) is refused or rewritten the way the plugin runs it, and its accepted neighbour
 passes. The source lines each rule mirrors are in the docstrings of plan/kv.py, overrides.py, rules.py."""
 
@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 import pytest
-from tests.unit.test_plan_neuron_rules import LLAMA, additional, facts, flag, plan, refused
+from tests.support.builders import LLAMA, additional, flag, llama_facts, llama_plan, llama_refused
 
 PREFIX = {"SM_VLLM_ENABLE_PREFIX_CACHING": "true", "SM_VLLM_BLOCK_SIZE": "32"}
 CHUNKED = {
@@ -18,7 +18,7 @@ CHUNKED = {
 
 
 def override(env: dict[str, str]) -> dict[str, object]:
-    doc = additional(plan(env))["override_neuron_config"]
+    doc = additional(llama_plan(env))["override_neuron_config"]
     assert isinstance(doc, dict)
     return doc
 
@@ -39,7 +39,7 @@ def override(env: dict[str, str]) -> dict[str, object]:
     ],
 )
 def test_1_disagreeing_launch_key_refused(env: dict[str, str], names: tuple[str, ...]) -> None:
-    msg = refused(env)
+    msg = llama_refused(env)
     assert all(n in msg for n in names)
 
 
@@ -52,15 +52,15 @@ def test_1_disagreeing_launch_key_refused(env: dict[str, str], names: tuple[str,
     ],
 )
 def test_1_agreeing_launch_key_passes(env: dict[str, str]) -> None:
-    plan(env)
+    llama_plan(env)
 
 
 # 2. Block layout without prefix caching: blocks of max_model_len, as the custom scheduler runs it.
 def test_2_block_layout_without_prefix_is_planned_in_max_len_blocks() -> None:
-    p = plan({"SM_NEURON_IS_BLOCK_KV_LAYOUT": "true"})
+    p = llama_plan({"SM_NEURON_IS_BLOCK_KV_LAYOUT": "true"})
     assert "--block-size" not in p.argv and flag(p, "--num-gpu-blocks-override") == "4"
     assert p.neuron_override is not None and p.neuron_override["is_block_kv_layout"] is True
-    p2 = plan({"SM_NEURON_IS_BLOCK_KV_LAYOUT": "true", "SM_VLLM_BLOCK_SIZE": "32"})
+    p2 = llama_plan({"SM_NEURON_IS_BLOCK_KV_LAYOUT": "true", "SM_VLLM_BLOCK_SIZE": "32"})
     assert "--block-size" not in p2.argv and any("replaced by max_model_len 2048" in w for w in p2.warnings)
 
 
@@ -70,28 +70,28 @@ def test_2_block_count_sized_for_small_blocks_refused() -> None:
         "SM_VLLM_BLOCK_SIZE": "32",
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "256",
     }
-    msg = refused(env)
+    msg = llama_refused(env)
     assert "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4" in msg and "257 blocks of 2048" in msg and "64x" in msg
 
 
 def test_2_prefix_and_chunked_keep_their_block_size() -> None:
-    assert flag(plan(PREFIX), "--block-size") == "32"
-    assert flag(plan(CHUNKED), "--block-size") == "32"
+    assert flag(llama_plan(PREFIX), "--block-size") == "32"
+    assert flag(llama_plan(CHUNKED), "--block-size") == "32"
     # vLLM's older in-tree Neuron support has no custom scheduler: the block size given is used.
     in_tree = {"NEURONSERVE_INTEGRATION": "in-tree", "SM_NEURON_IS_BLOCK_KV_LAYOUT": "true"}
-    assert flag(plan({**in_tree, "SM_VLLM_BLOCK_SIZE": "32"}), "--block-size") == "32"
-    plan({"NEURONSERVE_INTEGRATION": "in-tree", "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
+    assert flag(llama_plan({**in_tree, "SM_VLLM_BLOCK_SIZE": "32"}), "--block-size") == "32"
+    llama_plan({"NEURONSERVE_INTEGRATION": "in-tree", "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
 
 
 # 3. pa_num_blocks equals --num-gpu-blocks-override exactly; ignored (not refused) when contiguous.
 def test_3_pa_num_blocks_exact() -> None:
     ok = {**PREFIX, "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "300", "SM_NEURON_PA_NUM_BLOCKS": "300"}
-    assert flag(plan(ok), "--num-gpu-blocks-override") == "300"
-    assert "SM_NEURON_PA_NUM_BLOCKS" in refused({**ok, "SM_NEURON_PA_NUM_BLOCKS": "301"})
+    assert flag(llama_plan(ok), "--num-gpu-blocks-override") == "300"
+    assert "SM_NEURON_PA_NUM_BLOCKS" in llama_refused({**ok, "SM_NEURON_PA_NUM_BLOCKS": "301"})
 
 
 def test_3_pa_num_blocks_in_contiguous_mode_is_ignored() -> None:
-    p = plan({"SM_NEURON_PA_NUM_BLOCKS": "300"})
+    p = llama_plan({"SM_NEURON_PA_NUM_BLOCKS": "300"})
     assert "--num-gpu-blocks-override" not in p.argv
     assert any("SM_NEURON_PA_NUM_BLOCKS ignored" in w for w in p.warnings)
 
@@ -116,44 +116,49 @@ def test_3_pa_num_blocks_in_contiguous_mode_is_ignored() -> None:
     ],
 )
 def test_4_buckets_refused(env: dict[str, str], needle: str) -> None:
-    assert needle in refused(env)
+    assert needle in llama_refused(env)
 
 
 def test_4_buckets_accepted_neighbours() -> None:
-    plan({"SM_NEURON_MAX_CONTEXT_LENGTH": "1024", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]"})
-    plan(
+    llama_plan({"SM_NEURON_MAX_CONTEXT_LENGTH": "1024", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]"})
+    llama_plan(
         {
             **CHUNKED,
             "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
             "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[256, 512]",
         }
     )
-    plan({**PREFIX, "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]", "SM_NEURON_PREFIX_BUCKETS": "[512]"})
-    small = plan({**PREFIX, "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[128]"})
+    llama_plan(
+        {**PREFIX, "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512, 1024]", "SM_NEURON_PREFIX_BUCKETS": "[512]"}
+    )
+    small = llama_plan({**PREFIX, "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[128]"})
     assert any("not a check" in w for w in small.warnings)
 
 
 # 5. Chunked prefill: native scheduler needs a block size; config keys checked; batched tokens compiled.
 def test_5_native_scheduler_without_block_size_refused() -> None:
-    assert "SM_VLLM_ENABLE_CHUNKED_PREFILL=true" in refused({"DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
-    p = plan({**PREFIX, "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
+    assert "SM_VLLM_ENABLE_CHUNKED_PREFILL=true" in llama_refused({"DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
+    p = llama_plan({**PREFIX, "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
     assert flag(p, "--block-size") == "32"
 
 
 def test_5_chunked_config_keys() -> None:
     bad = {**CHUNKED, "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seq": 4}'}
-    assert "max_num_seq" in refused(bad)
+    assert "max_num_seq" in llama_refused(bad)
     filled = override({**CHUNKED, "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"kernel_q_tile_size": 128}'})
     assert filled["chunked_prefill_config"] == {"kernel_q_tile_size": 128, "max_num_seqs": 4}
 
 
 def test_5_max_num_batched_tokens_is_explicit_with_chunked_prefill() -> None:
-    assert flag(plan(CHUNKED), "--max-num-batched-tokens") == "2048"
+    assert flag(llama_plan(CHUNKED), "--max-num-batched-tokens") == "2048"
     assert (
-        flag(plan({**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512"}), "--max-num-batched-tokens") == "512"
+        flag(llama_plan({**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512"}), "--max-num-batched-tokens")
+        == "512"
     )
-    assert "SM_VLLM_MAX_NUM_BATCHED_TOKENS" in refused({**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "4096"})
-    p = plan({"SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512"})
+    assert "SM_VLLM_MAX_NUM_BATCHED_TOKENS" in llama_refused(
+        {**CHUNKED, "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "4096"}
+    )
+    p = llama_plan({"SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512"})
     assert "--max-num-batched-tokens" not in p.argv and any("131072" in w for w in p.warnings)
 
 
@@ -163,7 +168,7 @@ def test_5_max_num_batched_tokens_is_explicit_with_chunked_prefill() -> None:
     [("LlamaForSequenceClassification", "sequence-classification"), ("GptOssForCausalLM", "'gptoss'")],
 )
 def test_6_architecture_refused(arch: str, needle: str) -> None:
-    msg = refused({}, facts(2, {**LLAMA, "architectures": [arch]}))
+    msg = llama_refused({}, llama_facts(2, {**LLAMA, "architectures": [arch]}))
     assert needle in msg and "LlamaForCausalLM" in msg
 
 
@@ -171,17 +176,17 @@ def test_6_architecture_refused(arch: str, needle: str) -> None:
     "arch", ["LlamaForCausalLM", "MllamaForConditionalGeneration", "Qwen3MoeForCausalLM"]
 )
 def test_6_architecture_accepted(arch: str) -> None:
-    plan({}, facts(2, {**LLAMA, "architectures": [arch]}))
+    llama_plan({}, llama_facts(2, {**LLAMA, "architectures": [arch]}))
 
 
 # 7. Sequence parallel: every context bucket, automatic ones included, divisible by TP.
 def test_7_sequence_parallel_checks_automatic_buckets() -> None:
     env = {"SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true", "SM_VLLM_TENSOR_PARALLEL_SIZE": "24"}
-    msg = refused({**env, "SM_VLLM_MAX_MODEL_LEN": "2064"}, facts(24))
+    msg = llama_refused({**env, "SM_VLLM_MAX_MODEL_LEN": "2064"}, llama_facts(24))
     assert "128" in msg and "SM_NEURON_CONTEXT_ENCODING_BUCKETS" in msg
-    plan(
+    llama_plan(
         {**env, "SM_VLLM_MAX_MODEL_LEN": "2064", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[1032, 2064]"},
-        facts(24),
+        llama_facts(24),
     )
 
 
@@ -198,29 +203,29 @@ def test_8_partial_sampling_config_keeps_dynamic() -> None:
 
 
 def test_8_sampling_refusals_and_neighbours() -> None:
-    assert "global_topk=300" in refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 300}'})
-    assert "topk" in refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"topk": 5}'})
-    plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 256}'})
-    plan({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "0"})
-    assert "NEURON_ON_DEVICE_SAMPLING_DISABLED" in refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
+    assert "global_topk=300" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 300}'})
+    assert "topk" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"topk": 5}'})
+    llama_plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 256}'})
+    llama_plan({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "0"})
+    assert "NEURON_ON_DEVICE_SAMPLING_DISABLED" in llama_refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
 
 
 # 9. LoRA: 0.2.2+lts with the adapters JSON passes; 0.2.0 and a missing JSON are refused.
 def test_9_lora() -> None:
     lora = {"SM_VLLM_ENABLE_LORA": "true", "SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"}
     assert override(lora)["lora_ckpt_json"] == "/m/lora.json"
-    assert "SM_NEURON_LORA_CKPT_JSON" in refused({"SM_VLLM_ENABLE_LORA": "true"})
-    base = facts()
+    assert "SM_NEURON_LORA_CKPT_JSON" in llama_refused({"SM_VLLM_ENABLE_LORA": "true"})
+    base = llama_facts()
     old = dataclasses.replace(base, versions={**base.versions, "vllm-neuron": "0.2.0"})
-    assert "0.2.0" in refused(lora, old)
-    assert "SM_VLLM_ENABLE_LORA=true" in refused({"SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"})
+    assert "0.2.0" in llama_refused(lora, old)
+    assert "SM_VLLM_ENABLE_LORA=true" in llama_refused({"SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"})
 
 
 # 11. Hub revision: refused on Neuron (the plugin compiles the default branch); a staged dir passes.
 def test_11_hub_revision() -> None:
     env = {"SM_VLLM_MODEL": "org/model", "SM_VLLM_REVISION": "abc123"}
-    msg = refused(env)
+    msg = llama_refused(env)
     assert "SM_VLLM_REVISION=abc123" in msg and "--local-dir" in msg
-    plan({"SM_VLLM_MODEL": "org/model"})
-    p = plan({"SM_VLLM_REVISION": "abc123"})  # a local dir: the revision is ignored with a warning
+    llama_plan({"SM_VLLM_MODEL": "org/model"})
+    p = llama_plan({"SM_VLLM_REVISION": "abc123"})  # a local dir: the revision is ignored with a warning
     assert any("SM_VLLM_REVISION ignored" in w for w in p.warnings)
