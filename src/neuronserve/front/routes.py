@@ -4,7 +4,7 @@ Why an allowlist, not a blocklist: the engine's HTTP surface grows with every vL
 admin routes (`/scale_elastic_ep` rescales the engine, `/collective_rpc`, `/sleep`, `/reset_prefix_cache`,
 LoRA loading, the profiler, `/openapi.json` and `/docs`). On ECS or `docker run`, port 8080 is often
 reachable from a whole VPC, so an unknown route must never reach the engine by default. A new vLLM
-route stays refused until someone adds it here on purpose (tests/unit/test_routes_allowlist.py walks
+route stays refused until someone adds it here on purpose (tests/unit/front/test_routes.py walks
 every route vLLM 0.11.0 and the installed vLLM register).
 
 Matching is on the exact decoded path (no prefixes, no trailing slash): `/v1/completions/../x` or

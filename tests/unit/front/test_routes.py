@@ -19,7 +19,7 @@ from tests.support.vllm_routes import concrete, scan_tree
 
 from neuronserve.front import routes
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.11.0-routes.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "vllm-0.11.0-routes.json"
 
 # The engine routes the front forwards on purpose; anything vLLM adds later is refused until listed.
 INTENDED = {
@@ -35,7 +35,7 @@ INTENDED = {
     "/metrics",  # answered by the front: its own series, then the engine's
     "/ping",  # answered by the front from its state machine, never forwarded
     "/invocations",  # answered by the front
-    "/generate",  # TGI routes (#10): the front translates them
+    "/generate",  # TGI routes: the front translates them
 }
 # Routes that must never be reachable by default: the ones an attacker on the VPC would want.
 DANGEROUS = {

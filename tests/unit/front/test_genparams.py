@@ -19,7 +19,7 @@ import pytest
 from neuronserve.front import genparams
 from neuronserve.front.errors import FrontError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 V0110 = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-request-fields.json").read_text())["models"]
 
 
