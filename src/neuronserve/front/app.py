@@ -15,7 +15,15 @@ from starlette.responses import JSONResponse, Response
 
 import neuronserve
 from neuronserve.front import proxy, routes, schema, tgi
-from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.errors import (
+    BadRequest,
+    FrontError,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    error_body,
+)
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
 from neuronserve.front.generate import Generator, Shape, error_response
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
@@ -46,8 +54,7 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
     isdecimal, not isdigit: a declared length "²" passed isdigit and crashed int()."""
     declared = request.headers.get("content-length")
     if declared and declared.isdecimal() and int(declared) > limit_bytes:
-        raise FrontError(
-            413,
+        raise PayloadTooLarge(
             f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)",
         )
     parts: list[bytes] = []
@@ -56,12 +63,12 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit_bytes:
-                raise FrontError(
-                    413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
+                raise PayloadTooLarge(
+                    f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
                 )
             parts.append(chunk)
     except ClientDisconnect:
-        raise FrontError(400, "the client went away before sending the whole body") from None
+        raise BadRequest("the client went away before sending the whole body") from None
     return b"".join(parts)
 
 
@@ -80,9 +87,9 @@ def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> byt
     try:
         body = schema.load_json(raw)
     except (ValueError, UnicodeDecodeError) as err:
-        raise FrontError(400, f"malformed JSON body ({err})") from None
+        raise BadRequest(f"malformed JSON body ({err})") from None
     if not isinstance(body, dict):
-        raise FrontError(400, "the body must be a JSON object")
+        raise BadRequest("the body must be a JSON object")
     if opts.strict_model_name or len(state.model_names) != 1:
         return None
     served = state.model_names[0]
@@ -175,7 +182,7 @@ def create_app(
         raw = await read_limited(request, limit)
         route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
         if route is not None and not routes.is_allowed(route, opts.expose_engine_routes):
-            raise FrontError(404, routes.refusal(route))  # the allowlist also holds for routed requests
+            raise NotFound(routes.refusal(route))  # the allowlist also holds for routed requests
         body = schema.parse_body(raw)
         rid = request_id(request.scope)
         headers = {"content-type": "application/json", "x-request-id": rid}
@@ -210,7 +217,7 @@ def create_app(
                 schema.check_content_type(request.headers.get("content-type"))
                 body = schema.parse_body(await read_limited(request, limit))
                 if "inputs" not in body:
-                    raise FrontError(422, "missing field 'inputs'")
+                    raise Invalid("missing field 'inputs'")
             except FrontError as err:
                 return error_response("tgi", err.status, err.message)
             return await gen.serve(body, shape, request_id(request.scope), record(request))
@@ -220,8 +227,8 @@ def create_app(
     async def engine_route(request: Request) -> Response:
         allowed = FRONT_ROUTES.get(request.url.path)
         if allowed is not None:  # a front route with another method: never forwarded
-            raise FrontError(
-                405, f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
+            raise MethodNotAllowed(
+                f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
             )
         raw = await read_limited(request, limit)
         headers = proxy.forward_headers(request.headers.items())

@@ -20,7 +20,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from neuronserve.front import answer, genparams, lmi, proxy, tgi
-from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError, error_body
 from neuronserve.front.sse import SSEParser
 
 log = logging.getLogger("neuronserve.front")
@@ -114,12 +114,12 @@ class Generator:
         resp = await self._call(req, rid)
         raw = await proxy.read_body(resp)
         if resp.status != 200:
-            raise FrontError(resp.status, _engine_message(raw))
+            raise EngineRefused(resp.status, _engine_message(raw))
         try:
             body = json.loads(raw)
             choices = list(body.get("choices") or [])
         except (ValueError, AttributeError, TypeError):
-            raise FrontError(502, "the engine answered something that is not a completion") from None
+            raise EngineBadAnswer("the engine answered something that is not a completion") from None
         ids: set[int] = set()
         for choice in choices:
             ids |= answer.ids_to_resolve(choice)
@@ -167,7 +167,7 @@ class Generator:
     ) -> Response:
         resp = await self._call(req, rid)
         if resp.status != 200:
-            raise FrontError(resp.status, _engine_message(await proxy.read_body(resp)))
+            raise EngineRefused(resp.status, _engine_message(await proxy.read_body(resp)))
         reader = answer.StreamReader(req)
         fmt = tgi.stream_event if shape.dialect == "tgi" else lmi.stream_event
 

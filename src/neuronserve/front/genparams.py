@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuronserve.front.errors import FrontError
+from neuronserve.front.errors import Invalid
 
 DEFAULT_MAX_NEW_TOKENS = 20  # TGI's client default; LMI documents 30 but clients send it
 MAX_STOP_SEQUENCES = 16
@@ -54,8 +54,8 @@ class GenRequest:
         return self.prompt + generated if self.full_text else generated
 
 
-def bad(msg: str) -> FrontError:
-    return FrontError(422, f"invalid generate request: {msg}")
+def bad(msg: str) -> Invalid:
+    return Invalid(f"invalid generate request: {msg}")
 
 
 def _num(name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
