@@ -1,4 +1,8 @@
-"""Routes: /ping from state, /invocations by schema, TGI's routes, everything else proxied to the engine."""
+"""Routes: /ping from state, /invocations by schema, TGI's routes, everything else proxied to the engine.
+
+The routes come from the one route table (routes.TABLE); each request's dialect (dialect.py) is picked
+here, at its route, and answers its errors.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 import neuronserve
 from neuronserve.front import proxy, routes, schema, tgi
+from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
     BadRequest,
     FrontError,
@@ -25,7 +30,7 @@ from neuronserve.front.errors import (
     error_body,
 )
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
-from neuronserve.front.generate import Generator, Shape, error_response
+from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
 from neuronserve.front.state import Phase, ServerState
@@ -33,17 +38,6 @@ from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.front")
 
-# The routes the front answers itself, with their methods: any other method there is 405.
-FRONT_ROUTES: dict[str, tuple[str, ...]] = {
-    "/ping": ("GET", "POST"),
-    "/metrics": ("GET",),
-    "/invocations": ("POST",),
-    "/generate": ("POST",),
-    "/generate_stream": ("POST",),
-    "/": ("POST",),
-    "/info": ("GET",),
-    "/health": ("GET",),
-}
 _MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -109,8 +103,7 @@ def _guarded(
         try:
             return await handler(request)
         except FrontError as err:
-            request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
-            return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+            return _refused(request, err)
         except Exception as err:  # the last line of defence of the one error shape
             log.error(
                 "front error on %s %s: %s: %s", request.method, request.url.path, type(err).__name__, err
@@ -118,6 +111,12 @@ def _guarded(
             return JSONResponse(error_body(500, "internal error in the front"), status_code=500)
 
     return run
+
+
+def _refused(request: Request, err: FrontError) -> Response:
+    """A refusal in the one shape, its status recorded for the gate's rejection reasons."""
+    request.scope[REJECTED_KEY] = err.status
+    return OPENAI.error_response(err)
 
 
 def create_app(
@@ -129,12 +128,12 @@ def create_app(
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     limit = int(opts.max_payload_mb * 1024 * 1024)
     gen = Generator(client, lambda: state.model_name)
-    lmi_jsonlines = opts.lmi_stream_format == "jsonlines"
+    lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
+    tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
 
     @app.exception_handler(FrontError)
-    async def _front_error(request: Request, err: FrontError) -> JSONResponse:
-        request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
-        return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+    async def _front_error(request: Request, err: FrontError) -> Response:
+        return _refused(request, err)
 
     async def metrics_route(_: Request) -> Response:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
@@ -194,10 +193,9 @@ def create_app(
             kind, path = schema.classify(body)
             request.scope[SCHEMA_KEY] = kind
             if kind == "tgi":
-                if opts.dialect == "lmi":
-                    shape = Shape("lmi", listed=False, errors="lmi", jsonlines=lmi_jsonlines)
-                else:
-                    shape = Shape("tgi", listed=True, errors="front", jsonlines="jsonlines" in (accept or ""))
+                # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
+                lmi = opts.dialect == "lmi"
+                shape = lmi_framing if lmi else tgi_framing["jsonlines" in (accept or "")]
                 return await gen.serve(body, shape, rid, record(request))
         else:
             path = route
@@ -210,7 +208,7 @@ def create_app(
         return out
 
     def tgi_route(stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
-        shape = Shape("tgi", listed=listed, errors="tgi", stream=stream)
+        shape = Framing(TGI, listed=listed, stream=stream)
 
         async def handle(request: Request) -> Response:
             try:
@@ -219,13 +217,13 @@ def create_app(
                 if "inputs" not in body:
                     raise Invalid("missing field 'inputs'")
             except FrontError as err:
-                return error_response("tgi", err.status, err.message)
+                return TGI.error_response(err)
             return await gen.serve(body, shape, request_id(request.scope), record(request))
 
         return handle
 
     async def engine_route(request: Request) -> Response:
-        allowed = FRONT_ROUTES.get(request.url.path)
+        allowed = routes.ANSWERED.get(request.url.path)
         if allowed is not None:  # a front route with another method: never forwarded
             raise MethodNotAllowed(
                 f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
@@ -257,14 +255,18 @@ def create_app(
     # Plain Starlette routes inside the FastAPI app: FastAPI's per-request dependency solving and
     # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
-    app.add_route("/ping", ping, methods=["GET", "POST"])
-    app.add_route("/metrics", metrics_route, methods=["GET"])
-    app.add_route("/invocations", _guarded(invocations), methods=["POST"])
-    app.add_route("/generate", _guarded(tgi_route(False, listed=False)), methods=["POST"])
-    app.add_route("/generate_stream", _guarded(tgi_route(True, listed=False)), methods=["POST"])
-    app.add_route("/", _guarded(tgi_route(None, listed=True)), methods=["POST"])
-    app.add_route("/info", _guarded(info), methods=["GET"])
-    app.add_route("/health", health, methods=["GET"])
+    handlers = {
+        "/ping": ping,
+        "/metrics": metrics_route,
+        "/invocations": _guarded(invocations),
+        "/generate": _guarded(tgi_route(False, listed=False)),
+        "/generate_stream": _guarded(tgi_route(True, listed=False)),
+        "/": _guarded(tgi_route(None, listed=True)),
+        "/info": _guarded(info),
+        "/health": health,
+    }
+    for path, methods in routes.ANSWERED.items():
+        app.add_route(path, handlers[path], methods=list(methods))
     app.add_route(
         "/{path:path}",
         _guarded(engine_route),

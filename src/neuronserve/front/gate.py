@@ -49,13 +49,10 @@ def request_id(scope: Scope) -> str:
     return rid
 
 
-UNGATED = frozenset({"/ping", "/metrics"})
-
-
 def _default_schema(path: str) -> str:
     if path.startswith("/v1/"):
         return "openai"
-    if path in ("/generate", "/generate_stream", "/"):
+    if path in routes.GENERATE_ROUTES:
         return "tgi"
     return "none"
 
@@ -81,7 +78,7 @@ class Gate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in UNGATED:
+        if scope["type"] != "http" or path in routes.UNGATED:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
