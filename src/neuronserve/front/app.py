@@ -119,47 +119,43 @@ def _refused(request: Request, err: FrontError) -> Response:
     return OPENAI.error_response(err)
 
 
-def create_app(
-    state: ServerState,
-    opts: ServeOptions,
-    client: proxy.EngineClient,
-    metrics: FrontMetrics | None = None,
-) -> FastAPI:
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    limit = int(opts.max_payload_mb * 1024 * 1024)
-    gen = Generator(client, lambda: state.model_name)
-    lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
-    tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
+class Handlers:
+    """The routes the front answers, over one server state, options and engine client."""
 
-    @app.exception_handler(FrontError)
-    async def _front_error(request: Request, err: FrontError) -> Response:
-        return _refused(request, err)
+    def __init__(
+        self,
+        state: ServerState,
+        opts: ServeOptions,
+        client: proxy.EngineClient,
+        metrics: FrontMetrics | None,
+    ) -> None:
+        self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
+        self.limit = int(opts.max_payload_mb * 1024 * 1024)
+        self.gen = Generator(client, lambda: state.model_name)
+        # The framings of /invocations, built once: a request picks one, never builds one.
+        self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
+        self.tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
 
-    async def metrics_route(_: Request) -> Response:
+    async def metrics_route(self, _: Request) -> Response:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
         more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
-        body = metrics.render() if metrics is not None else b""
-        if state.phase in (Phase.READY, Phase.DRAINING):
-            body += await client.engine_metrics()
+        body = self.metrics.render() if self.metrics is not None else b""
+        if self.state.phase in (Phase.READY, Phase.DRAINING):
+            body += await self.client.engine_metrics()
         return Response(body, media_type=CONTENT_TYPE)
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
-        return JSONResponse(
-            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
-        )
-
-    async def ping(_: Request) -> Response:
-        if state.ready():
+    async def ping(self, _: Request) -> Response:
+        if self.state.ready():
             return Response(status_code=200)
-        return JSONResponse(state.ping_body(), status_code=503)
+        return JSONResponse(self.state.ping_body(), status_code=503)
 
-    async def health(_: Request) -> Response:
-        if state.ready():
+    async def health(self, _: Request) -> Response:
+        if self.state.ready():
             return Response(status_code=200)
         return JSONResponse(tgi.error_body(503, "unhealthy") | {"error_type": "healthcheck"}, status_code=503)
 
-    async def info(_: Request) -> Response:
+    async def info(self, _: Request) -> Response:
+        state = self.state
         limits = {"best_of": MAX_BEST_OF, "stop": MAX_STOP_SEQUENCES, "batch": MAX_CLIENT_BATCH}
         return JSONResponse(
             tgi.info(
@@ -167,20 +163,17 @@ def create_app(
                 state.model_dtype,
                 state.device,
                 state.max_model_len,
-                opts.max_concurrency,
+                self.opts.max_concurrency,
                 neuronserve.__version__,
                 limits,
             )
         )
 
-    def record(request: Request) -> Callable[[dict[str, Any]], None]:
-        return lambda usage: _record_tokens(request, usage)
-
-    async def invocations(request: Request) -> Response:
+    async def invocations(self, request: Request) -> Response:
         schema.check_content_type(request.headers.get("content-type"))
-        raw = await read_limited(request, limit)
+        raw = await read_limited(request, self.limit)
         route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
-        if route is not None and not routes.is_allowed(route, opts.expose_engine_routes):
+        if route is not None and not routes.is_allowed(route, self.opts.expose_engine_routes):
             raise NotFound(routes.refusal(route))  # the allowlist also holds for routed requests
         body = schema.parse_body(raw)
         rid = request_id(request.scope)
@@ -194,53 +187,54 @@ def create_app(
             request.scope[SCHEMA_KEY] = kind
             if kind == "tgi":
                 # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
-                lmi = opts.dialect == "lmi"
-                shape = lmi_framing if lmi else tgi_framing["jsonlines" in (accept or "")]
-                return await gen.serve(body, shape, rid, record(request))
+                lmi = self.opts.dialect == "lmi"
+                shape = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
+                return await self.gen.serve(body, shape, rid, _recorder(request))
         else:
             path = route
         if path in _MODEL_ROUTES:
-            raw = served_model_body(raw, state, opts) or raw
-        resp = await proxy.send(client, "POST", path, headers=headers, content=raw)
+            raw = served_model_body(raw, self.state, self.opts) or raw
+        resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
         return out
 
-    def tgi_route(stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
+    def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
+        """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""
         shape = Framing(TGI, listed=listed, stream=stream)
 
         async def handle(request: Request) -> Response:
             try:
                 schema.check_content_type(request.headers.get("content-type"))
-                body = schema.parse_body(await read_limited(request, limit))
+                body = schema.parse_body(await read_limited(request, self.limit))
                 if "inputs" not in body:
                     raise Invalid("missing field 'inputs'")
             except FrontError as err:
                 return TGI.error_response(err)
-            return await gen.serve(body, shape, request_id(request.scope), record(request))
+            return await self.gen.serve(body, shape, request_id(request.scope), _recorder(request))
 
         return handle
 
-    async def engine_route(request: Request) -> Response:
+    async def engine_route(self, request: Request) -> Response:
         allowed = routes.ANSWERED.get(request.url.path)
         if allowed is not None:  # a front route with another method: never forwarded
             raise MethodNotAllowed(
                 f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
             )
-        raw = await read_limited(request, limit)
+        raw = await read_limited(request, self.limit)
         headers = proxy.forward_headers(request.headers.items())
         headers["x-request-id"] = request_id(request.scope)
         if raw and request.method in _BODY_METHODS:
             if request.url.path in _MODEL_ROUTES:
-                raw = served_model_body(raw, state, opts) or raw
+                raw = served_model_body(raw, self.state, self.opts) or raw
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
                 with contextlib.suppress(ValueError):
                     schema.load_json(raw)
         path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
-            client,
+            self.client,
             request.method,
             path.decode("latin-1"),
             headers=headers,
@@ -252,24 +246,48 @@ def create_app(
         _record_tokens(request, usage)
         return out
 
+
+def _recorder(request: Request) -> Callable[[dict[str, Any]], None]:
+    return lambda usage: _record_tokens(request, usage)
+
+
+def create_app(
+    state: ServerState,
+    opts: ServeOptions,
+    client: proxy.EngineClient,
+    metrics: FrontMetrics | None = None,
+) -> FastAPI:
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    front = Handlers(state, opts, client, metrics)
+
+    @app.exception_handler(FrontError)
+    async def _front_error(request: Request, err: FrontError) -> Response:
+        return _refused(request, err)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
+        )
+
     # Plain Starlette routes inside the FastAPI app: FastAPI's per-request dependency solving and
     # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
     handlers = {
-        "/ping": ping,
-        "/metrics": metrics_route,
-        "/invocations": _guarded(invocations),
-        "/generate": _guarded(tgi_route(False, listed=False)),
-        "/generate_stream": _guarded(tgi_route(True, listed=False)),
-        "/": _guarded(tgi_route(None, listed=True)),
-        "/info": _guarded(info),
-        "/health": health,
+        "/ping": front.ping,
+        "/metrics": front.metrics_route,
+        "/invocations": _guarded(front.invocations),
+        "/generate": _guarded(front.tgi_route(False, listed=False)),
+        "/generate_stream": _guarded(front.tgi_route(True, listed=False)),
+        "/": _guarded(front.tgi_route(None, listed=True)),
+        "/info": _guarded(front.info),
+        "/health": front.health,
     }
     for path, methods in routes.ANSWERED.items():
         app.add_route(path, handlers[path], methods=list(methods))
     app.add_route(
         "/{path:path}",
-        _guarded(engine_route),
+        _guarded(front.engine_route),
         methods=["GET", "POST", "PUT", "DELETE", "PATCH"],
     )
     return app
