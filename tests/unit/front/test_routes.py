@@ -154,3 +154,22 @@ def test_custom_attribute_route_obeys_the_allowlist() -> None:
             assert good.status_code == 200 and front.seen == [("POST", "/v1/completions")]
 
     asyncio.run(go())
+
+
+def test_one_table_gives_the_allowlist_the_405_answers_and_the_ungated_paths() -> None:
+    assert routes.ALLOWED == routes.FRONT_ROUTES | routes.TGI_ROUTES | routes.ENGINE_ROUTES
+    assert {"/ping", "/invocations", "/metrics"} == routes.FRONT_ROUTES
+    assert {"/generate", "/generate_stream", "/", "/info", "/health"} == routes.TGI_ROUTES
+    assert routes.ANSWERED == {
+        "/ping": ("GET", "POST"),
+        "/metrics": ("GET",),
+        "/invocations": ("POST",),
+        "/generate": ("POST",),
+        "/generate_stream": ("POST",),
+        "/": ("POST",),
+        "/info": ("GET",),
+        "/health": ("GET",),
+    }
+    assert {"/ping", "/metrics"} == routes.UNGATED
+    assert {"/generate", "/generate_stream", "/"} == routes.GENERATE_ROUTES
+    assert len({r.path for r in routes.TABLE}) == len(routes.TABLE)  # each path declared once
