@@ -19,6 +19,7 @@ from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
+from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
 
 Scope = MutableMapping[str, Any]
@@ -52,7 +53,7 @@ def request_id(scope: Scope) -> str:
 def _default_schema(path: str) -> str:
     if path.startswith("/v1/"):
         return "openai"
-    if path in routes.GENERATE_ROUTES:
+    if path in GENERATE_ROUTES:
         return "tgi"
     return "none"
 
@@ -78,7 +79,7 @@ class Gate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in routes.UNGATED:
+        if scope["type"] != "http" or path in UNGATED:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
