@@ -188,8 +188,8 @@ class Handlers:
             if kind == "tgi":
                 # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
                 lmi = self.opts.dialect == "lmi"
-                shape = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
-                return await self.gen.serve(body, shape, rid, _recorder(request))
+                framing = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
+                return await self.gen.serve(body, framing, rid, _recorder(request))
         else:
             path = route
         if path in _MODEL_ROUTES:
@@ -202,7 +202,7 @@ class Handlers:
 
     def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
         """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""
-        shape = Framing(TGI, listed=listed, stream=stream)
+        framing = Framing(TGI, listed=listed, stream=stream)
 
         async def handle(request: Request) -> Response:
             try:
@@ -212,7 +212,7 @@ class Handlers:
                     raise Invalid("missing field 'inputs'")
             except FrontError as err:
                 return TGI.error_response(err)
-            return await self.gen.serve(body, shape, request_id(request.scope), _recorder(request))
+            return await self.gen.serve(body, framing, request_id(request.scope), _recorder(request))
 
         return handle
 

@@ -106,4 +106,12 @@ class Framing:
     dialect: Dialect
     listed: bool  # non-streamed answers are a list (TGI compat, /invocations) or one object
     stream: bool | None = None  # force streaming on/off (/generate_stream, /generate); None: the body
-    jsonlines: bool = False
+    jsonlines: bool = False  # stream events as JSON lines, else SSE `data:` events
+
+    @property
+    def media_type(self) -> str:
+        return "application/jsonlines" if self.jsonlines else "text/event-stream"
+
+    def encode(self, event: dict[str, Any]) -> bytes:
+        """One stream event (or the in-band error that ends a stream), framed for the wire."""
+        return tgi.encode_event(event, self.jsonlines)

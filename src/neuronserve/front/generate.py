@@ -17,7 +17,7 @@ from typing import Any
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from neuronserve.front import answer, genparams, proxy, tgi
+from neuronserve.front import answer, genparams, proxy
 from neuronserve.front.dialect import Framing
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
@@ -104,19 +104,19 @@ class Generator:
         return answer.sequences(req, body, texts), body.get("usage") or {}
 
     async def serve(
-        self, body: dict[str, Any], shape: Framing, rid: str, record: Callable[[dict[str, Any]], None]
+        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         try:
-            return await self._serve(body, shape, rid, record)
+            return await self._serve(body, framing, rid, record)
         except FrontError as err:
-            return shape.dialect.error_response(err)
+            return framing.dialect.error_response(err)
 
     async def _serve(
-        self, body: dict[str, Any], shape: Framing, rid: str, record: Callable[[dict[str, Any]], None]
+        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         inputs = genparams.check_inputs(body)
-        if shape.stream is not None:
-            body = {**body, "stream": shape.stream}
+        if framing.stream is not None:
+            body = {**body, "stream": framing.stream}
         model = self.model()
         if isinstance(inputs, list):
             reqs = [genparams.translate(body, p, model) for p in inputs]
@@ -125,24 +125,24 @@ class Generator:
             done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
             record(_sum_usage([u for _, u in done]))
             return JSONResponse(
-                [shape.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
+                [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
         req = genparams.translate(body, inputs, model)
         if req.stream:
-            return await self._stream(req, shape, rid, record)
+            return await self._stream(req, framing, rid, record)
         seqs, usage = await self._one(req, rid)
         record(usage)
-        item = shape.dialect.response(req, seqs)
-        return JSONResponse([item] if shape.listed else item)
+        item = framing.dialect.response(req, seqs)
+        return JSONResponse([item] if framing.listed else item)
 
     async def _stream(
-        self, req: genparams.GenRequest, shape: Framing, rid: str, record: Callable[[dict[str, Any]], None]
+        self, req: genparams.GenRequest, framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         resp = await self._call(req, rid)
         if resp.status != 200:
             raise EngineRefused(resp.status, _engine_message(await proxy.read_body(resp)))
         reader = answer.StreamReader(req)
-        fmt = shape.dialect.stream_event
+        fmt = framing.dialect.stream_event
 
         async def events_of(data: str) -> list[bytes]:
             try:
@@ -153,7 +153,7 @@ class Generator:
             if choice is None:
                 return []
             texts = await self.resolve(ids) if ids else self.texts
-            return [tgi.encode_event(fmt(req, e), shape.jsonlines) for e in reader.events(choice, texts)]
+            return [framing.encode(fmt(req, e)) for e in reader.events(choice, texts)]
 
         async def body() -> AsyncIterator[bytes]:
             parser = SSEParser()
@@ -168,13 +168,14 @@ class Generator:
             except proxy.StreamBroken as err:
                 # The 200 is already sent: the stream says in-band why it ends.
                 log.warning("generate stream from the engine broke: %s", err.message)
-                yield tgi.encode_event(shape.dialect.stream_error(err), shape.jsonlines)
+                yield framing.encode(framing.dialect.stream_error(err))
             finally:
                 proxy.done(resp)
                 record(reader.usage)
 
-        media = "application/jsonlines" if shape.jsonlines else "text/event-stream"
-        return StreamingResponse(body(), media_type=media, background=BackgroundTask(proxy.done, resp))
+        return StreamingResponse(
+            body(), media_type=framing.media_type, background=BackgroundTask(proxy.done, resp)
+        )
 
 
 def _sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:

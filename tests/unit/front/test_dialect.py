@@ -11,7 +11,7 @@ from neuronserve.config.serve import parse_dialect, parse_serve
 from neuronserve.errors import ConfigError
 from neuronserve.front import genparams, lmi
 from neuronserve.front.app import served_model_body
-from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect
+from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect, Framing
 from neuronserve.front.errors import (
     EngineRefused,
     EngineTimeout,
@@ -142,3 +142,10 @@ def test_each_dialect_owns_its_stream_error(dialect: Dialect, status: int, event
 def test_the_passthrough_dialect_shapes_no_generate_answer() -> None:
     with pytest.raises(NotImplementedError):
         OPENAI.response(genparams.translate({"inputs": "x"}, "x", None), [])
+
+
+def test_the_framing_frames_stream_events_as_json_lines_or_sse() -> None:
+    lines, sse = Framing(LMI, listed=False, jsonlines=True), Framing(TGI, listed=False)
+    assert (lines.media_type, sse.media_type) == ("application/jsonlines", "text/event-stream")
+    assert lines.encode({"text": "é"}) == '{"text": "é"}\n'.encode()
+    assert sse.encode({"text": "é"}) == 'data:{"text": "é"}\n\n'.encode()
