@@ -3,7 +3,7 @@
 Code on the request path raises what went wrong (`Invalid`, `PayloadTooLarge`, `EngineTimeout`...),
 never a status: the pure translators (genparams, schema, tgi, lmi, answer) know the protocol, not HTTP.
 `STATUS` below is the one place that says which status each error answers, and `STATUSES` the one
-table of what each status is called in the bodies (the one shape's "type", TGI's "error_type").
+table of what each status is called (the one shape's "type", TGI's "error_type", the metrics' reason).
 
 Shape (vLLM's/OpenAI's, so OpenAI clients parse it): {"error": {"message", "type", "code"}}.
 Engine errors are passed through with their own status and body, never rewritten.
@@ -12,7 +12,7 @@ Engine errors are passed through with their own status and body, never rewritten
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 ACCEPTED_SHAPES = (
     'OpenAI chat {"messages": [...]}, '
@@ -113,24 +113,35 @@ STATUS: dict[type[FrontError], int] = {
     EngineTimeout: 504,
 }
 
-# status -> (the one shape's "type", TGI's "error_type"); None: TGI's fallback by status class.
-STATUSES: dict[int, tuple[str | None, str | None]] = {
-    400: ("BadRequestError", None),
-    404: ("NotFoundError", None),
-    405: ("MethodNotAllowedError", None),
-    413: ("PayloadTooLargeError", None),
-    415: ("UnsupportedMediaTypeError", None),
-    422: ("ValidationError", "validation"),  # TGI's ErrorResponse examples in its OpenAPI document
-    424: (None, "generation"),
-    429: ("TooManyRequestsError", "overloaded"),
-    502: ("BadGatewayError", None),
-    503: ("ServiceUnavailableError", "unhealthy"),
-    504: ("GatewayTimeoutError", None),
+
+class Names(NamedTuple):
+    """What one status is called: the one shape's "type", TGI's "error_type" (None: TGI's fallback by
+    status class), and the reason a handler's refusal with it is counted under in
+    neuronserve_rejected_total (None: not counted; the gate counts its own refusals by name)."""
+
+    front: str | None
+    tgi: str | None = None
+    rejected: str | None = None
+
+
+STATUSES: dict[int, Names] = {
+    400: Names("BadRequestError", rejected="bad_request"),
+    404: Names("NotFoundError", rejected="not_found"),
+    405: Names("MethodNotAllowedError"),
+    413: Names("PayloadTooLargeError", rejected="payload"),
+    415: Names("UnsupportedMediaTypeError", rejected="bad_request"),
+    422: Names("ValidationError", "validation", "bad_request"),  # TGI: its OpenAPI ErrorResponse examples
+    424: Names(None, "generation"),
+    429: Names("TooManyRequestsError", "overloaded"),
+    502: Names("BadGatewayError"),
+    503: Names("ServiceUnavailableError", "unhealthy"),
+    504: Names("GatewayTimeoutError"),
 }
 
-# The views of STATUSES each body reads (built once, from the one table).
-ERROR_TYPES: dict[int, str] = {s: front for s, (front, _) in STATUSES.items() if front is not None}
-TGI_ERROR_TYPES: dict[int, str] = {s: tgi for s, (_, tgi) in STATUSES.items() if tgi is not None}
+# The views of STATUSES each reader needs (built once, from the one table).
+ERROR_TYPES: dict[int, str] = {s: n.front for s, n in STATUSES.items() if n.front is not None}
+TGI_ERROR_TYPES: dict[int, str] = {s: n.tgi for s, n in STATUSES.items() if n.tgi is not None}
+REJECTED_REASONS: dict[int, str] = {s: n.rejected for s, n in STATUSES.items() if n.rejected is not None}
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:

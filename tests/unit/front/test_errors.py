@@ -8,6 +8,7 @@ import pytest
 
 from neuronserve.front import errors
 from neuronserve.front.errors import ERROR_TYPES, error_body, error_bytes
+from neuronserve.front.metrics import REJECT_REASONS
 
 
 @pytest.mark.parametrize("status", [400, 413, 415, 422, 429, 503, 504])
@@ -41,7 +42,7 @@ def test_every_typed_error_answers_one_status(err: errors.FrontError, status: in
 
 def test_one_table_names_each_status_for_every_body() -> None:
     """The one shape's "type" and TGI's "error_type" are two columns of the same table."""
-    assert {s: front for s, (front, _) in errors.STATUSES.items() if front} == errors.ERROR_TYPES
+    assert {s: n.front for s, n in errors.STATUSES.items() if n.front} == errors.ERROR_TYPES
     assert errors.TGI_ERROR_TYPES == {
         422: "validation",
         424: "generation",
@@ -49,3 +50,14 @@ def test_one_table_names_each_status_for_every_body() -> None:
         503: "unhealthy",
     }
     assert set(errors.STATUS.values()) <= set(errors.ERROR_TYPES)
+
+
+def test_handler_refusals_are_counted_by_status_from_the_same_table() -> None:
+    assert errors.REJECTED_REASONS == {
+        400: "bad_request",
+        404: "not_found",
+        413: "payload",
+        415: "bad_request",
+        422: "bad_request",
+    }
+    assert set(errors.REJECTED_REASONS.values()) <= set(REJECT_REASONS)
