@@ -1,45 +1,16 @@
-"""Replica supervision, routing choice and the session store, with real (tiny) processes and a fake clock."""
+"""Replica supervision with real (tiny) processes and a fake clock (the routing choice and the session
+store are tested beside their modules: tests/unit/front/test_router.py, test_sessions.py)."""
 
 from __future__ import annotations
 
 import os
-import re
 import signal
-import sys
 import time
 
 import pytest
+from tests.support.replicas import Clock, make_plan
 
 from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
-from neuronserve.front.router import Router
-from neuronserve.front.sessions import SessionStore, expires_text
-from neuronserve.types import LaunchPlan, ModelSpec, ReplicaSpec, ServeOptions
-
-SLEEPER = (sys.executable, "-c", "import time; time.sleep(60)", "--port", "0")
-
-
-def make_plan(n: int, tmp: str, min_ready: int | None = None) -> LaunchPlan:
-    specs = tuple(ReplicaSpec(i, SLEEPER, {}, str(i), 9000 + i) for i in range(n))
-    return LaunchPlan(
-        device="cpu",
-        argv=SLEEPER,
-        env={},
-        model=ModelSpec("local", "/m", "/m"),
-        neuron_override=None,
-        cache_key=None,
-        warnings=(),
-        work_dir=tmp,
-        serve=ServeOptions(min_ready_replicas=min_ready),
-        replicas=specs,
-    )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -113,62 +84,6 @@ def test_compile_first_starts_only_replica_0(pool: ReplicaPool) -> None:
     assert pool.describe()[1]["phase"] == "WAITING"
     pool.start_waiting()
     assert pool.replicas[1].phase == RPhase.LOADING
-
-
-def test_router_least_outstanding_ties_round_robin(pool: ReplicaPool) -> None:
-    pool.start_initial(compile_first=False)
-    for r in pool.replicas:
-        pool.mark_ready(r)
-    router = Router(pool, 10.0, 8)
-    assert [router.pick([]).index for _ in range(4)] == [0, 1, 0, 1]  # type: ignore[union-attr]
-    pool.replicas[0].outstanding = 2
-    assert [router.pick([]).index for _ in range(3)] == [1, 1, 1]  # type: ignore[union-attr]
-    pool.replicas[1].outstanding = 3
-    assert router.pick([]).index == 0  # type: ignore[union-attr]
-    assert router.pick([pool.replicas[0]]).index == 1  # type: ignore[union-attr]
-    pool.replicas[1].healthy = False  # healthy replicas first, even if busier
-    assert router.pick([]).index == 0  # type: ignore[union-attr]
-    pool.replicas[0].phase = RPhase.RESTARTING
-    assert router.pick([]).index == 1  # type: ignore[union-attr]
-
-
-def test_session_store_expires_and_closes() -> None:
-    clock = Clock()
-    store = SessionStore(10.0, clock=clock)
-    sid, expires = store.open(1)
-    assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", sid)
-    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", expires_text(expires))
-    assert store.lookup(sid) == 1
-    clock.now += 9.9
-    assert store.lookup(sid) == 1
-    clock.now += 0.1
-    assert store.lookup(sid) is None and not store.close(sid)
-    a, _ = store.open(0)
-    b, _ = store.open(1)
-    assert store.close_replica(1) == 1
-    assert store.lookup(b) is None and store.lookup(a) == 0
-    assert store.close(a) and store.lookup(a) is None
-
-
-def test_metrics_merge_is_one_valid_exposition_with_replica_labels() -> None:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    from neuronserve.front.replica_metrics import merge
-
-    one = (
-        "# HELP vllm:num_requests_running Running.\n# TYPE vllm:num_requests_running gauge\n"
-        'vllm:num_requests_running{model_name="m"} 1.0\n'
-        "# HELP vllm:e2e Latency.\n# TYPE vllm:e2e histogram\n"
-        'vllm:e2e_bucket{le="1.0",model_name="m"} 2.0\nvllm:e2e_bucket{le="+Inf",model_name="m"} 3.0\n'
-        'vllm:e2e_count{model_name="m"} 3.0\nvllm:e2e_sum{model_name="m"} 1.5\n'
-    )
-    text = merge({0: one, 1: one.replace("} 1.0", "} 4.0")})
-    families = {f.name: f for f in text_string_to_metric_families(text)}
-    running = families["vllm:num_requests_running"].samples
-    assert {(s.labels["replica"], s.value) for s in running} == {("0", 1.0), ("1", 4.0)}
-    assert all(s.labels["model_name"] == "m" for s in running)
-    assert len(families["vllm:e2e"].samples) == 8
-    assert text.count("# TYPE vllm:e2e histogram") == 1
 
 
 def test_min_ready_setting_applies_at_start(tmp_path: object) -> None:

@@ -1,4 +1,8 @@
-"""Routes: /ping from state, /invocations by schema, TGI's routes, everything else proxied to the engine."""
+"""Routes: /ping from state, /invocations by schema, TGI's routes, everything else proxied to the engine.
+
+The routes come from the one route table (routes.TABLE); each request's dialect (dialect.py) is picked
+here, at its route, and answers its errors.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,18 @@ from starlette.responses import JSONResponse, Response
 
 import neuronserve
 from neuronserve.front import proxy, routes, schema, tgi
-from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
+from neuronserve.front.errors import (
+    BadRequest,
+    FrontError,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    error_body,
+)
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
-from neuronserve.front.generate import Generator, Shape, error_response
+from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
 from neuronserve.front.state import Phase, ServerState
@@ -25,17 +38,6 @@ from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.front")
 
-# The routes the front answers itself, with their methods: any other method there is 405.
-FRONT_ROUTES: dict[str, tuple[str, ...]] = {
-    "/ping": ("GET", "POST"),
-    "/metrics": ("GET",),
-    "/invocations": ("POST",),
-    "/generate": ("POST",),
-    "/generate_stream": ("POST",),
-    "/": ("POST",),
-    "/info": ("GET",),
-    "/health": ("GET",),
-}
 _MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -46,8 +48,7 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
     isdecimal, not isdigit: a declared length "²" passed isdigit and crashed int()."""
     declared = request.headers.get("content-length")
     if declared and declared.isdecimal() and int(declared) > limit_bytes:
-        raise FrontError(
-            413,
+        raise PayloadTooLarge(
             f"payload of {declared} bytes is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)",
         )
     parts: list[bytes] = []
@@ -56,12 +57,12 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit_bytes:
-                raise FrontError(
-                    413, f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
+                raise PayloadTooLarge(
+                    f"payload is over the {limit_bytes}-byte limit (SAGEMAKER_MAX_PAYLOAD_IN_MB)"
                 )
             parts.append(chunk)
     except ClientDisconnect:
-        raise FrontError(400, "the client went away before sending the whole body") from None
+        raise BadRequest("the client went away before sending the whole body") from None
     return b"".join(parts)
 
 
@@ -80,9 +81,9 @@ def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> byt
     try:
         body = schema.load_json(raw)
     except (ValueError, UnicodeDecodeError) as err:
-        raise FrontError(400, f"malformed JSON body ({err})") from None
+        raise BadRequest(f"malformed JSON body ({err})") from None
     if not isinstance(body, dict):
-        raise FrontError(400, "the body must be a JSON object")
+        raise BadRequest("the body must be a JSON object")
     if opts.strict_model_name or len(state.model_names) != 1:
         return None
     served = state.model_names[0]
@@ -102,8 +103,7 @@ def _guarded(
         try:
             return await handler(request)
         except FrontError as err:
-            request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
-            return JSONResponse(error_body(err.status, err.message), status_code=err.status)
+            return _refused(request, err)
         except Exception as err:  # the last line of defence of the one error shape
             log.error(
                 "front error on %s %s: %s: %s", request.method, request.url.path, type(err).__name__, err
@@ -113,47 +113,49 @@ def _guarded(
     return run
 
 
-def create_app(
-    state: ServerState,
-    opts: ServeOptions,
-    client: proxy.EngineClient,
-    metrics: FrontMetrics | None = None,
-) -> FastAPI:
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    limit = int(opts.max_payload_mb * 1024 * 1024)
-    gen = Generator(client, lambda: state.model_name)
-    lmi_jsonlines = opts.lmi_stream_format == "jsonlines"
+def _refused(request: Request, err: FrontError) -> Response:
+    """A refusal in the one shape, its status recorded for the gate's rejection reasons."""
+    request.scope[REJECTED_KEY] = err.status
+    return OPENAI.error_response(err)
 
-    @app.exception_handler(FrontError)
-    async def _front_error(request: Request, err: FrontError) -> JSONResponse:
-        request.scope[REJECTED_KEY] = err.status  # counted by the gate as a rejection reason
-        return JSONResponse(error_body(err.status, err.message), status_code=err.status)
 
-    async def metrics_route(_: Request) -> Response:
+class Handlers:
+    """The routes the front answers, over one server state, options and engine client."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        opts: ServeOptions,
+        client: proxy.EngineClient,
+        metrics: FrontMetrics | None,
+    ) -> None:
+        self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
+        self.limit = int(opts.max_payload_mb * 1024 * 1024)
+        self.gen = Generator(client, lambda: state.model_name)
+        # The framings of /invocations, built once: a request picks one, never builds one.
+        self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
+        self.tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
+
+    async def metrics_route(self, _: Request) -> Response:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
         more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
-        body = metrics.render() if metrics is not None else b""
-        if state.phase in (Phase.READY, Phase.DRAINING):
-            body += await client.engine_metrics()
+        body = self.metrics.render() if self.metrics is not None else b""
+        if self.state.phase in (Phase.READY, Phase.DRAINING):
+            body += await self.client.engine_metrics()
         return Response(body, media_type=CONTENT_TYPE)
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
-        return JSONResponse(
-            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
-        )
-
-    async def ping(_: Request) -> Response:
-        if state.ready():
+    async def ping(self, _: Request) -> Response:
+        if self.state.ready():
             return Response(status_code=200)
-        return JSONResponse(state.ping_body(), status_code=503)
+        return JSONResponse(self.state.ping_body(), status_code=503)
 
-    async def health(_: Request) -> Response:
-        if state.ready():
+    async def health(self, _: Request) -> Response:
+        if self.state.ready():
             return Response(status_code=200)
         return JSONResponse(tgi.error_body(503, "unhealthy") | {"error_type": "healthcheck"}, status_code=503)
 
-    async def info(_: Request) -> Response:
+    async def info(self, _: Request) -> Response:
+        state = self.state
         limits = {"best_of": MAX_BEST_OF, "stop": MAX_STOP_SEQUENCES, "batch": MAX_CLIENT_BATCH}
         return JSONResponse(
             tgi.info(
@@ -161,21 +163,18 @@ def create_app(
                 state.model_dtype,
                 state.device,
                 state.max_model_len,
-                opts.max_concurrency,
+                self.opts.max_concurrency,
                 neuronserve.__version__,
                 limits,
             )
         )
 
-    def record(request: Request) -> Callable[[dict[str, Any]], None]:
-        return lambda usage: _record_tokens(request, usage)
-
-    async def invocations(request: Request) -> Response:
+    async def invocations(self, request: Request) -> Response:
         schema.check_content_type(request.headers.get("content-type"))
-        raw = await read_limited(request, limit)
+        raw = await read_limited(request, self.limit)
         route = schema.route_from_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
-        if route is not None and not routes.is_allowed(route, opts.expose_engine_routes):
-            raise FrontError(404, routes.refusal(route))  # the allowlist also holds for routed requests
+        if route is not None and not routes.is_allowed(route, self.opts.expose_engine_routes):
+            raise NotFound(routes.refusal(route))  # the allowlist also holds for routed requests
         body = schema.parse_body(raw)
         rid = request_id(request.scope)
         headers = {"content-type": "application/json", "x-request-id": rid}
@@ -187,55 +186,55 @@ def create_app(
             kind, path = schema.classify(body)
             request.scope[SCHEMA_KEY] = kind
             if kind == "tgi":
-                if opts.dialect == "lmi":
-                    shape = Shape("lmi", listed=False, errors="lmi", jsonlines=lmi_jsonlines)
-                else:
-                    shape = Shape("tgi", listed=True, errors="front", jsonlines="jsonlines" in (accept or ""))
-                return await gen.serve(body, shape, rid, record(request))
+                # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
+                lmi = self.opts.dialect == "lmi"
+                framing = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
+                return await self.gen.serve(body, framing, rid, _recorder(request))
         else:
             path = route
         if path in _MODEL_ROUTES:
-            raw = served_model_body(raw, state, opts) or raw
-        resp = await proxy.send(client, "POST", path, headers=headers, content=raw)
+            raw = served_model_body(raw, self.state, self.opts) or raw
+        resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
         return out
 
-    def tgi_route(stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
-        shape = Shape("tgi", listed=listed, errors="tgi", stream=stream)
+    def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
+        """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""
+        framing = Framing(TGI, listed=listed, stream=stream)
 
         async def handle(request: Request) -> Response:
             try:
                 schema.check_content_type(request.headers.get("content-type"))
-                body = schema.parse_body(await read_limited(request, limit))
+                body = schema.parse_body(await read_limited(request, self.limit))
                 if "inputs" not in body:
-                    raise FrontError(422, "missing field 'inputs'")
+                    raise Invalid("missing field 'inputs'")
             except FrontError as err:
-                return error_response("tgi", err.status, err.message)
-            return await gen.serve(body, shape, request_id(request.scope), record(request))
+                return TGI.error_response(err)
+            return await self.gen.serve(body, framing, request_id(request.scope), _recorder(request))
 
         return handle
 
-    async def engine_route(request: Request) -> Response:
-        allowed = FRONT_ROUTES.get(request.url.path)
+    async def engine_route(self, request: Request) -> Response:
+        allowed = routes.ANSWERED.get(request.url.path)
         if allowed is not None:  # a front route with another method: never forwarded
-            raise FrontError(
-                405, f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
+            raise MethodNotAllowed(
+                f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}"
             )
-        raw = await read_limited(request, limit)
+        raw = await read_limited(request, self.limit)
         headers = proxy.forward_headers(request.headers.items())
         headers["x-request-id"] = request_id(request.scope)
         if raw and request.method in _BODY_METHODS:
             if request.url.path in _MODEL_ROUTES:
-                raw = served_model_body(raw, state, opts) or raw
+                raw = served_model_body(raw, self.state, self.opts) or raw
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
                 with contextlib.suppress(ValueError):
                     schema.load_json(raw)
         path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
-            client,
+            self.client,
             request.method,
             path.decode("latin-1"),
             headers=headers,
@@ -247,20 +246,48 @@ def create_app(
         _record_tokens(request, usage)
         return out
 
+
+def _recorder(request: Request) -> Callable[[dict[str, Any]], None]:
+    return lambda usage: _record_tokens(request, usage)
+
+
+def create_app(
+    state: ServerState,
+    opts: ServeOptions,
+    client: proxy.EngineClient,
+    metrics: FrontMetrics | None = None,
+) -> FastAPI:
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    front = Handlers(state, opts, client, metrics)
+
+    @app.exception_handler(FrontError)
+    async def _front_error(request: Request, err: FrontError) -> Response:
+        return _refused(request, err)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(_: Request, err: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            error_body(err.status_code, str(err.detail)), status_code=err.status_code, headers=err.headers
+        )
+
     # Plain Starlette routes inside the FastAPI app: FastAPI's per-request dependency solving and
     # response handling cost about a millisecond of CPU per request here, which at 32 concurrent
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
-    app.add_route("/ping", ping, methods=["GET", "POST"])
-    app.add_route("/metrics", metrics_route, methods=["GET"])
-    app.add_route("/invocations", _guarded(invocations), methods=["POST"])
-    app.add_route("/generate", _guarded(tgi_route(False, listed=False)), methods=["POST"])
-    app.add_route("/generate_stream", _guarded(tgi_route(True, listed=False)), methods=["POST"])
-    app.add_route("/", _guarded(tgi_route(None, listed=True)), methods=["POST"])
-    app.add_route("/info", _guarded(info), methods=["GET"])
-    app.add_route("/health", health, methods=["GET"])
+    handlers = {
+        "/ping": front.ping,
+        "/metrics": front.metrics_route,
+        "/invocations": _guarded(front.invocations),
+        "/generate": _guarded(front.tgi_route(False, listed=False)),
+        "/generate_stream": _guarded(front.tgi_route(True, listed=False)),
+        "/": _guarded(front.tgi_route(None, listed=True)),
+        "/info": _guarded(front.info),
+        "/health": front.health,
+    }
+    for path, methods in routes.ANSWERED.items():
+        app.add_route(path, handlers[path], methods=list(methods))
     app.add_route(
         "/{path:path}",
-        _guarded(engine_route),
+        _guarded(front.engine_route),
         methods=["GET", "POST", "PUT", "DELETE", "PATCH"],
     )
     return app

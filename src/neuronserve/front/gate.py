@@ -17,8 +17,9 @@ from typing import Any
 
 from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
-from neuronserve.front.errors import error_bytes
+from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
+from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
 
 Scope = MutableMapping[str, Any]
@@ -49,13 +50,10 @@ def request_id(scope: Scope) -> str:
     return rid
 
 
-UNGATED = frozenset({"/ping", "/metrics"})
-
-
 def _default_schema(path: str) -> str:
     if path.startswith("/v1/"):
         return "openai"
-    if path in ("/generate", "/generate_stream", "/"):
+    if path in GENERATE_ROUTES:
         return "tgi"
     return "none"
 
@@ -87,20 +85,19 @@ class Gate:
         start = time.perf_counter()
         rid = request_id(scope).encode("latin-1", "replace")
         if not routes.is_allowed(path, self.expose_engine_routes):
-            await self._refuse(scope, send, start, 404, reason="not_found", msg=routes.refusal(path))
+            await self._refuse(scope, send, start, NotFound(routes.refusal(path)), reason="not_found")
             return
         phase = self.state.phase
         if phase != Phase.READY:
             draining = phase == Phase.DRAINING
             why = "draining" if draining else "not ready"
             reason = "draining" if draining else "not_ready"
-            await self._refuse(
-                scope, send, start, 503, reason=reason, msg=f"server is {why} (phase {phase}); retry later"
-            )
+            refusal = NotReady(f"server is {why} (phase {phase}); retry later")
+            await self._refuse(scope, send, start, refusal, reason=reason)
             return
         if self.max_concurrency and self.in_flight >= self.max_concurrency:
             message = f"too many requests in flight (limit {self.max_concurrency}); retry later"
-            await self._refuse(scope, send, start, 429, reason="limit", msg=message)
+            await self._refuse(scope, send, start, Overloaded(message), reason="limit")
             return
         status = [0]
         first_byte: list[float | None] = [None]
@@ -138,10 +135,9 @@ class Gate:
                 self.metrics.observe(path, schema, code, ttfb, time.perf_counter() - start)
             self._log(scope, code, start)
 
-    async def _refuse(
-        self, scope: Scope, send: Send, start: float, status: int, *, reason: str, msg: str
-    ) -> None:
-        await _reject(send, status, msg, request_id(scope).encode("latin-1", "replace"))
+    async def _refuse(self, scope: Scope, send: Send, start: float, err: FrontError, *, reason: str) -> None:
+        status = err.status
+        await _reject(send, status, err.message, request_id(scope).encode("latin-1", "replace"))
         if self.metrics is not None:
             self.metrics.reject(reason)
             took = time.perf_counter() - start

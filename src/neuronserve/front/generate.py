@@ -2,9 +2,8 @@
 
 One flow for every route and dialect: validate (genparams), call the engine once per prompt (a
 list of prompts goes concurrently, answered in order), fetch the texts of token ids when top
-tokens were asked for, and shape the answer as TGI (tgi.py) or LMI (lmi.py). Errors take the
-shape of the route: TGI's {"error", "error_type"} on TGI's own routes, LMI's {"error", "code"} in
-the LMI dialect, the front's one shape on /invocations in the TGI dialect.
+tokens were asked for, and let the route's dialect (dialect.py) shape the answer, the stream events
+and the errors.
 """
 
 from __future__ import annotations
@@ -13,41 +12,19 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from neuronserve.front import answer, genparams, lmi, proxy, tgi
-from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front import answer, genparams, proxy
+from neuronserve.front.dialect import Framing
+from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
 
 log = logging.getLogger("neuronserve.front")
 
-Dialect = Literal["tgi", "lmi"]
-ErrorStyle = Literal["front", "tgi", "lmi"]
 TEXT_CACHE_MAX = 262_144  # token id -> text entries (a vocabulary or two)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """How one route answers: dialect, list or single object, stream framing, error style."""
-
-    dialect: Dialect
-    listed: bool  # non-streamed answers are a list (TGI compat, /invocations) or one object
-    errors: ErrorStyle
-    stream: bool | None = None  # force streaming on/off (/generate_stream, /generate); None: the body
-    jsonlines: bool = False
-
-
-def error_response(style: ErrorStyle, status: int, message: str) -> JSONResponse:
-    if style == "tgi":
-        return JSONResponse(tgi.error_body(status, message), status_code=status)
-    if style == "lmi":
-        status = 424 if status == 422 else status  # LMI answers validation errors with 424
-        return JSONResponse(lmi.error_body(status, message), status_code=status)
-    return JSONResponse(error_body(status, message), status_code=status)
 
 
 def _engine_message(raw: bytes) -> str:
@@ -114,12 +91,12 @@ class Generator:
         resp = await self._call(req, rid)
         raw = await proxy.read_body(resp)
         if resp.status != 200:
-            raise FrontError(resp.status, _engine_message(raw))
+            raise EngineRefused(resp.status, _engine_message(raw))
         try:
             body = json.loads(raw)
             choices = list(body.get("choices") or [])
         except (ValueError, AttributeError, TypeError):
-            raise FrontError(502, "the engine answered something that is not a completion") from None
+            raise EngineBadAnswer("the engine answered something that is not a completion") from None
         ids: set[int] = set()
         for choice in choices:
             ids |= answer.ids_to_resolve(choice)
@@ -127,19 +104,19 @@ class Generator:
         return answer.sequences(req, body, texts), body.get("usage") or {}
 
     async def serve(
-        self, body: dict[str, Any], shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         try:
-            return await self._serve(body, shape, rid, record)
+            return await self._serve(body, framing, rid, record)
         except FrontError as err:
-            return error_response(shape.errors, err.status, err.message)
+            return framing.dialect.error_response(err)
 
     async def _serve(
-        self, body: dict[str, Any], shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         inputs = genparams.check_inputs(body)
-        if shape.stream is not None:
-            body = {**body, "stream": shape.stream}
+        if framing.stream is not None:
+            body = {**body, "stream": framing.stream}
         model = self.model()
         if isinstance(inputs, list):
             reqs = [genparams.translate(body, p, model) for p in inputs]
@@ -148,28 +125,24 @@ class Generator:
             done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
             record(_sum_usage([u for _, u in done]))
             return JSONResponse(
-                [self._shape(r, seqs, shape) for r, (seqs, _) in zip(reqs, done, strict=True)]
+                [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
         req = genparams.translate(body, inputs, model)
         if req.stream:
-            return await self._stream(req, shape, rid, record)
+            return await self._stream(req, framing, rid, record)
         seqs, usage = await self._one(req, rid)
         record(usage)
-        item = self._shape(req, seqs, shape)
-        return JSONResponse([item] if shape.listed else item)
-
-    @staticmethod
-    def _shape(req: genparams.GenRequest, seqs: list[answer.Seq], shape: Shape) -> dict[str, Any]:
-        return tgi.response(req, seqs) if shape.dialect == "tgi" else lmi.response(req, seqs)
+        item = framing.dialect.response(req, seqs)
+        return JSONResponse([item] if framing.listed else item)
 
     async def _stream(
-        self, req: genparams.GenRequest, shape: Shape, rid: str, record: Callable[[dict[str, Any]], None]
+        self, req: genparams.GenRequest, framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
     ) -> Response:
         resp = await self._call(req, rid)
         if resp.status != 200:
-            raise FrontError(resp.status, _engine_message(await proxy.read_body(resp)))
+            raise EngineRefused(resp.status, _engine_message(await proxy.read_body(resp)))
         reader = answer.StreamReader(req)
-        fmt = tgi.stream_event if shape.dialect == "tgi" else lmi.stream_event
+        fmt = framing.dialect.stream_event
 
         async def events_of(data: str) -> list[bytes]:
             try:
@@ -180,7 +153,7 @@ class Generator:
             if choice is None:
                 return []
             texts = await self.resolve(ids) if ids else self.texts
-            return [tgi.encode_event(fmt(req, e), shape.jsonlines) for e in reader.events(choice, texts)]
+            return [framing.encode(fmt(req, e)) for e in reader.events(choice, texts)]
 
         async def body() -> AsyncIterator[bytes]:
             parser = SSEParser()
@@ -195,20 +168,14 @@ class Generator:
             except proxy.StreamBroken as err:
                 # The 200 is already sent: the stream says in-band why it ends.
                 log.warning("generate stream from the engine broke: %s", err.message)
-                yield tgi.encode_event(_stream_error(shape, err), shape.jsonlines)
+                yield framing.encode(framing.dialect.stream_error(err))
             finally:
                 proxy.done(resp)
                 record(reader.usage)
 
-        media = "application/jsonlines" if shape.jsonlines else "text/event-stream"
-        return StreamingResponse(body(), media_type=media, background=BackgroundTask(proxy.done, resp))
-
-
-def _stream_error(shape: Shape, err: proxy.StreamBroken) -> dict[str, Any]:
-    if shape.dialect == "lmi":
-        return lmi.stream_error_event()
-    error_type = "overloaded" if err.status == 503 else "incomplete_generation"
-    return {"error": err.message, "error_type": error_type}
+        return StreamingResponse(
+            body(), media_type=framing.media_type, background=BackgroundTask(proxy.done, resp)
+        )
 
 
 def _sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from neuronserve.front.errors import REJECTED_REASONS
 from neuronserve.front.routes import ALLOWED
 from neuronserve.front.state import Phase, ServerState
 
@@ -38,15 +39,6 @@ ENGINE_SCRAPE_TIMEOUT_S = 1.0  # a saturated engine may answer /metrics late: ne
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-# front status -> rejected reason (the gate's own refusals and the handlers' FrontErrors)
-_REASON_BY_STATUS = {
-    413: "payload",
-    400: "bad_request",
-    415: "bad_request",
-    422: "bad_request",
-    404: "not_found",
-}
-
 
 def route_label(path: str) -> str:
     """The path itself when allowed (a small fixed set), else "other": label values stay bounded."""
@@ -54,7 +46,8 @@ def route_label(path: str) -> str:
 
 
 def reason_for(status: int) -> str | None:
-    return _REASON_BY_STATUS.get(status)
+    """The rejected reason a handler's refusal with `status` is counted under (errors.STATUSES)."""
+    return REJECTED_REASONS.get(status)
 
 
 class _LiveState(Collector):

@@ -22,7 +22,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 from yarl import URL
 
-from neuronserve.front.errors import FrontError, error_body
+from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
 
 log = logging.getLogger("neuronserve.front")
 
@@ -106,9 +106,9 @@ async def send(
     try:
         return await client.request(method, path + (f"?{params}" if params else ""), headers, content)
     except TimeoutError:
-        raise FrontError(504, f"the engine did not answer {path} in time") from None
+        raise EngineTimeout(f"the engine did not answer {path} in time") from None
     except aiohttp.ClientError as err:
-        raise FrontError(503, f"the engine is unreachable ({type(err).__name__}); retry later") from None
+        raise EngineUnreachable(f"the engine is unreachable ({type(err).__name__}); retry later") from None
 
 
 class StreamBroken(Exception):
@@ -142,9 +142,9 @@ async def read_body(resp: EngineResponse) -> bytes:
     try:
         return await resp.read()
     except TimeoutError:
-        raise FrontError(504, "the engine did not finish its answer in time") from None
+        raise EngineTimeout("the engine did not finish its answer in time") from None
     except aiohttp.ClientError as err:
-        raise FrontError(503, f"the engine connection broke ({type(err).__name__})") from None
+        raise EngineUnreachable(f"the engine connection broke ({type(err).__name__})") from None
     finally:
         resp.release()
 

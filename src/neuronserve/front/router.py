@@ -25,7 +25,7 @@ import aiohttp
 from yarl import URL
 
 from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
-from neuronserve.front.errors import FrontError
+from neuronserve.front.errors import NotReady
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
 from neuronserve.front.proxy import EngineClient, EngineResponse
 
@@ -127,11 +127,11 @@ class Router(EngineClient):
         if route is not None and route.pinned is not None:
             if routable(route.pinned):
                 return route.pinned
-            raise FrontError(503, f"the session's replica {route.pinned.index} is not ready; retry later")
+            raise NotReady(f"the session's replica {route.pinned.index} is not ready; retry later")
         replica = self.pick(tried)
         if replica is None:
             other = " other" if tried else ""
-            raise FrontError(503, f"no{other} engine replica is ready; retry later")
+            raise NotReady(f"no{other} engine replica is ready; retry later")
         return replica
 
 

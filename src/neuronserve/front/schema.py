@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from neuronserve.front.errors import ACCEPTED_SHAPES, FrontError
+from neuronserve.front.errors import ACCEPTED_SHAPES, BadRequest, UnsupportedMediaType
 
 Kind = Literal["chat", "completion", "tgi", "routed"]
 
@@ -36,9 +36,9 @@ def load_json(raw: bytes) -> Any:
     try:
         value = json.loads(raw)
     except RecursionError:
-        raise FrontError(400, f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)") from None
+        raise BadRequest(f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)") from None
     if too_deep(value):
-        raise FrontError(400, f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)")
+        raise BadRequest(f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)")
     return value
 
 
@@ -49,16 +49,16 @@ def check_content_type(content_type: str | None) -> None:
     mime = content_type.split(";", 1)[0].strip().lower()
     if mime in _JSON_TYPES or (mime.startswith("application/") and mime.endswith("+json")):
         return
-    raise FrontError(415, f"unsupported content type {mime!r}: send application/json")
+    raise UnsupportedMediaType(f"unsupported content type {mime!r}: send application/json")
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
     try:
         body = load_json(raw)
     except (ValueError, UnicodeDecodeError) as err:
-        raise FrontError(400, f"malformed JSON body ({err}); accepted shapes: {ACCEPTED_SHAPES}") from None
+        raise BadRequest(f"malformed JSON body ({err}); accepted shapes: {ACCEPTED_SHAPES}") from None
     if not isinstance(body, dict):
-        raise FrontError(400, f"the body must be a JSON object; accepted shapes: {ACCEPTED_SHAPES}")
+        raise BadRequest(f"the body must be a JSON object; accepted shapes: {ACCEPTED_SHAPES}")
     return body
 
 
@@ -71,7 +71,7 @@ def route_from_attributes(custom_attributes: str | None) -> str | None:
         if sep and key.strip() == "route":
             route = value.strip()
             if not route.startswith("/v1/") or ".." in route:
-                raise FrontError(400, f"custom attribute route={route!r}: the route must start with /v1/")
+                raise BadRequest(f"custom attribute route={route!r}: the route must start with /v1/")
             return route
     return None
 
@@ -84,6 +84,6 @@ def classify(body: dict[str, Any]) -> tuple[Kind, str]:
         return "completion", "/v1/completions"
     if "inputs" in body:
         return "tgi", "/v1/completions"
-    raise FrontError(
-        400, f"unknown request schema (keys: {sorted(body)[:10]}); accepted shapes: {ACCEPTED_SHAPES}"
+    raise BadRequest(
+        f"unknown request schema (keys: {sorted(body)[:10]}); accepted shapes: {ACCEPTED_SHAPES}"
     )

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 
 from neuronserve.engine.pool import ReplicaPool
-from neuronserve.front.errors import error_bytes
+from neuronserve.front.errors import BadRequest, FrontError, NotReady, error_bytes
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
 from neuronserve.front.router import Router, current_route
 
@@ -117,16 +117,16 @@ class SessionScope:
                 log.info("session %s closed", sid)
                 await _answer(send, 200, b'{"closed": true}', [(CLOSED_SESSION_HEADER, sid.encode())])
             else:
-                await _error(send, 400, f"unknown or expired session id {sid!r}")
+                await _error(send, BadRequest(f"unknown or expired session id {sid!r}"))
         elif kind is not None:
-            await _error(send, 400, f"requestType must be {NEW_SESSION} or {CLOSE}, got {kind!r}")
+            await _error(send, BadRequest(f"requestType must be {NEW_SESSION} or {CLOSE}, got {kind!r}"))
         elif sid == NEW_SESSION:
-            await _error(send, 400, 'a new session needs the body {"requestType": "NEW_SESSION"}')
+            await _error(send, BadRequest('a new session needs the body {"requestType": "NEW_SESSION"}'))
         else:
             index = self.store.lookup(sid)
             route = current_route()
             if index is None:
-                await _error(send, 400, f"unknown or expired session id {sid!r}")
+                await _error(send, BadRequest(f"unknown or expired session id {sid!r}"))
                 return
             if route is not None:
                 route.pinned = self.pool.replicas[index]
@@ -135,7 +135,7 @@ class SessionScope:
     async def _open(self, send: Send) -> None:
         replica = self.router.pick([])
         if replica is None:
-            await _error(send, 503, "no engine replica is ready to hold a session; retry later")
+            await _error(send, NotReady("no engine replica is ready to hold a session; retry later"))
             return
         sid, expires = self.store.open(replica.index)
         route = current_route()
@@ -201,5 +201,5 @@ async def _answer(send: Send, status: int, body: bytes, extra: list[tuple[bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-async def _error(send: Send, status: int, message: str) -> None:
-    await _answer(send, status, error_bytes(status, message), [])
+async def _error(send: Send, err: FrontError) -> None:
+    await _answer(send, err.status, error_bytes(err.status, err.message), [])

@@ -13,16 +13,14 @@ import json
 from typing import Any
 
 from neuronserve.front.answer import Event, Seq, Tok
+from neuronserve.front.errors import TGI_ERROR_TYPES
 from neuronserve.front.genparams import GenRequest
-
-# status -> TGI error_type (ErrorResponse examples in the OpenAPI document)
-ERROR_TYPES = {422: "validation", 424: "generation", 429: "overloaded", 503: "unhealthy"}
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
     return {
         "error": message,
-        "error_type": ERROR_TYPES.get(status, "generation" if status < 500 else "error"),
+        "error_type": TGI_ERROR_TYPES.get(status, "generation" if status < 500 else "error"),
     }
 
 

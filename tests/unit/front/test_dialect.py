@@ -1,13 +1,26 @@
-"""Which generate dialect and LMI stream format a configuration selects; strict model names."""
+"""Which generate dialect and LMI stream format a configuration selects; strict model names; what each
+dialect answers when a request is refused or its stream breaks."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from neuronserve.config.serve import parse_dialect, parse_serve
 from neuronserve.errors import ConfigError
+from neuronserve.front import genparams, lmi
 from neuronserve.front.app import served_model_body
-from neuronserve.front.errors import FrontError
+from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect, Framing
+from neuronserve.front.errors import (
+    EngineRefused,
+    EngineTimeout,
+    FrontError,
+    Invalid,
+    NotReady,
+    Overloaded,
+)
+from neuronserve.front.proxy import StreamBroken
 from neuronserve.front.state import ServerState
 from neuronserve.types import ServeOptions
 
@@ -80,3 +93,59 @@ def test_bodies_that_are_not_objects_are_400(body: bytes) -> None:
     with pytest.raises(FrontError) as err:
         served_model_body(body, _state("m"), ServeOptions(strict_model_name=True))
     assert err.value.status == 400
+
+
+# Each dialect answers a refusal in its own body and status (dialect.py); the route picks the dialect.
+@pytest.mark.parametrize(
+    ("dialect", "err", "status", "body"),
+    [
+        (OPENAI, Invalid("no"), 422, {"error": {"message": "no", "type": "ValidationError", "code": 422}}),
+        (
+            TGI_INVOCATIONS,
+            Invalid("no"),
+            422,
+            {"error": {"message": "no", "type": "ValidationError", "code": 422}},
+        ),
+        (TGI, Invalid("no"), 422, {"error": "no", "error_type": "validation"}),
+        (TGI, Overloaded("busy"), 429, {"error": "busy", "error_type": "overloaded"}),
+        (
+            TGI,
+            EngineRefused(400, "engine says no"),
+            400,
+            {"error": "engine says no", "error_type": "generation"},
+        ),
+        (TGI, EngineTimeout("slow"), 504, {"error": "slow", "error_type": "error"}),
+        (LMI, Invalid("no"), 424, {"error": "no", "code": 424}),
+        (LMI, NotReady("later"), 503, {"error": "later", "code": 503}),
+    ],
+)
+def test_each_dialect_owns_its_error_body(
+    dialect: Dialect, err: FrontError, status: int, body: object
+) -> None:
+    resp = dialect.error_response(err)
+    assert resp.status_code == status and json.loads(bytes(resp.body)) == body
+
+
+@pytest.mark.parametrize(
+    ("dialect", "status", "event"),
+    [
+        (OPENAI, 504, {"error": {"message": "cut", "type": "GatewayTimeoutError", "code": 504}}),
+        (TGI, 503, {"error": "cut", "error_type": "overloaded"}),
+        (TGI_INVOCATIONS, 502, {"error": "cut", "error_type": "incomplete_generation"}),
+        (LMI, 502, lmi.stream_error_event()),
+    ],
+)
+def test_each_dialect_owns_its_stream_error(dialect: Dialect, status: int, event: object) -> None:
+    assert dialect.stream_error(StreamBroken(status, "cut")) == event
+
+
+def test_the_passthrough_dialect_shapes_no_generate_answer() -> None:
+    with pytest.raises(NotImplementedError):
+        OPENAI.response(genparams.translate({"inputs": "x"}, "x", None), [])
+
+
+def test_the_framing_frames_stream_events_as_json_lines_or_sse() -> None:
+    lines, sse = Framing(LMI, listed=False, jsonlines=True), Framing(TGI, listed=False)
+    assert (lines.media_type, sse.media_type) == ("application/jsonlines", "text/event-stream")
+    assert lines.encode({"text": "é"}) == '{"text": "é"}\n'.encode()
+    assert sse.encode({"text": "é"}) == 'data:{"text": "é"}\n\n'.encode()

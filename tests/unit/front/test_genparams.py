@@ -19,7 +19,7 @@ import pytest
 from neuronserve.front import genparams
 from neuronserve.front.errors import FrontError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 V0110 = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-request-fields.json").read_text())["models"]
 
 
@@ -224,3 +224,25 @@ def test_inputs_string_or_list(inputs: Any, ok: bool) -> None:
     else:
         with pytest.raises(FrontError):
             genparams.check_inputs({"inputs": inputs})
+
+
+def test_every_row_names_its_dialects_and_effect() -> None:
+    for name, row in genparams.PARAMETERS.items():
+        assert row.dialects and row.dialects <= {"tgi", "lmi"}, name
+        assert row.effect and callable(row.handle), name
+
+
+def test_a_row_naming_no_field_of_the_typed_request_fails_when_the_table_is_built() -> None:
+    """`_front` rows name a field of `Asked`: a typo fails at import, never on a client's request."""
+    with pytest.raises(ValueError, match="Asked has no field 'detials'"):
+        genparams._front("detials", lambda n, v: v)
+
+
+def test_the_engine_body_keeps_the_order_the_client_named_its_fields() -> None:
+    """The engine body's bytes follow the client's order, then the front's own fields in one order."""
+    params = {"top_k": 5, "min_p": 0.1, "temperature": 0.5, "do_sample": True, "max_new_tokens": 7, "seed": 3}
+    req = genparams.translate({"inputs": "x", "parameters": params}, "x", "m")
+    assert json.dumps(req.engine) == (
+        '{"prompt": "x", "max_tokens": 7, "top_k": 5, "min_p": 0.1, "temperature": 0.5, "seed": 3, '
+        '"model": "m", "return_token_ids": true}'
+    )

@@ -279,3 +279,30 @@ def test_token_texts_always_join_to_the_text(
     got = answer.token_texts(texts, text, offsets)
     assert got == want
     assert "".join(got) == text or not texts
+
+
+def test_tgi_info() -> None:
+    got = tgi.info("org/m", "bfloat16", "neuron", 2048, 6, "0.1.0", {"best_of": 2, "stop": 4, "batch": 8})
+    assert got == {
+        "model_id": "org/m",
+        "model_sha": None,
+        "model_dtype": "bfloat16",
+        "model_device_type": "neuron",
+        "model_pipeline_tag": "text-generation",
+        "max_concurrent_requests": 6,
+        "max_best_of": 2,
+        "max_stop_sequences": 4,
+        "max_input_tokens": 2047,
+        "max_total_tokens": 2048,
+        "validation_workers": 1,
+        "max_client_batch_size": 8,
+        "router": "neuronserve",
+        "version": "0.1.0",
+        "sha": None,
+        "docker_label": None,
+    }
+
+
+def test_tgi_info_without_a_known_length_or_model() -> None:
+    got = tgi.info(None, "auto", "cpu", None, 0, "0.1.0", {"best_of": 1, "stop": 1, "batch": 1})
+    assert (got["model_id"], got["max_input_tokens"], got["max_total_tokens"]) == ("", 0, 0)

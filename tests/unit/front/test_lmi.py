@@ -97,3 +97,11 @@ def test_lmi_stream_lines() -> None:
     assert lines[-1]["generated_text"] == " a b"
     assert lines[-1]["details"] == {"finish_reason": "length", "generated_tokens": 2, "inputs": "hi"}
     assert lmi.stream_error_event()["details"]["finish_reason"] == "error"
+
+
+def test_lmi_stream_error_event() -> None:
+    assert lmi.stream_error_event() == {
+        "token": {"id": -1, "text": "", "log_prob": -1, "special_token": True},
+        "generated_text": "",
+        "details": {"finish_reason": "error", "generated_tokens": None, "inputs": None},
+    }

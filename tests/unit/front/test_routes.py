@@ -19,7 +19,7 @@ from tests.support.vllm_routes import concrete, scan_tree
 
 from neuronserve.front import routes
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "vllm-0.11.0-routes.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "vllm-0.11.0-routes.json"
 
 # The engine routes the front forwards on purpose; anything vLLM adds later is refused until listed.
 INTENDED = {
@@ -35,7 +35,7 @@ INTENDED = {
     "/metrics",  # answered by the front: its own series, then the engine's
     "/ping",  # answered by the front from its state machine, never forwarded
     "/invocations",  # answered by the front
-    "/generate",  # TGI routes (#10): the front translates them
+    "/generate",  # TGI routes: the front translates them
 }
 # Routes that must never be reachable by default: the ones an attacker on the VPC would want.
 DANGEROUS = {
@@ -154,3 +154,22 @@ def test_custom_attribute_route_obeys_the_allowlist() -> None:
             assert good.status_code == 200 and front.seen == [("POST", "/v1/completions")]
 
     asyncio.run(go())
+
+
+def test_one_table_gives_the_allowlist_the_405_answers_and_the_ungated_paths() -> None:
+    assert routes.ALLOWED == routes.FRONT_ROUTES | routes.TGI_ROUTES | routes.ENGINE_ROUTES
+    assert {"/ping", "/invocations", "/metrics"} == routes.FRONT_ROUTES
+    assert {"/generate", "/generate_stream", "/", "/info", "/health"} == routes.TGI_ROUTES
+    assert routes.ANSWERED == {
+        "/ping": ("GET", "POST"),
+        "/metrics": ("GET",),
+        "/invocations": ("POST",),
+        "/generate": ("POST",),
+        "/generate_stream": ("POST",),
+        "/": ("POST",),
+        "/info": ("GET",),
+        "/health": ("GET",),
+    }
+    assert {"/ping", "/metrics"} == routes.UNGATED
+    assert {"/generate", "/generate_stream", "/"} == routes.GENERATE_ROUTES
+    assert len({r.path for r in routes.TABLE}) == len(routes.TABLE)  # each path declared once
