@@ -102,14 +102,3 @@ def test_gather_visible_cores_from_count(tmp_path: Path) -> None:
     assert f.visible_cores == 4 and f.cores_source == "NEURON_RT_NUM_CORES"
     with pytest.raises(ConfigError):
         gather({"NEURON_RT_NUM_CORES": "four"})
-
-
-def test_table_defaults_match_the_code() -> None:
-    from neuronserve.config.table import ENGINE_VARS
-    from neuronserve.plan.kv import DEFAULT_BLOCK_SIZE
-    from neuronserve.plan.neuron import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
-
-    defaults = {v.name: v.default for v in ENGINE_VARS}
-    assert defaults["SM_VLLM_MAX_NUM_SEQS"].startswith(f"{DEFAULT_MAX_NUM_SEQS} ")
-    assert defaults["SM_VLLM_BLOCK_SIZE"].startswith(f"{DEFAULT_BLOCK_SIZE} ")
-    assert defaults["SM_VLLM_DTYPE"].startswith(f"{DEFAULT_DTYPE} ")
