@@ -30,6 +30,7 @@ from neuronserve.config.table import (
 )
 from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
 from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM
+from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.types import ServeOptions
 
@@ -129,11 +130,14 @@ def flag_tokens(key: str, value: EngineValue) -> list[str]:
 def _canon(value: Any) -> Any:
     """The form two sources' values are compared in: numbers by value, true/false/max in any case.
 
-    One leading "-" and isdecimal: "--4" and "²" passed lstrip("-").isdigit() and crashed int()."""
+    One leading "-", then a whole number (counts.whole): "--4" and "²" passed lstrip("-").isdigit()
+    and crashed int(). "- 4" stays text (its digits must follow the sign)."""
     if isinstance(value, str):
         text = value.strip()
-        if text.removeprefix("-").isdecimal():
-            return int(text)
+        body = text.removeprefix("-")
+        magnitude = whole(body) if body[:1].isdecimal() else None
+        if magnitude is not None:
+            return -magnitude if body != text else magnitude
         return text.lower() if text.lower() in ("true", "false", "max") else text
     return value
 
