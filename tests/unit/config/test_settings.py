@@ -1,4 +1,5 @@
-"""Table tests of every configuration mapping rule and every precedence case (no mocks, no vLLM)."""
+"""config/settings.py: table tests of every configuration mapping rule and every precedence case (no mocks,
+no vLLM), and their edge cases. LMI/TGI names are in test_compat.py, the front's options in test_serve.py."""
 
 from __future__ import annotations
 
@@ -119,45 +120,6 @@ def test_neuron_override_refusals(env: dict[str, str], names: set[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "key", "value", "origin"),
-    [
-        (
-            {"OPTION_TENSOR_PARALLEL_DEGREE": "4"},
-            "tensor-parallel-size",
-            "4",
-            "OPTION_TENSOR_PARALLEL_DEGREE",
-        ),
-        (
-            {"OPTION_TENSOR_PARALLEL_DEGREE": "max"},
-            "tensor-parallel-size",
-            "max",
-            "OPTION_TENSOR_PARALLEL_DEGREE",
-        ),
-        ({"TENSOR_PARALLEL_DEGREE": "2"}, "tensor-parallel-size", "2", "TENSOR_PARALLEL_DEGREE"),
-        ({"OPTION_MAX_ROLLING_BATCH_SIZE": "8"}, "max-num-seqs", "8", "OPTION_MAX_ROLLING_BATCH_SIZE"),
-        ({"OPTION_N_POSITIONS": "2048"}, "max-model-len", "2048", "OPTION_N_POSITIONS"),
-        ({"OPTION_MAX_MODEL_LEN": "1024"}, "max-model-len", "1024", "OPTION_MAX_MODEL_LEN"),
-        ({"OPTION_DTYPE": "bf16"}, "dtype", "bfloat16", "OPTION_DTYPE"),
-        ({"OPTION_DTYPE": "fp16"}, "dtype", "float16", "OPTION_DTYPE"),
-        ({"OPTION_TRUST_REMOTE_CODE": "true"}, "trust-remote-code", True, "OPTION_TRUST_REMOTE_CODE"),
-        ({"HF_MODEL_REVISION": "main"}, "revision", "main", "HF_MODEL_REVISION"),
-        ({"HF_REVISION": "v2"}, "revision", "v2", "HF_REVISION"),
-        ({"OPTION_REVISION": "v3"}, "revision", "v3", "OPTION_REVISION"),
-        ({"HF_MODEL_TRUST_REMOTE_CODE": "false"}, "trust-remote-code", False, "HF_MODEL_TRUST_REMOTE_CODE"),
-        ({"HF_NUM_CORES": "2"}, "tensor-parallel-size", "2", "HF_NUM_CORES"),
-        ({"MAX_BATCH_SIZE": "4"}, "max-num-seqs", "4", "MAX_BATCH_SIZE"),
-        ({"MAX_TOTAL_TOKENS": "4096"}, "max-model-len", "4096", "MAX_TOTAL_TOKENS"),
-        ({"HF_AUTO_CAST_TYPE": "bf16"}, "dtype", "bfloat16", "HF_AUTO_CAST_TYPE"),
-        ({}, "max-model-len", "512", "serving.properties option.n_positions"),
-    ],
-)
-def test_compat_mapping(env: dict[str, str], key: str, value: object, origin: str) -> None:
-    props = {"option.n_positions": "512", "engine": "Python"} if not env else {}
-    s = parse_settings(env, serving_properties=props)
-    assert s.engine[key].value == value and s.engine[key].origin == origin
-
-
-@pytest.mark.parametrize(
     ("env", "var"),
     [
         ({"OPTION_N_POSITIONS": "lots"}, "OPTION_N_POSITIONS"),
@@ -174,14 +136,6 @@ def test_bad_values_name_the_variable(env: dict[str, str], var: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_settings(env)
     assert var in str(err.value) and var in err.value.variables
-
-
-def test_unknown_option_keys_warned_by_name() -> None:
-    s = parse_settings(
-        {"OPTION_ROLLING_BATCH": "vllm", "OPTION_FOO_BAR": "1"}, serving_properties={"option.weird": "x"}
-    )
-    assert any("OPTION_FOO_BAR" in w and "option.weird" in w and "ROLLING" not in w for w in s.warnings)
-    assert parse_settings({"OPTION_ROLLING_BATCH": "vllm"}).warnings == ()
 
 
 @pytest.mark.parametrize(
@@ -356,44 +310,278 @@ def test_extra_model_argument_is_the_first_source() -> None:
     assert p.model.uri == "c/d" and p.model.origin == "-- --model"
 
 
-def test_serve_options() -> None:
-    s = parse_settings(
-        {
-            "SAGEMAKER_BIND_TO_PORT": "9090",
-            "NEURONSERVE_ENGINE_PORT": "9191",
-            "SAGEMAKER_MAX_PAYLOAD_IN_MB": "12",
-            "NEURONSERVE_MAX_CONCURRENCY": "0",
-            "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS": "90",
-            "NEURONSERVE_DRAIN_GRACE_S": "5",
-            "SAGEMAKER_STARTUP_TIMEOUT": "1800",
-            "NEURONSERVE_WORK_DIR": "/scratch",
-        }
-    )
-    assert (s.serve.port, s.engine_port, s.serve.max_payload_mb, s.serve.max_concurrency) == (
-        9090,
-        9191,
-        12.0,
-        0,
-    )
-    assert (s.serve.request_timeout_s, s.serve.drain_grace_s, s.serve.startup_timeout_s) == (
-        90.0,
-        5.0,
-        1800.0,
-    )
-    assert s.work_dir == "/scratch"
-    d = parse_settings({})
-    assert (d.serve.port, d.engine_port, d.serve.max_payload_mb, d.serve.max_concurrency) == (
-        8080,
-        8081,
-        6.0,
-        256,
-    )
-    assert d.serve.startup_timeout_s is None and d.work_dir == "/tmp/neuronserve"
-
-
 def test_engine_host_and_port_are_the_plans() -> None:
     p = cpu_plan({"SM_VLLM_MODEL": "a/b", "SM_VLLM_PORT": "8000", "SM_VLLM_HOST": "0.0.0.0"})
     argv = list(p.argv)
     assert argv.count("--port") == 1 and argv[argv.index("--port") + 1] == "8081"
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
     assert any("SM_VLLM_PORT ignored" in w for w in p.warnings)
+
+
+# Edge cases (first written where mutation testing showed them unchecked; docs/TESTING.md): which
+# source a value is said to come from, when two sources agree, the verbatim `--` arguments, and the
+# refusals word for word; how two sources' values are compared (numbers by value, negative ones too;
+# true/false in any case) and the SM_VLLM_* variables that are not engine flags.
+
+
+def refusal(env: dict[str, str], extra: tuple[str, ...] = (), device: str | None = None) -> ConfigError:
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"SM_VLLM_MODEL": "m", **env}, extra_args=extra, device=device)
+    return err.value
+
+
+def test_json_lists_keep_strings_and_canonicalise_the_rest() -> None:
+    assert sm_vllm_value('["a", {"b": 1, "a": 2}, 3]') == ["a", '{"a": 2, "b": 1}', "3"]
+
+
+@pytest.mark.parametrize(
+    ("env", "extra"),
+    [
+        ({"SM_VLLM_MAX_MODEL_LEN": " 4096 "}, ("--max-model-len", "4096")),
+        ({"SM_VLLM_ENABLE_PREFIX_CACHING": "TRUE"}, ("--enable-prefix-caching",)),
+        ({"SM_VLLM_ENABLE_PREFIX_CACHING": "False"}, ("--no-enable-prefix-caching",)),
+        ({"SM_VLLM_SEED": "-1"}, ("--seed=-1",)),
+    ],
+)
+def test_two_sources_that_agree_are_one_setting(env: dict[str, str], extra: tuple[str, ...]) -> None:
+    parse_settings({"SM_VLLM_MODEL": "m", **env}, extra_args=extra)
+
+
+def test_two_sources_that_disagree_are_named_with_their_values() -> None:
+    err = refusal({"SM_VLLM_MAX_MODEL_LEN": "4096"}, ("--max-model-len", "2048"))
+    assert str(err) == (
+        "-- --max-model-len=2048 and SM_VLLM_MAX_MODEL_LEN=4096 both set max-model-len with different "
+        "values: "
+        "remove one of them or make them equal"
+    )
+    assert err.variables == ("-- --max-model-len", "SM_VLLM_MAX_MODEL_LEN")  # `--` is read first
+    err = refusal({"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}, ("--no-enable-prefix-caching",))
+    assert str(err).startswith(
+        "-- --no-enable-prefix-caching=false and SM_VLLM_ENABLE_PREFIX_CACHING=true both"
+    )
+    err = refusal({"SM_VLLM_MAX_MODEL_LEN": "max"}, ("--max-model-len", "-1"))
+    assert err.variables == ("-- --max-model-len", "SM_VLLM_MAX_MODEL_LEN")
+    parse_settings(
+        {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_MODEL_LEN": "MAX"}, extra_args=("--max-model-len", "max")
+    )
+    parse_settings({"SM_VLLM_MODEL": "m", "SM_VLLM_DTYPE": "Float16"}, extra_args=("--dtype", "Float16"))
+    err = refusal({"SM_VLLM_DTYPE": "Float16"}, ("--dtype", "float16"))  # only true/false/max fold case
+    assert err.variables == ("-- --dtype", "SM_VLLM_DTYPE")
+
+
+def test_verbatim_arguments_are_read_flag_by_flag() -> None:
+    s = parse_settings(
+        {"SM_VLLM_MODEL": "m"},
+        extra_args=(
+            "positional", "--enable-lora", "--no-trust-remote-code", "--max-num-seqs", "8",
+            "--dtype=float16", "--model", "/other", "--unknown-flag", "x",
+        ),
+    )  # fmt: skip
+    assert s.engine["enable-lora"].value is True and s.engine["enable-lora"].origin == "-- --enable-lora"
+    assert s.engine["trust-remote-code"].value is False
+    assert s.engine["trust-remote-code"].origin == "-- --no-trust-remote-code"
+    assert (s.engine["max-num-seqs"].value, s.engine["max-num-seqs"].origin) == ("8", "-- --max-num-seqs")
+    assert s.engine["dtype"].value == "float16"
+    assert ("/other", "-- --model") in [(m.value, m.origin) for m in s.models]
+    assert "no-trust-remote-code" not in s.engine and "unknown-flag" not in s.engine
+
+
+def test_no_prefix_only_for_known_booleans() -> None:
+    s = parse_settings({"SM_VLLM_MODEL": "m"}, extra_args=("--no-such-thing", "--max-num-seqs", "4"))
+    assert s.engine["max-num-seqs"].value == "4" and "such-thing" not in s.engine
+
+
+def test_a_value_flag_at_the_end_needs_its_value() -> None:
+    err = refusal({}, ("--max-num-seqs",))
+    assert (str(err), err.variables) == (
+        "engine argument --max-num-seqs after `--` needs a value",
+        ("--max-num-seqs",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("device", "env", "origin"),
+    [("gpu", {}, "--device"), (None, {"NEURONSERVE_DEVICE": "gpu"}, "NEURONSERVE_DEVICE")],
+)
+def test_a_bad_device_names_where_it_came_from(device: str | None, env: dict[str, str], origin: str) -> None:
+    err = refusal(env, device=device)
+    assert (str(err), err.variables) == (f"{origin}='gpu' is not one of: auto, neuron, cpu", (origin,))
+
+
+def test_the_device_setting_says_its_origin() -> None:
+    assert parse_settings({"SM_VLLM_MODEL": "m"}, device="cpu").device.origin == "--device"
+    assert (
+        parse_settings({"SM_VLLM_MODEL": "m", "NEURONSERVE_DEVICE": "cpu"}).device.origin
+        == "NEURONSERVE_DEVICE"
+    )
+
+
+def test_choices_name_the_variable_and_every_allowed_value() -> None:
+    err = refusal({"VLLM_NEURON_FRAMEWORK": "tnx"})
+    assert (str(err), err.variables) == (
+        "VLLM_NEURON_FRAMEWORK='tnx' is not one of: neuronx-distributed-inference, transformers-neuronx, "
+        "optimum-neuron",
+        ("VLLM_NEURON_FRAMEWORK",),
+    )
+    s = parse_settings({"SM_VLLM_MODEL": "m", "VLLM_NEURON_FRAMEWORK": " Optimum-Neuron "})
+    assert s.framework is not None and (s.framework.value, s.framework.origin) == (
+        "optimum-neuron",
+        "VLLM_NEURON_FRAMEWORK",
+    )
+
+
+@pytest.mark.parametrize("name", ["SM_NEURON_OVERRIDE_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG"])
+def test_override_objects_name_their_variable(name: str) -> None:
+    s = parse_settings({"SM_VLLM_MODEL": "m", name: '{"tp_degree": 2}'})
+    assert (s.override["tp_degree"].value, s.override["tp_degree"].origin) == (2, name)
+
+
+def test_an_override_inside_additional_config_is_named_so() -> None:
+    s = parse_settings(
+        {"SM_VLLM_MODEL": "m", "SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": {"x": 1}}'}
+    )
+    assert s.override["x"].origin == "SM_VLLM_ADDITIONAL_CONFIG"
+    err = refusal({"SM_VLLM_ADDITIONAL_CONFIG": '{"override_neuron_config": [1]}'})
+    assert (str(err), err.variables) == (
+        "SM_VLLM_ADDITIONAL_CONFIG: override_neuron_config must be a JSON object",
+        ("SM_VLLM_ADDITIONAL_CONFIG",),
+    )
+
+
+def test_neuron_environment_passes_through_as_given() -> None:
+    env = {"NEURON_CONTEXT_LENGTH_BUCKETS": "128,512", "NEURON_TOKEN_GEN_BUCKETS": "512", "OTHER": "x"}
+    s = parse_settings({"SM_VLLM_MODEL": "m", **env})
+    assert s.passthrough_env == {
+        "NEURON_CONTEXT_LENGTH_BUCKETS": "128,512",
+        "NEURON_TOKEN_GEN_BUCKETS": "512",
+    }
+
+
+@pytest.mark.parametrize(("env_value", "arg_value"), [("-01", "-1"), ("-0", "0"), ("0042", "42")])
+def test_numbers_from_two_sources_agree_by_value_negative_ones_too(env_value: str, arg_value: str) -> None:
+    """`-- --max-model-len -1` and SM_VLLM_MAX_MODEL_LEN=-01 say the same number: one setting, not a
+    conflict (a negative number is compared as a number like a positive one); `--` wins as the origin."""
+    s = parse_settings(
+        {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_MODEL_LEN": env_value}, extra_args=("--max-model-len", arg_value)
+    )
+    setting = s.engine["max-model-len"]
+    assert (setting.value, setting.origin) == (arg_value, "-- --max-model-len")
+
+
+def test_a_dash_dash_value_in_two_sources_is_compared_not_crashed_on() -> None:
+    """ "--4" is no number ("--4".lstrip("-") is digits, but int("--4") raises): two sources giving it
+    used to end in a ValueError traceback; they now agree as text, and the plan refuses the value by name
+    later (plan/neuron.py)."""
+    s = parse_settings(
+        {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_NUM_SEQS": "--4"}, extra_args=("--max-num-seqs=--4",)
+    )
+    assert (s.engine["max-num-seqs"].value, s.engine["max-num-seqs"].origin) == ("--4", "-- --max-num-seqs")
+
+
+def test_a_superscript_digit_against_a_number_is_a_named_conflict() -> None:
+    """ "²" passes str.isdigit() but not int(): SM_VLLM_MAX_NUM_SEQS=² against OPTION_MAX_ROLLING_BATCH_SIZE=4
+    used to be a ValueError traceback; it is the usual conflict naming both variables."""
+    with pytest.raises(ConfigError) as err:
+        parse_settings(
+            {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_NUM_SEQS": "\u00b2", "OPTION_MAX_ROLLING_BATCH_SIZE": "4"}
+        )
+    assert str(err.value) == (
+        "SM_VLLM_MAX_NUM_SEQS=\u00b2 and OPTION_MAX_ROLLING_BATCH_SIZE=4 both set max-num-seqs with "
+        "different values: remove one of them or make them equal"
+    )
+    assert err.value.variables == ("SM_VLLM_MAX_NUM_SEQS", "OPTION_MAX_ROLLING_BATCH_SIZE")
+
+
+@pytest.mark.parametrize(("env_value", "value"), [("True", True), ("FALSE", False)])
+def test_true_and_false_as_text_agree_in_any_case(env_value: str, value: bool) -> None:
+    """SM_NEURON_<KEY>=True (Python's spelling, no JSON) is the boolean, as `true` is (it was the string
+    "True", which NxD Inference reads as true even for "False"), so it agrees with the same boolean in
+    SM_NEURON_OVERRIDE_CONFIG; the higher source (SM_NEURON_<KEY>) keeps its origin."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "SM_NEURON_ENABLE_BUCKETING": env_value,
+            "SM_NEURON_OVERRIDE_CONFIG": f'{{"enable_bucketing": {str(value).lower()}}}',
+        }
+    )
+    setting = s.override["enable_bucketing"]
+    assert (setting.value, setting.origin) == (value, "SM_NEURON_ENABLE_BUCKETING")
+
+
+def test_the_sm_vllm_variables_that_are_no_engine_flags_stay_out_of_the_engine_settings() -> None:
+    """SM_VLLM_MODEL (a model candidate), SM_VLLM_ADDITIONAL_CONFIG and SM_VLLM_OVERRIDE_NEURON_CONFIG (JSON
+    the plan merges) are read on their own: none of them becomes an engine flag setting (which the plan
+    would pass on, or warn about, as `--model`, `--additional-config`, `--override-neuron-config`)."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "SM_VLLM_ADDITIONAL_CONFIG": '{"a": 1}',
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"x": 1}',
+            "SM_VLLM_MAX_NUM_SEQS": "4",
+        }
+    )
+    assert list(s.engine) == ["max-num-seqs"]
+    assert [(m.value, m.origin) for m in s.models] == [("m", "SM_VLLM_MODEL")]
+    assert s.additional_config == {"a": 1}
+    assert (s.override["x"].value, s.override["x"].origin) == (1, "SM_VLLM_OVERRIDE_NEURON_CONFIG")
+
+
+def test_a_cpu_plan_warns_once_per_dropped_override_key() -> None:
+    """On the CPU engine SM_VLLM_OVERRIDE_NEURON_CONFIG's keys are dropped with one warning each, and
+    the variable itself is not also warned about as a Neuron-only engine flag."""
+    p = cpu_plan(
+        {
+            "SM_VLLM_MODEL": "m",
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"x": 1}',
+            "SM_VLLM_ADDITIONAL_CONFIG": '{"a": 1}',
+        }
+    )
+    assert p.warnings == (
+        "SM_VLLM_OVERRIDE_NEURON_CONFIG (x) is a Neuron setting: dropped for the CPU engine",
+    )
+    assert p.argv[p.argv.index("--port") + 2 :] == ("--additional-config", '{"a": 1}')
+
+
+@pytest.mark.parametrize(("first", "second"), [("TRUE", "true"), ("False", "false")])
+def test_true_and_false_strings_in_two_override_objects_agree_in_any_case(first: str, second: str) -> None:
+    """Two override objects giving one key the JSON strings "TRUE" and "true" (or "False" and "false") say
+    the same thing (the comparison takes true/false in any case): one setting, no conflict, and the higher
+    source (SM_NEURON_OVERRIDE_CONFIG) keeps its value and origin."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "SM_NEURON_OVERRIDE_CONFIG": f'{{"enable_bucketing": "{first}"}}',
+            "SM_VLLM_OVERRIDE_NEURON_CONFIG": f'{{"enable_bucketing": "{second}"}}',
+        }
+    )
+    setting = s.override["enable_bucketing"]
+    assert (setting.value, setting.origin) == (first, "SM_NEURON_OVERRIDE_CONFIG")
+
+
+def test_two_spellings_of_one_variable_with_different_values_are_refused_naming_both() -> None:
+    """SM_VLLM_MODEL and SM_VLLM_Model are one variable (names are read in any case after the prefix);
+    set to different models the refusal names both spellings, in sorted order, in its text and its
+    variables, so the user knows which two to reconcile."""
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"SM_VLLM_MODEL": "a", "SM_VLLM_Model": "b"})
+    assert str(err.value) == (
+        "SM_VLLM_MODEL and SM_VLLM_Model are one variable with different values: remove one of them"
+    )
+    assert err.value.variables == ("SM_VLLM_MODEL", "SM_VLLM_Model")
+
+
+def test_a_lowercase_prefix_is_not_an_sm_vllm_variable() -> None:
+    """Only the part after SM_VLLM_ is read in any case: sm_vllm_model and sm_vllm_additional_config (the
+    prefix itself in lower case) are not ours, exactly as sm_vllm_max_num_seqs is no engine flag. They
+    neither conflict with SM_VLLM_MODEL, nor add a model, nor fill the additional config."""
+    s = parse_settings(
+        {
+            "SM_VLLM_MODEL": "m",
+            "sm_vllm_model": "other",
+            "sm_vllm_additional_config": '{"a": 1}',
+            "sm_vllm_max_num_seqs": "4",
+        }
+    )
+    assert [(m.value, m.origin) for m in s.models] == [("m", "SM_VLLM_MODEL")]
+    assert s.additional_config == {}
+    assert s.engine == {}

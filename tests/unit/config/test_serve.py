@@ -1,0 +1,62 @@
+"""config/serve.py: the front server's options (SAGEMAKER_* / NEURONSERVE_*) and the generate dialect,
+each read through its settings-table row."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuronserve.config.settings import parse_settings
+
+
+def test_serve_options() -> None:
+    s = parse_settings(
+        {
+            "SAGEMAKER_BIND_TO_PORT": "9090",
+            "NEURONSERVE_ENGINE_PORT": "9191",
+            "SAGEMAKER_MAX_PAYLOAD_IN_MB": "12",
+            "NEURONSERVE_MAX_CONCURRENCY": "0",
+            "SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS": "90",
+            "NEURONSERVE_DRAIN_GRACE_S": "5",
+            "SAGEMAKER_STARTUP_TIMEOUT": "1800",
+            "NEURONSERVE_WORK_DIR": "/scratch",
+        }
+    )
+    assert (s.serve.port, s.engine_port, s.serve.max_payload_mb, s.serve.max_concurrency) == (
+        9090,
+        9191,
+        12.0,
+        0,
+    )
+    assert (s.serve.request_timeout_s, s.serve.drain_grace_s, s.serve.startup_timeout_s) == (
+        90.0,
+        5.0,
+        1800.0,
+    )
+    assert s.work_dir == "/scratch"
+    d = parse_settings({})
+    assert (d.serve.port, d.engine_port, d.serve.max_payload_mb, d.serve.max_concurrency) == (
+        8080,
+        8081,
+        6.0,
+        256,
+    )
+    assert d.serve.startup_timeout_s is None and d.work_dir == "/tmp/neuronserve"
+
+
+@pytest.mark.parametrize(
+    ("props", "dialect", "stream_format"),
+    [
+        ({"option.output_formatter": "SSE"}, "lmi", "sse"),
+        ({"option.tgi_compat": "true"}, "tgi", "jsonlines"),
+        ({"option.model_id": "m"}, "lmi", "jsonlines"),
+    ],
+)
+def test_serving_properties_decide_the_generate_dialect(
+    props: dict[str, str], dialect: str, stream_format: str
+) -> None:
+    """A serving.properties means an LMI deployment: /invocations speaks LMI's shapes, in the stream
+    format its option.output_formatter names, unless option.tgi_compat=true (the same as OPTION_*)."""
+    s = parse_settings({"SM_VLLM_MODEL": "m"}, serving_properties=props)
+    assert (s.serve.dialect, s.serve.lmi_stream_format) == (dialect, stream_format)
+    plain = parse_settings({"SM_VLLM_MODEL": "m"})
+    assert (plain.serve.dialect, plain.serve.lmi_stream_format) == ("tgi", "jsonlines")
