@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from neuronserve.config.serve import parse_dialect, parse_serve
 from neuronserve.config.settings import parse_settings
+from neuronserve.errors import ConfigError
 
 
 def test_serve_options() -> None:
@@ -60,3 +62,42 @@ def test_serving_properties_decide_the_generate_dialect(
     assert (s.serve.dialect, s.serve.lmi_stream_format) == (dialect, stream_format)
     plain = parse_settings({"SM_VLLM_MODEL": "m"})
     assert (plain.serve.dialect, plain.serve.lmi_stream_format) == ("tgi", "jsonlines")
+
+
+@pytest.mark.parametrize(
+    ("env", "props", "want"),
+    [
+        ({}, {}, ("tgi", "jsonlines")),
+        ({"HF_MODEL_ID": "m"}, {}, ("tgi", "jsonlines")),
+        ({"OPTION_MODEL_ID": "m"}, {}, ("lmi", "jsonlines")),
+        ({}, {"option.model_id": "m"}, ("lmi", "jsonlines")),  # a serving.properties
+        ({"OPTION_MODEL_ID": "m", "OPTION_TGI_COMPAT": "true"}, {}, ("tgi", "jsonlines")),
+        ({"OPTION_MODEL_ID": "m"}, {"option.tgi_compat": "true"}, ("tgi", "jsonlines")),
+        ({"OPTION_MODEL_ID": "m", "OPTION_TGI_COMPAT": "false"}, {}, ("lmi", "jsonlines")),
+        ({"OPTION_MODEL_ID": "m", "OPTION_OUTPUT_FORMATTER": "sse"}, {}, ("lmi", "sse")),
+        ({"OPTION_MODEL_ID": "m", "NEURONSERVE_GENERATE_DIALECT": "tgi"}, {}, ("tgi", "jsonlines")),
+        ({"NEURONSERVE_GENERATE_DIALECT": "LMI"}, {}, ("lmi", "jsonlines")),
+    ],
+)
+def test_dialect(env: dict[str, str], props: dict[str, str], want: tuple[str, str]) -> None:
+    assert parse_dialect(env, props) == want
+
+
+@pytest.mark.parametrize(
+    ("env", "var"),
+    [
+        ({"NEURONSERVE_GENERATE_DIALECT": "openai"}, "NEURONSERVE_GENERATE_DIALECT"),
+        ({"OPTION_TGI_COMPAT": "yes"}, "OPTION_TGI_COMPAT"),
+        ({"OPTION_OUTPUT_FORMATTER": "json"}, "OPTION_OUTPUT_FORMATTER"),
+        ({"NEURONSERVE_STRICT_MODEL_NAME": "maybe"}, "NEURONSERVE_STRICT_MODEL_NAME"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], var: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_serve(env)
+    assert var in str(err.value)
+
+
+def test_serve_options_carry_the_dialect() -> None:
+    opts, _ = parse_serve({"OPTION_MODEL_ID": "m", "NEURONSERVE_STRICT_MODEL_NAME": "true"})
+    assert opts.dialect == "lmi" and opts.strict_model_name
