@@ -8,13 +8,13 @@ how a container compiles for 15 minutes with a batch size nobody asked for.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.config.compat import compat_sources
 from neuronserve.config.fit import FitOptions, parse_fit
+from neuronserve.config.origin import Collector, Setting
 from neuronserve.config.serve import parse_serve
 from neuronserve.config.table import (
     DEFAULT_ON_FLAGS,
@@ -25,16 +25,25 @@ from neuronserve.config.table import (
     HOST_VARS,
     TGI_VARS,
     VARS,
-    rows_of,
+    read_group,
     sm_vllm_var,
 )
 from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
 from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM
-from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.types import ServeOptions
 
-__all__ = ["EngineValue", "Setting", "Settings", "env_name", "flag_tokens", "parse_settings", "sm_vllm_value"]
+__all__ = [
+    "EXTRA_BOOL",
+    "EXTRA_VALUE",
+    "EngineValue",
+    "Setting",
+    "Settings",
+    "env_name",
+    "flag_tokens",
+    "parse_settings",
+    "sm_vllm_value",
+]
 
 # Engine flags read from the arguments after `--` (so rules and conflicts see them too); a value flag
 # takes the next token unless given as `--flag=value`.
@@ -67,14 +76,9 @@ _OVERRIDE_OBJECTS = tuple(v.name for v in ENGINE_VARS if v.key == "<override>" a
 _READ_APART = (_MODEL_VAR, _ADDITIONAL_VAR, *_OVERRIDE_OBJECTS)
 _ARTIFACT_VARS = tuple(v for v in HOST_VARS if v.key == "<artifacts>")
 _TGI_MODEL_VARS = tuple(v for v in TGI_VARS.values() if v.key == "<model>")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A value and the variable that gave it (named in every message about it)."""
-
-    value: Any
-    origin: str
+# Settings attributes that are their row's typed value as is (device, integration and framework also
+# keep the variable they came from; the engine port is read with the front port in parse_serve).
+_PLAIN = ("cache_read_only", "cache_uri", "work_dir", "visible_cores", "logical_nc_config")
 
 
 @dataclass(frozen=True)
@@ -127,44 +131,7 @@ def flag_tokens(key: str, value: EngineValue) -> list[str]:
     return [flag, value]
 
 
-def _canon(value: Any) -> Any:
-    """The form two sources' values are compared in: numbers by value, true/false/max in any case.
-
-    One leading "-", then a whole number (counts.whole): "--4" and "²" passed lstrip("-").isdigit()
-    and crashed int(). "- 4" stays text (its digits must follow the sign)."""
-    if isinstance(value, str):
-        text = value.strip()
-        body = text.removeprefix("-")
-        magnitude = whole(body) if body[:1].isdecimal() else None
-        if magnitude is not None:
-            return -magnitude if body != text else magnitude
-        return text.lower() if text.lower() in ("true", "false", "max") else text
-    return value
-
-
-class _Collector:
-    """Adds values source by source (highest precedence first) and refuses disagreements."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Setting] = {}
-
-    def add(self, key: str, value: Any, origin: str) -> None:
-        old = self.values.get(key)
-        if old is None:
-            self.values[key] = Setting(value, origin)
-        elif _canon(old.value) != _canon(value):
-            raise ConfigError(
-                f"{old.origin}={_show(old.value)} and {origin}={_show(value)} both set {key} with different "
-                f"values: remove one of them or make them equal",
-                (old.origin, origin),
-            )
-
-
-def _show(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Setting]) -> None:
+def parse_extra_args(extra: Sequence[str], engine: Collector, models: list[Setting]) -> None:
     """Read the flags the plan reasons about from the verbatim engine arguments.
 
     A boolean flag with an inline value is refused: vLLM's BooleanOptionalAction refuses
@@ -226,7 +193,7 @@ def _spelling(environ: Mapping[str, str], name: str) -> str | None:
 def _neuron_override(
     environ: Mapping[str, str], additional: dict[str, Any], additional_var: str
 ) -> dict[str, Setting]:
-    out = _Collector()
+    out = Collector()
     key_row = VARS[OVERRIDE_PATTERN]
     for key in sorted(environ):
         if key.startswith(OVERRIDE_PREFIX) and _fold(key) not in _OVERRIDE_OBJECTS:
@@ -250,7 +217,7 @@ def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
 
 
 def _engine_sources(
-    environ: Mapping[str, str], extra_args: Sequence[str], engine: _Collector, models: list[Setting]
+    environ: Mapping[str, str], extra_args: Sequence[str], engine: Collector, models: list[Setting]
 ) -> tuple[dict[str, Any], str]:
     """Engine settings from the arguments after `--`, then SM_VLLM_* (each through its row, the
     pattern row for a flag without one), then the host variables that feed an engine setting."""
@@ -294,11 +261,11 @@ def parse_settings(
 ) -> Settings:
     """Map every configuration source onto one Settings (pure: the caller read the env and the file)."""
     warnings: list[str] = []
-    engine = _Collector()
+    engine = Collector()
     models: list[Setting] = []
     additional, additional_var = _engine_sources(environ, extra_args, engine, models)
     override = _neuron_override(environ, additional, additional_var)
-    artifacts = _Collector()
+    artifacts = Collector()
     for row in _ARTIFACT_VARS:
         if environ.get(row.name, "").strip():
             artifacts.add("artifacts", environ[row.name].strip(), row.name)
@@ -312,12 +279,8 @@ def parse_settings(
             (artifacts if key == "artifacts" else engine).add(key, value, origin)
     dev = _device(environ, device)
     serve, engine_port = parse_serve(environ, serving_properties)
-    host = {
-        attr: row.read(environ)
-        for attr, row in rows_of("settings").items()
-        if attr in ("cache_uri", "work_dir", "visible_cores", "logical_nc_config")
-    }
     integration, framework = _named(environ, "integration"), _named(environ, "framework")
+    host = read_group(environ, "settings", _PLAIN)
     return Settings(
         engine=engine.values,
         override=override,
@@ -328,7 +291,6 @@ def parse_settings(
         integration=integration,
         framework=framework,
         artifacts=artifacts.values.get("artifacts"),
-        cache_read_only=FIELDS["settings.cache_read_only"].read(environ),
         engine_port=engine_port,
         serve=serve,
         passthrough_env={v.name: environ[v.name] for v in ENGINE_ENV if v.name in environ},
