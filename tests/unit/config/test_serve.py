@@ -101,3 +101,18 @@ def test_bad_values_name_the_variable(env: dict[str, str], var: str) -> None:
 def test_serve_options_carry_the_dialect() -> None:
     opts, _ = parse_serve({"OPTION_MODEL_ID": "m", "NEURONSERVE_STRICT_MODEL_NAME": "true"})
     assert opts.dialect == "lmi" and opts.strict_model_name
+
+
+def test_every_serve_row_is_read_and_every_option_has_a_row() -> None:
+    """A ServeOptions attribute gets its default from its row (types.py) and its value through it
+    (serve.py reads them in a fixed order): a row outside that order would be silently skipped."""
+    from dataclasses import fields
+
+    from neuronserve.config import serve
+    from neuronserve.config.table import defaults, rows_of
+    from neuronserve.types import ServeOptions
+
+    rows = set(rows_of("serve"))
+    assert rows == {"port", "dialect", "lmi_stream_format", *serve._READ_ORDER}
+    assert {f.name for f in fields(ServeOptions)} == rows | {"host"}
+    assert ServeOptions() == ServeOptions(**defaults("serve"))

@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "neuronserve"
 # engine or user `env` (`plan.env`, `settings.passthrough_env`, `user_env`).
 ENV_NAMES = ("environ", "env")
 # The table's own lookups: a string given to them is a variable name too.
-TABLE_HELPERS = frozenset({"VARS", "sm_vllm_var", "default"})
+TABLE_HELPERS = frozenset({"VARS", "sm_vllm_var"})
 # Variables of other programs, read on their behalf: the AWS SDK and s5cmd, the shell and XDG.
 OTHER_PROGRAMS = frozenset({"HOME", "PATH", "XDG_CACHE_HOME"})
 OTHER_PREFIXES = ("AWS_",)
@@ -116,3 +116,16 @@ def test_table_defaults_match_the_code() -> None:
     assert shown["SM_VLLM_BLOCK_SIZE"].startswith(f"{DEFAULT_BLOCK_SIZE} ")
     assert shown["SM_VLLM_DTYPE"].startswith(f"{DEFAULT_DTYPE} ")
     assert shown["NEURONSERVE_HBM_OVERHEAD_GIB"] == f"{DEFAULT_OVERHEAD_BYTES / GIB:g}"
+
+
+def test_every_field_names_an_attribute_of_its_group() -> None:
+    from dataclasses import fields
+
+    from neuronserve.config.fit import FitOptions
+    from neuronserve.config.settings import Settings
+
+    assert set(table.rows_of("fit")) == {f.name for f in fields(FitOptions)}
+    assert set(table.rows_of("settings")) <= {f.name for f in fields(Settings)}
+    assert FitOptions() == FitOptions(**table.defaults("fit"))
+    groups = {v.field.split(".")[0] for v in table.VARS.values() if v.field}
+    assert groups == {"serve", "fit", "settings", "dialect", "engine_env"}
