@@ -216,7 +216,7 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         "",
         None,
         NS,
-        "Parallel S3 requests (s5cmd `--numworkers`; the Python engine clamps it to 1-128)",
+        "Parallel S3 requests, clamped to 1-128 (s5cmd `--numworkers`, the Python engine, uploads)",
         p.whole_number,
         default_doc="s5cmd: its own; Python engine: 16",
     ),
@@ -225,7 +225,7 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         "",
         16,
         NS,
-        "Python engine: ranged-GET part size in MiB; also the upload part size",
+        "Part size in MiB (at least 1) of the Python engine's ranged GETs and of uploads",
         p.whole_number,
     ),
     Var(

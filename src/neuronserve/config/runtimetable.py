@@ -85,7 +85,7 @@ RUNTIME_VARS: tuple[Var, ...] = (
         None,
         NRT,
         "The `sdk` label of the neuronserve_build_info metric",
-        default_doc="the installed neuronx-cc version",
+        default_doc="neuronx-cc and its version (none without it)",
     ),
     Var(
         "SM_MODEL_DIR",
