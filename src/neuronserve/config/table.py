@@ -4,7 +4,8 @@ Each row (a `Var`) names a variable, the setting it feeds, its typed default, th
 text into that type and the convention it comes from. `settings.py`, `serve.py` and `fit.py` read
 values through these rows and `doc.py` renders them, so neither the parsing nor the README can drift
 from the table (a test compares the README with it; another walks the source for every variable read
-and looks each one up here).
+and looks each one up here). The engine settings' rows are here; the variables read by name are in
+hosttable.py (NEURONSERVE_*) and runtimetable.py (Neuron runtime, SageMaker), gathered below.
 """
 
 from __future__ import annotations
@@ -261,4 +262,4 @@ def defaults(group: str) -> dict[str, Any]:
 def read_group(environ: Mapping[str, str], group: str, order: tuple[str, ...]) -> dict[str, Any]:
     """{attribute: typed value} for the attributes `order` names, read (and checked) in that order."""
     rows = rows_of(group)
-    return {attr: rows[attr].read(environ) for attr in order if attr in rows}
+    return {attr: rows[attr].read(environ) for attr in order}

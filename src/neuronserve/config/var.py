@@ -1,6 +1,7 @@
 """One row of the settings table (`Var`) and the names of the conventions rows come from.
 
-Kept apart from the rows themselves (table.py, hosttable.py) so both halves of the table share them.
+Kept apart from the rows themselves (table.py: engine settings; hosttable.py: NEURONSERVE_*;
+runtimetable.py: the Neuron runtime's and SageMaker's) so the three parts of the table share them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class Var:
     (passed to the engine as given), or "" (read elsewhere: the row's help says by what).
     `default` is the typed value an unset or blank variable takes; where the plan decides it (it
     depends on the device or other settings), it is None here and `default_doc` says what the plan does.
+    `parse` turns the text as set (never blank) into that type, or raises the ConfigError naming the
+    variable (config/values.py).
     """
 
     name: str
