@@ -4,6 +4,7 @@ typed defaults and plan-decided defaults agree with the code that applies them."
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from neuronserve.config import table
@@ -51,9 +52,23 @@ def _read_name(node: ast.AST) -> str | None:
     return None
 
 
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node, less the bodies of mutation testing's altered copies of a function (mutmut compiles
+    each mutant into the tree as `<name>__mutmut_<n>` beside `<name>__mutmut_orig`; only the latter is
+    the code, and a mutant's `environ.get("")` is no variable read)."""
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef) and re.search(r"__mutmut_\d+$", node.name):
+            continue
+        out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def env_reads(source: str) -> set[str]:
     """Every environment variable name `source` reads with a literal name (syntax tree, not regex)."""
-    return {name for node in ast.walk(ast.parse(source)) if (name := _read_name(node)) is not None}
+    return {name for node in _nodes(ast.parse(source)) if (name := _read_name(node)) is not None}
 
 
 def _ours(name: str) -> bool:
@@ -78,6 +93,10 @@ k = sm_vllm_var("K_HELPER")
 env["WRITTEN"] = "1"
 other.get("NOT_ENV")
 environ.get(name)
+def get__mutmut_orig(environ):
+    return environ.get("L_ORIGINAL")
+def get__mutmut_1(environ):
+    return environ.get("")
 """
     assert env_reads(sample) == {
         "A_SUB",
@@ -91,6 +110,7 @@ environ.get(name)
         "I_SPEC",
         "J_TABLE",
         "K_HELPER",
+        "L_ORIGINAL",
     }
 
 
