@@ -28,6 +28,5 @@ class FitOptions:
 
 
 def parse_fit(environ: Mapping[str, str]) -> FitOptions:
-    """FitOptions from the environment; the mode is checked first (a wrong one names every mode)."""
-    order = ("mode", *(f.name for f in fields(FitOptions) if f.name != "mode"))
-    return FitOptions(**read_group(environ, "fit", order))
+    """FitOptions from the environment, each attribute through its row, checked in attribute order."""
+    return FitOptions(**read_group(environ, "fit", tuple(f.name for f in fields(FitOptions))))

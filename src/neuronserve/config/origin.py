@@ -31,9 +31,8 @@ def canon(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         body = text.removeprefix("-")
-        magnitude = whole(body) if body[:1].isdecimal() else None
-        if magnitude is not None:
-            return -magnitude if body != text else magnitude
+        if body == body.strip() and whole(body) is not None:
+            return int(text)
         return text.lower() if text.lower() in ("true", "false", "max") else text
     return value
 

@@ -26,10 +26,9 @@ from neuronserve.config.table import (
     TGI_VARS,
     VARS,
     read_group,
-    sm_vllm_var,
 )
 from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
-from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM
+from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM, SM_PATTERN
 from neuronserve.errors import ConfigError
 from neuronserve.types import ServeOptions
 
@@ -219,18 +218,18 @@ def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
 def _engine_sources(
     environ: Mapping[str, str], extra_args: Sequence[str], engine: Collector, models: list[Setting]
 ) -> tuple[dict[str, Any], str]:
-    """Engine settings from the arguments after `--`, then SM_VLLM_* (each through its row, the
-    pattern row for a flag without one), then the host variables that feed an engine setting."""
+    """Engine settings from the arguments after `--`, then SM_VLLM_* (through the SM_VLLM_<NAME> row),
+    then the host variables that feed an engine setting."""
     parse_extra_args(extra_args, engine, models)
     model_var = _spelling(environ, _MODEL_VAR)
     if model_var:
         models.append(Setting(environ[model_var].strip(), model_var))
     additional_var = _spelling(environ, _ADDITIONAL_VAR) or _ADDITIONAL_VAR
     additional = _json_object(environ, additional_var)
+    flag = VARS[SM_PATTERN]  # every SM_VLLM_* flag takes the DLC's value mapping (the named rows' too)
     for key in sorted(environ):
         if key.startswith(SM_PREFIX) and _fold(key) not in _READ_APART:
-            row = sm_vllm_var(_fold(key))
-            engine.add(key[len(SM_PREFIX) :].lower().replace("_", "-"), row.parse(row, environ[key]), key)
+            engine.add(key[len(SM_PREFIX) :].lower().replace("_", "-"), flag.parse(flag, environ[key]), key)
     for row in HOST_ENGINE_VARS:
         if environ.get(row.name, "").strip():
             engine.add(row.key, environ[row.name].strip(), row.name)

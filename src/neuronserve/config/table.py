@@ -244,14 +244,10 @@ HOST_ENGINE_VARS = tuple(v for v in HOST_VARS if v.key and not v.key.startswith(
 DEFAULT_ON_FLAGS = frozenset({"enable-prefix-caching", "use-tqdm-on-load"})
 
 
-def sm_vllm_var(name: str) -> Var:
-    """The row an SM_VLLM_* variable (name in upper case) is read with: its own, else the pattern row."""
-    return VARS.get(name) or VARS[SM_PATTERN]
-
-
 def rows_of(group: str) -> dict[str, Var]:
     """{field attribute: row} of one group (`serve`, `fit`, `settings`)."""
-    return {f.split(".", 1)[1]: v for f, v in FIELDS.items() if f.startswith(group + ".")}
+    prefix = group + "."
+    return {f.removeprefix(prefix): v for f, v in FIELDS.items() if f.startswith(prefix)}
 
 
 def defaults(group: str) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def whole_number(var: Var, raw: str) -> int:
 def boolean(var: Var, raw: str) -> bool:
     """true/false or 1/0, in any case."""
     value = raw.strip().lower()
-    if value not in ("true", "false", "1", "0", ""):
+    if value not in ("true", "false", "1", "0"):
         raise ConfigError(f"{var.name}={value!r} is not a boolean: use true or false", (var.name,))
     return value in ("true", "1")
 
@@ -105,7 +105,6 @@ def choice(*allowed: str) -> Parser:
     def parse(var: Var, raw: str) -> str:
         return one_of(var.name, raw.strip().lower(), allowed)
 
-    parse.__doc__ = f"one of: {', '.join(allowed)} (any case)"
     return parse
 
 
@@ -131,7 +130,7 @@ def lmi_count(var: Var, raw: str) -> str:
     """Decimal digits (whole: "²" passes isdigit and crashed int() later in the plan)."""
     if whole(raw) is None:
         raise ConfigError(f"{var.name}={raw!r} is not a positive integer", (var.name,))
-    return raw.strip().lower()
+    return raw.strip()
 
 
 def lmi_cores(var: Var, raw: str) -> str:

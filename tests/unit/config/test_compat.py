@@ -53,3 +53,11 @@ def test_unknown_option_keys_warned_by_name() -> None:
     )
     assert any("OPTION_FOO_BAR" in w and "option.weird" in w and "ROLLING" not in w for w in s.warnings)
     assert parse_settings({"OPTION_ROLLING_BATCH": "vllm"}).warnings == ()
+
+
+def test_unknown_option_keys_are_one_warning_listing_each_origin() -> None:
+    s = parse_settings({"OPTION_FOO": "1", "OPTION_BAR": "2"}, serving_properties={"option.weird": "x"})
+    assert s.warnings == (
+        "ignored unknown LMI settings (no vLLM-on-Neuron equivalent): "
+        "serving.properties option.weird, OPTION_BAR, OPTION_FOO",
+    )

@@ -116,3 +116,30 @@ def test_every_serve_row_is_read_and_every_option_has_a_row() -> None:
     assert rows == {"port", "dialect", "lmi_stream_format", *serve._READ_ORDER}
     assert {f.name for f in fields(ServeOptions)} == rows | {"host"}
     assert ServeOptions() == ServeOptions(**defaults("serve"))
+
+
+@pytest.mark.parametrize(
+    ("env", "props", "origin"),
+    [
+        ({"OPTION_TGI_COMPAT": "Yes"}, {}, "OPTION_TGI_COMPAT"),
+        ({}, {"option.tgi_compat": "1"}, "serving.properties option.tgi_compat"),
+    ],
+)
+def test_a_bad_tgi_compat_is_named_by_where_it_came_from(
+    env: dict[str, str], props: dict[str, str], origin: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_dialect(env, props)
+    value = (env or props).popitem()[1].lower()
+    assert str(err.value) == f"{origin}={value!r} is not a boolean: use true or false"
+    assert err.value.variables == (origin,)
+
+
+def test_equal_ports_are_refused_with_the_port_to_use() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_serve({"SAGEMAKER_BIND_TO_PORT": "9000", "NEURONSERVE_ENGINE_PORT": "9000"})
+    assert str(err.value) == (
+        "NEURONSERVE_ENGINE_PORT=9000 equals the front port SAGEMAKER_BIND_TO_PORT=9000: "
+        "set NEURONSERVE_ENGINE_PORT=9001"
+    )
+    assert err.value.variables == ("NEURONSERVE_ENGINE_PORT", "SAGEMAKER_BIND_TO_PORT")

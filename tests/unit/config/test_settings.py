@@ -585,3 +585,10 @@ def test_a_lowercase_prefix_is_not_an_sm_vllm_variable() -> None:
     assert [(m.value, m.origin) for m in s.models] == [("m", "SM_VLLM_MODEL")]
     assert s.additional_config == {}
     assert s.engine == {}
+
+
+def test_a_sign_apart_from_its_digits_is_text_not_a_number() -> None:
+    """ "- 4" is compared as text (a blank after the sign is no number), so it conflicts with -4
+    instead of crashing int()."""
+    err = refusal({"SM_VLLM_MAX_NUM_SEQS": "- 4"}, extra=("--max-num-seqs", "-4"))
+    assert err.variables == ("-- --max-num-seqs", "SM_VLLM_MAX_NUM_SEQS")

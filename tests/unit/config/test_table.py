@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "neuronserve"
 # engine or user `env` (`plan.env`, `settings.passthrough_env`, `user_env`).
 ENV_NAMES = ("environ", "env")
 # The table's own lookups: a string given to them is a variable name too.
-TABLE_HELPERS = frozenset({"VARS", "sm_vllm_var"})
+TABLE_HELPERS = frozenset({"VARS"})
 # Variables of other programs, read on their behalf: the AWS SDK and s5cmd, the shell and XDG.
 OTHER_PROGRAMS = frozenset({"HOME", "PATH", "XDG_CACHE_HOME"})
 OTHER_PREFIXES = ("AWS_",)
@@ -89,7 +89,7 @@ g = "G_IN" in environ
 h = "H_NOT_IN" not in user_env
 i = spec.env.get("I_SPEC")
 j = VARS["J_TABLE"].default
-k = sm_vllm_var("K_HELPER")
+
 env["WRITTEN"] = "1"
 other.get("NOT_ENV")
 environ.get(name)
@@ -109,7 +109,6 @@ def get__mutmut_1(environ):
         "H_NOT_IN",
         "I_SPEC",
         "J_TABLE",
-        "K_HELPER",
         "L_ORIGINAL",
     }
 

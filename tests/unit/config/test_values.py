@@ -83,3 +83,28 @@ def test_parsers_refuse_naming_the_variable(parse: p.Parser, default: Any, raw: 
 def test_an_unset_or_blank_variable_takes_the_typed_default_unparsed(raw: str | None) -> None:
     var = Var("X_VAR", "", 8080, "", "", p.whole_number)
     assert var.read({} if raw is None else {"X_VAR": raw}) == 8080
+
+
+def test_a_choice_takes_one_of_its_values_in_any_case_and_names_them_all_otherwise() -> None:
+    parse = p.choice("auto", "neuron", "cpu")  # built here: a parser built at import is fixed by then
+    assert parse(row(parse), " NEURON ") == "neuron"
+    with pytest.raises(ConfigError) as err:
+        parse(row(parse), "Gpu")
+    assert str(err.value) == "X_VAR='gpu' is not one of: auto, neuron, cpu"
+    assert err.value.variables == ("X_VAR",)
+
+
+@pytest.mark.parametrize(
+    "parse", [p.number_or_default, p.whole_number, p.niceness, p.seconds_above_zero, p.gib_above_zero]
+)
+def test_every_number_parser_refuses_text_naming_the_variable(parse: p.Parser) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse(row(parse, 1.0), "lots")
+    assert str(err.value) == "X_VAR='lots' is not a number" and err.value.variables == ("X_VAR",)
+
+
+@pytest.mark.parametrize(
+    ("parse", "raw", "value"), [(p.gib_above_zero, "0.5", 0.5), (p.gib_above_zero, "1", 1.0)]
+)
+def test_a_size_above_zero_may_be_below_one(parse: p.Parser, raw: str, value: float) -> None:
+    assert parse(row(parse), raw) == value
