@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from neuronserve.config.table import defaults
+
 Device = Literal["neuron", "cpu"]
 
 # Where a model comes from. "sagemaker" = the /opt/ml/model directory SageMaker populated;
@@ -49,26 +51,29 @@ class ArtifactSpec:
     require_hit: bool = False
 
 
+_SERVE = defaults("serve")  # each attribute's default is its settings-table row's (config/hosttable.py)
+
+
 @dataclass(frozen=True)
 class ServeOptions:
     """What the front server needs; resolved from SAGEMAKER_* / NEURONSERVE_* settings."""
 
     host: str = "0.0.0.0"
-    port: int = 8080
-    max_payload_mb: float = 6.0
-    max_concurrency: int = 256  # requests in flight before 429; 0 = unlimited
-    request_timeout_s: float = 600.0  # engine answer deadline before 504
-    drain_grace_s: float = 25.0  # SIGTERM: time for in-flight requests (SageMaker kills at 30 s)
-    startup_timeout_s: float | None = None  # engine must be READY by then, else FAILED; None = wait
-    engine_nice: int = 10  # the engine's niceness above the front's: /ping stays fast on a saturated host
-    expose_engine_routes: bool = False  # forward every engine route, not only the allowlist (front/routes.py)
-    dialect: str = "tgi"  # generate answers on /invocations: "tgi" or "lmi" (LMI's rolling-batch shapes)
-    lmi_stream_format: str = "jsonlines"  # LMI dialect streams: "jsonlines" or "sse"
-    strict_model_name: bool = False  # keep vLLM's 404 for OpenAI bodies naming another model
+    port: int = _SERVE["port"]
+    max_payload_mb: float = _SERVE["max_payload_mb"]
+    max_concurrency: int = _SERVE["max_concurrency"]  # requests in flight before 429; 0 = unlimited
+    request_timeout_s: float = _SERVE["request_timeout_s"]  # engine answer deadline before 504
+    drain_grace_s: float = _SERVE["drain_grace_s"]  # SIGTERM: time for in-flight requests (SageMaker: 30 s)
+    startup_timeout_s: float | None = _SERVE["startup_timeout_s"]  # READY by then, else FAILED; None = wait
+    engine_nice: int = _SERVE["engine_nice"]  # niceness above the front's: /ping stays fast on a busy host
+    expose_engine_routes: bool = _SERVE["expose_engine_routes"]  # every engine route, not the allowlist
+    dialect: str = _SERVE["dialect"]  # generate answers on /invocations: "tgi" or "lmi" (LMI's shapes)
+    lmi_stream_format: str = _SERVE["lmi_stream_format"]  # LMI dialect streams: "jsonlines" or "sse"
+    strict_model_name: bool = _SERVE["strict_model_name"]  # vLLM's 404 for bodies naming another model
     # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
-    min_ready_replicas: int | None = None
-    sticky_sessions: bool = False  # SAGEMAKER_ENABLE_STATEFUL_SESSIONS
-    session_ttl_s: float = 1200.0  # SAGEMAKER_SESSIONS_EXPIRATION
+    min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
+    sticky_sessions: bool = _SERVE["sticky_sessions"]
+    session_ttl_s: float = _SERVE["session_ttl_s"]
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ README.md; `--check` exits 1 when the README differs from what the code would wr
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from neuronserve.config.table import ENGINE_VARS, HOST_VARS, PRECEDENCE, Var
+from neuronserve.config.table import ENGINE_VARS, HOST_VARS, PRECEDENCE
+from neuronserve.config.var import Var
 
 BEGIN = "<!-- BEGIN CONFIG"
 END = "<!-- END CONFIG -->"
@@ -29,6 +31,20 @@ def _flag(var: Var) -> str:
     return f"`--{var.key}`" if var.key else "-"
 
 
+def shown_default(var: Var) -> str:
+    """The default as the README shows it: `default_doc` where the plan decides it, else the value."""
+    value = var.default
+    if var.default_doc or value is None:
+        return var.default_doc
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
 def _cell(text: str) -> str:
     text = text.replace("|", "\\|")
     return f"`{text}`" if "<" in text and "`" not in text else text
@@ -45,7 +61,7 @@ def _table(rows: tuple[Var, ...], with_flag: bool) -> list[str]:
         cells = [
             f"`{v.name}`",
             *([_flag(v)] if with_flag else []),
-            _cell(v.default) or "-",
+            _cell(shown_default(v)) or "-",
             v.source,
             _cell(v.help),
         ]

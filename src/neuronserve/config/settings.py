@@ -8,19 +8,41 @@ how a container compiles for 15 minutes with a batch size nobody asked for.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.config.compat import compat_sources
 from neuronserve.config.fit import FitOptions, parse_fit
-from neuronserve.config.serve import parse_bool, parse_serve
-from neuronserve.config.table import DEFAULT_ON_FLAGS
+from neuronserve.config.origin import Collector, Setting
+from neuronserve.config.serve import parse_serve
+from neuronserve.config.table import (
+    DEFAULT_ON_FLAGS,
+    ENGINE_ENV,
+    ENGINE_VARS,
+    FIELDS,
+    HOST_ENGINE_VARS,
+    HOST_VARS,
+    TGI_VARS,
+    VARS,
+    read_group,
+)
+from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
+from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM, SM_PATTERN
 from neuronserve.errors import ConfigError
 from neuronserve.types import ServeOptions
 
-EngineValue = bool | str | list[str]  # True = bare flag, False = off, str = one token, list = tokens
+__all__ = [
+    "EXTRA_BOOL",
+    "EXTRA_VALUE",
+    "EngineValue",
+    "Setting",
+    "Settings",
+    "env_name",
+    "flag_tokens",
+    "parse_settings",
+    "sm_vllm_value",
+]
 
 # Engine flags read from the arguments after `--` (so rules and conflicts see them too); a value flag
 # takes the next token unless given as `--flag=value`.
@@ -44,17 +66,18 @@ EXTRA_VALUE = frozenset(
         "data-parallel-size",
     }
 )
+SM_PREFIX = "SM_VLLM_"
+OVERRIDE_PREFIX = "SM_NEURON_"
 # Variables read by their whole name, not as one flag each: in any case after the prefix (see _fold).
-_MODEL_VAR = "SM_VLLM_MODEL"
-_OBJECT_VARS = ("SM_VLLM_ADDITIONAL_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG", "SM_NEURON_OVERRIDE_CONFIG")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A value and the variable that gave it (named in every message about it)."""
-
-    value: Any
-    origin: str
+_MODEL_VAR = next(v.name for v in ENGINE_VARS if v.source == SM and v.key == "<model>")
+_ADDITIONAL_VAR = next(v.name for v in ENGINE_VARS if v.key == "additional-config")
+_OVERRIDE_OBJECTS = tuple(v.name for v in ENGINE_VARS if v.key == "<override>" and "<" not in v.name)
+_READ_APART = (_MODEL_VAR, _ADDITIONAL_VAR, *_OVERRIDE_OBJECTS)
+_ARTIFACT_VARS = tuple(v for v in HOST_VARS if v.key == "<artifacts>")
+_TGI_MODEL_VARS = tuple(v for v in TGI_VARS.values() if v.key == "<model>")
+# Settings attributes that are their row's typed value as is (device, integration and framework also
+# keep the variable they came from; the engine port is read with the front port in parse_serve).
+_PLAIN = ("cache_read_only", "cache_uri", "work_dir", "visible_cores", "logical_nc_config")
 
 
 @dataclass(frozen=True)
@@ -92,42 +115,7 @@ class Settings:
 
 def env_name(key: str) -> str:
     """The SM_VLLM_* variable a user sets for an engine flag (named in messages)."""
-    return "SM_VLLM_" + key.upper().replace("-", "_")
-
-
-def _json_or_none(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def _json_or_str(raw: str) -> Any:
-    """SM_NEURON_<KEY> values: true/false in any case are booleans, else JSON when they parse (numbers,
-    null, objects), else the string. Python's `False` is no JSON and was kept as the string "False",
-    which NxD Inference reads as true (SM_NEURON_ENABLE_BUCKETING=False left bucketing on)."""
-    if raw.strip().lower() in ("true", "false"):
-        return raw.strip().lower() == "true"
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def sm_vllm_value(raw: str) -> EngineValue:
-    """The AWS vLLM DLC mapping of one SM_VLLM_* value (documented in SERVING.md)."""
-    text = raw.strip()
-    if text == "" or text.lower() == "true":
-        return True
-    if text.lower() == "false":
-        return False
-    if text.startswith("[") or text.startswith("{"):
-        parsed = _json_or_none(text)
-        if isinstance(parsed, list):
-            return [p if isinstance(p, str) else json.dumps(p, sort_keys=True) for p in parsed]
-        if isinstance(parsed, dict):
-            return json.dumps(parsed, sort_keys=True)
-    return raw
+    return SM_PREFIX + key.upper().replace("-", "_")
 
 
 def flag_tokens(key: str, value: EngineValue) -> list[str]:
@@ -142,41 +130,7 @@ def flag_tokens(key: str, value: EngineValue) -> list[str]:
     return [flag, value]
 
 
-def _canon(value: Any) -> Any:
-    """The form two sources' values are compared in: numbers by value, true/false/max in any case.
-
-    One leading "-" and isdecimal: "--4" and "²" passed lstrip("-").isdigit() and crashed int()."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.removeprefix("-").isdecimal():
-            return int(text)
-        return text.lower() if text.lower() in ("true", "false", "max") else text
-    return value
-
-
-class _Collector:
-    """Adds values source by source (highest precedence first) and refuses disagreements."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Setting] = {}
-
-    def add(self, key: str, value: Any, origin: str) -> None:
-        old = self.values.get(key)
-        if old is None:
-            self.values[key] = Setting(value, origin)
-        elif _canon(old.value) != _canon(value):
-            raise ConfigError(
-                f"{old.origin}={_show(old.value)} and {origin}={_show(value)} both set {key} with different "
-                f"values: remove one of them or make them equal",
-                (old.origin, origin),
-            )
-
-
-def _show(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def parse_extra_args(extra: Sequence[str], engine: _Collector, models: list[Setting]) -> None:
+def parse_extra_args(extra: Sequence[str], engine: Collector, models: list[Setting]) -> None:
     """Read the flags the plan reasons about from the verbatim engine arguments.
 
     A boolean flag with an inline value is refused: vLLM's BooleanOptionalAction refuses
@@ -217,7 +171,7 @@ def _fold(key: str) -> str:
     SM_VLLM_* names, and SM_VLLM_Max_Model_Len always worked here, but SM_VLLM_Model and
     SM_VLLM_Additional_Config became flags (`--model` a second time, a string `--additional-config`)
     and SM_NEURON_Override_Config an override key "override_config"."""
-    return key.upper() if key.startswith(("SM_VLLM_", "SM_NEURON_")) else key
+    return key.upper() if key.startswith((SM_PREFIX, OVERRIDE_PREFIX)) else key
 
 
 def _spelling(environ: Mapping[str, str], name: str) -> str | None:
@@ -226,8 +180,8 @@ def _spelling(environ: Mapping[str, str], name: str) -> str | None:
     first = environ[found[0]].strip() if found else ""
     for other in found[1:]:
         value = environ[other].strip()
-        parsed = _json_or_none(value)
-        if value != first and (parsed is None or parsed != _json_or_none(first)):  # equal text or JSON
+        parsed = json_or_none(value)
+        if value != first and (parsed is None or parsed != json_or_none(first)):  # equal text or JSON
             raise ConfigError(
                 f"{found[0]} and {other} are one variable with different values: remove one of them",
                 (found[0], other),
@@ -238,12 +192,13 @@ def _spelling(environ: Mapping[str, str], name: str) -> str | None:
 def _neuron_override(
     environ: Mapping[str, str], additional: dict[str, Any], additional_var: str
 ) -> dict[str, Setting]:
-    out = _Collector()
+    out = Collector()
+    key_row = VARS[OVERRIDE_PATTERN]
     for key in sorted(environ):
-        if key.startswith("SM_NEURON_") and _fold(key) != "SM_NEURON_OVERRIDE_CONFIG":
-            out.add(key[len("SM_NEURON_") :].lower(), _json_or_str(environ[key]), key)
+        if key.startswith(OVERRIDE_PREFIX) and _fold(key) not in _OVERRIDE_OBJECTS:
+            out.add(key[len(OVERRIDE_PREFIX) :].lower(), key_row.parse(key_row, environ[key]), key)
     objects: list[tuple[str, Any]] = []
-    for var in ("SM_NEURON_OVERRIDE_CONFIG", "SM_VLLM_OVERRIDE_NEURON_CONFIG"):
+    for var in _OVERRIDE_OBJECTS:
         name = _spelling(environ, var) or var
         objects.append((name, _json_object(environ, name)))
     objects.append((additional_var, additional.pop("override_neuron_config", None) or {}))
@@ -257,21 +212,43 @@ def _neuron_override(
 
 def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
     raw = environ.get(name, "").strip()
-    if not raw:
-        return {}
-    parsed = _json_or_none(raw)
-    if not isinstance(parsed, dict):
-        raise ConfigError(f"{name} must be a JSON object, e.g. '{{\"enable_bucketing\": false}}'", (name,))
-    return parsed
+    return object_named(name, raw) if raw else {}
 
 
-def _choice(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> Setting | None:
-    raw = environ.get(name, "").strip().lower()
-    if not raw:
-        return None
-    if raw not in allowed:
-        raise ConfigError(f"{name}={raw!r} is not one of: {', '.join(allowed)}", (name,))
-    return Setting(raw, name)
+def _engine_sources(
+    environ: Mapping[str, str], extra_args: Sequence[str], engine: Collector, models: list[Setting]
+) -> tuple[dict[str, Any], str]:
+    """Engine settings from the arguments after `--`, then SM_VLLM_* (through the SM_VLLM_<NAME> row),
+    then the host variables that feed an engine setting."""
+    parse_extra_args(extra_args, engine, models)
+    model_var = _spelling(environ, _MODEL_VAR)
+    if model_var:
+        models.append(Setting(environ[model_var].strip(), model_var))
+    additional_var = _spelling(environ, _ADDITIONAL_VAR) or _ADDITIONAL_VAR
+    additional = _json_object(environ, additional_var)
+    flag = VARS[SM_PATTERN]  # every SM_VLLM_* flag takes the DLC's value mapping (the named rows' too)
+    for key in sorted(environ):
+        if key.startswith(SM_PREFIX) and _fold(key) not in _READ_APART:
+            engine.add(key[len(SM_PREFIX) :].lower().replace("_", "-"), flag.parse(flag, environ[key]), key)
+    for row in HOST_ENGINE_VARS:
+        if environ.get(row.name, "").strip():
+            engine.add(row.key, environ[row.name].strip(), row.name)
+    return additional, additional_var
+
+
+def _device(environ: Mapping[str, str], flag: str | None) -> Setting:
+    """`--device` (checked as given) over NEURONSERVE_DEVICE (any case); the origin names which."""
+    row = FIELDS["settings.device"]
+    if flag:
+        return Setting(one_of("--device", flag, DEVICES), "--device")
+    return Setting(row.read(environ), row.name)
+
+
+def _named(environ: Mapping[str, str], attr: str) -> Setting | None:
+    """A host setting with the variable that gave it, or None when unset."""
+    row = FIELDS[f"settings.{attr}"]
+    value = row.read(environ)
+    return None if value is None else Setting(value, row.name)
 
 
 def parse_settings(
@@ -283,70 +260,40 @@ def parse_settings(
 ) -> Settings:
     """Map every configuration source onto one Settings (pure: the caller read the env and the file)."""
     warnings: list[str] = []
-    engine = _Collector()
+    engine = Collector()
     models: list[Setting] = []
-    parse_extra_args(extra_args, engine, models)
-    model_var = _spelling(environ, _MODEL_VAR)
-    if model_var:
-        models.append(Setting(environ[model_var].strip(), model_var))
-    additional_var = _spelling(environ, "SM_VLLM_ADDITIONAL_CONFIG") or "SM_VLLM_ADDITIONAL_CONFIG"
-    additional = _json_object(environ, additional_var)
-    for key in sorted(environ):
-        if key.startswith("SM_VLLM_") and _fold(key) not in (_MODEL_VAR, *_OBJECT_VARS):
-            engine.add(key[len("SM_VLLM_") :].lower().replace("_", "-"), sm_vllm_value(environ[key]), key)
-    if environ.get("NEURONSERVE_DATA_PARALLEL", "").strip():
-        engine.add(
-            "data-parallel-size", environ["NEURONSERVE_DATA_PARALLEL"].strip(), "NEURONSERVE_DATA_PARALLEL"
-        )
+    additional, additional_var = _engine_sources(environ, extra_args, engine, models)
     override = _neuron_override(environ, additional, additional_var)
-    artifacts = _Collector()
-    if environ.get("NEURON_COMPILED_ARTIFACTS", "").strip():
-        artifacts.add("artifacts", environ["NEURON_COMPILED_ARTIFACTS"].strip(), "NEURON_COMPILED_ARTIFACTS")
-    if environ.get("HF_MODEL_ID", "").strip():
-        models.append(Setting(environ["HF_MODEL_ID"].strip(), "HF_MODEL_ID"))
+    artifacts = Collector()
+    for row in _ARTIFACT_VARS:
+        if environ.get(row.name, "").strip():
+            artifacts.add("artifacts", environ[row.name].strip(), row.name)
+    for row in _TGI_MODEL_VARS:
+        if environ.get(row.name, "").strip():
+            models.append(Setting(environ[row.name].strip(), row.name))
     for key, value, origin in compat_sources(environ, serving_properties or {}, warnings):
         if key == "<model>":
             models.append(Setting(value, origin))
         else:
             (artifacts if key == "artifacts" else engine).add(key, value, origin)
-    dev = device or environ.get("NEURONSERVE_DEVICE", "").strip().lower() or "auto"
-    if dev not in ("auto", "neuron", "cpu"):
-        origin = "--device" if device else "NEURONSERVE_DEVICE"
-        raise ConfigError(f"{origin}={dev!r} is not one of: auto, neuron, cpu", (origin,))
+    dev = _device(environ, device)
     serve, engine_port = parse_serve(environ, serving_properties)
-    passthrough = {
-        k: environ[k]
-        for k in (
-            "NEURON_CONTEXT_LENGTH_BUCKETS",
-            "NEURON_TOKEN_GEN_BUCKETS",
-            "DISABLE_NEURON_CUSTOM_SCHEDULER",
-            "NEURON_ON_DEVICE_SAMPLING_DISABLED",
-            "NEURON_CC_FLAGS",
-        )
-        if k in environ
-    }
+    integration, framework = _named(environ, "integration"), _named(environ, "framework")
+    host = read_group(environ, "settings", _PLAIN)
     return Settings(
         engine=engine.values,
         override=override,
         additional_config=additional,
         models=tuple(models),
         extra_args=tuple(extra_args),
-        device=Setting(dev, "--device" if device else "NEURONSERVE_DEVICE"),
-        integration=_choice(environ, "NEURONSERVE_INTEGRATION", ("plugin", "in-tree")),
-        framework=_choice(
-            environ,
-            "VLLM_NEURON_FRAMEWORK",
-            ("neuronx-distributed-inference", "transformers-neuronx", "optimum-neuron"),
-        ),
+        device=dev,
+        integration=integration,
+        framework=framework,
         artifacts=artifacts.values.get("artifacts"),
-        cache_uri=environ.get("NEURONSERVE_CACHE_URI", "").strip() or None,
-        cache_read_only=parse_bool(environ, "NEURONSERVE_CACHE_READ_ONLY"),
         engine_port=engine_port,
-        work_dir=environ.get("NEURONSERVE_WORK_DIR", "").strip() or "/tmp/neuronserve",
         serve=serve,
-        visible_cores=environ.get("NEURON_RT_VISIBLE_CORES", "").strip() or None,
-        logical_nc_config=environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip() or None,
-        passthrough_env=passthrough,
+        passthrough_env={v.name: environ[v.name] for v in ENGINE_ENV if v.name in environ},
         warnings=tuple(warnings),
         fit=parse_fit(environ),
+        **host,
     )

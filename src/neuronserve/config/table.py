@@ -1,30 +1,22 @@
 """The one table of configuration variables: parsing, precedence and the README reference all read it.
 
-Each row says which environment variable (or file key) sets which engine setting, its default and
-which convention it comes from. `settings.py` maps values with these rows and `doc.py` renders
-them, so the documentation cannot drift from the code (a test compares the README with the table).
+Each row (a `Var`) names a variable, the setting it feeds, its typed default, the parser that turns its
+text into that type and the convention it comes from. `settings.py`, `serve.py` and `fit.py` read
+values through these rows and `doc.py` renders them, so neither the parsing nor the README can drift
+from the table (a test compares the README with it; another walks the source for every variable read
+and looks each one up here). The engine settings' rows are here; the variables read by name are in
+hosttable.py (NEURONSERVE_*) and runtimetable.py (Neuron runtime, SageMaker), gathered below.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
 
-
-@dataclass(frozen=True)
-class Var:
-    """One configuration variable.
-
-    `key` is the engine setting it feeds (a vLLM flag name without `--`), or a neuronserve setting
-    in angle brackets (e.g. `<model>`), or "" for variables read directly by name.
-    """
-
-    name: str
-    key: str
-    default: str
-    source: str
-    help: str
-    kind: str = "str"  # str | int | bool | dtype | tp (an int or "max") | model
-
+from neuronserve.config import values as p
+from neuronserve.config.hosttable import NEURONSERVE_VARS
+from neuronserve.config.runtimetable import RUNTIME_VARS
+from neuronserve.config.var import LMI, NEURON, OVERRIDE_PATTERN, SM, SM_PATTERN, STREAM_FORMATS, TGI, Var
 
 # Precedence (highest first), used for the origin a value is reported with and for the model choice.
 # Two sources giving the same setting different values is an error naming both variables.
@@ -38,162 +30,182 @@ PRECEDENCE = (
     "neuronserve defaults (Neuron plan only)",
 )
 
-SM = "SM_VLLM (AWS vLLM DLC)"
-NEURON = "Neuron override"
-LMI = "LMI (DJL)"
-TGI = "TGI / HF"
-NS = "neuronserve"
-SAGEMAKER = "SageMaker"
-NRT = "Neuron runtime"
+_SMV = p.sm_vllm
 
 # Engine settings the plan reasons about; any other SM_VLLM_<NAME> passes through as --<name>.
 ENGINE_VARS: tuple[Var, ...] = (
     Var(
         "SM_VLLM_MODEL",
         "<model>",
-        "",
+        None,
         SM,
         "Model: hub id, local dir, s3:// prefix or .tar.gz (first in source order)",
     ),
     Var(
-        "SM_VLLM_<NAME>",
+        SM_PATTERN,
         "<name>",
-        "",
+        None,
         SM,
         "Any vLLM flag `--<name>`: true = bare flag, false = omitted, "
         "empty = bare flag, JSON array = one token each, JSON object = one token",
+        _SMV,
     ),
     Var(
         "SM_VLLM_TENSOR_PARALLEL_SIZE",
         "tensor-parallel-size",
-        "all visible NeuronCores",
+        None,
         SM,
         "NeuronCores the model is sharded over (Neuron: <= visible cores)",
-        "tp",
+        _SMV,
+        default_doc="all visible NeuronCores",
     ),
     Var(
         "SM_VLLM_MAX_MODEL_LEN",
         "max-model-len",
-        "config.json max_position_embeddings",
+        None,
         SM,
         "Compiled sequence length (always passed on Neuron)",
-        "int",
+        _SMV,
+        default_doc="config.json max_position_embeddings",
     ),
     Var(
         "SM_VLLM_MAX_NUM_SEQS",
         "max-num-seqs",
-        "8 on Neuron",
+        None,
         SM,
         "Compiled batch size (always passed on Neuron)",
-        "int",
+        _SMV,
+        default_doc="8 on Neuron",
     ),
     Var(
         "SM_VLLM_DTYPE",
         "dtype",
-        "bfloat16 on Neuron",
+        None,
         SM,
         "Weights/activations dtype (`auto` is refused on Neuron)",
-        "dtype",
+        _SMV,
+        default_doc="bfloat16 on Neuron",
     ),
     Var(
         "SM_VLLM_ENABLE_PREFIX_CACHING",
         "enable-prefix-caching",
-        "false on Neuron",
+        None,
         SM,
         "Prefix caching with a block KV layout (else `--no-enable-prefix-caching`)",
-        "bool",
+        _SMV,
+        default_doc="false on Neuron",
     ),
     Var(
         "SM_VLLM_BLOCK_SIZE",
         "block-size",
-        "32 with prefix caching",
+        None,
         SM,
         "KV block size (prefix caching, chunked prefill); the plugin uses max_model_len otherwise",
-        "int",
+        _SMV,
+        default_doc="32 with prefix caching",
     ),
     Var(
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE",
         "num-gpu-blocks-override",
-        "ceil(max_model_len/block)*max_num_seqs",
+        None,
         SM,
         "KV blocks (the plugin adds a null block); counted in max_model_len blocks without prefix caching",
-        "int",
+        _SMV,
+        default_doc="ceil(max_model_len/block)*max_num_seqs",
     ),
     Var(
         "SM_VLLM_ENABLE_CHUNKED_PREFILL",
         "enable-chunked-prefill",
-        "false",
+        False,
         SM,
         "Chunked prefill (Neuron: needs chunked_prefill_config; sets DISABLE_NEURON_CUSTOM_SCHEDULER=1)",
-        "bool",
+        _SMV,
     ),
     Var(
         "SM_VLLM_ADDITIONAL_CONFIG",
         "additional-config",
-        "{}",
+        {},
         SM,
         "JSON object; its override_neuron_config merges with the SM_NEURON_* keys",
+        p.json_object,
     ),
     Var(
         "SM_VLLM_REVISION",
         "revision",
-        "",
+        None,
         SM,
         "Hub revision (hub models only; refused on Neuron: download it to a directory or S3)",
+        _SMV,
     ),
-    Var(
-        "SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", "false", SM, "Allow model code from the hub", "bool"
-    ),
+    Var("SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", False, SM, "Allow model code from the hub", _SMV),
     Var(
         "SM_NEURON_OVERRIDE_CONFIG",
         "<override>",
-        "{}",
+        {},
         NEURON,
         "JSON object merged into override_neuron_config",
+        p.json_object,
     ),
     Var(
         "SM_VLLM_OVERRIDE_NEURON_CONFIG",
         "<override>",
-        "{}",
+        {},
         NEURON,
         "Same as SM_NEURON_OVERRIDE_CONFIG (the in-tree flag's name)",
+        p.json_object,
     ),
     Var(
-        "SM_NEURON_<KEY>",
+        OVERRIDE_PATTERN,
         "<override>",
-        "",
+        None,
         NEURON,
         "One override_neuron_config key (lowercased); true/false in any case are booleans, else JSON "
         "when it parses, else a string",
+        p.override_value,
     ),
-    Var("OPTION_MODEL_ID", "<model>", "", LMI, "Model (last in source order)", "model"),
-    Var("OPTION_TENSOR_PARALLEL_DEGREE", "tensor-parallel-size", "", LMI, "`max` = all visible cores", "tp"),
+    Var("OPTION_MODEL_ID", "<model>", None, LMI, "Model (last in source order)", field="dialect.lmi_model"),
+    Var(
+        "OPTION_TENSOR_PARALLEL_DEGREE",
+        "tensor-parallel-size",
+        None,
+        LMI,
+        "`max` = all visible cores",
+        p.lmi_cores,
+    ),
     Var(
         "TENSOR_PARALLEL_DEGREE",
         "tensor-parallel-size",
-        "",
+        None,
         LMI,
         "Same as OPTION_TENSOR_PARALLEL_DEGREE",
-        "tp",
+        p.lmi_cores,
     ),
-    Var("OPTION_MAX_ROLLING_BATCH_SIZE", "max-num-seqs", "", LMI, "Batch size", "int"),
-    Var("OPTION_N_POSITIONS", "max-model-len", "", LMI, "Sequence length", "int"),
-    Var("OPTION_MAX_MODEL_LEN", "max-model-len", "", LMI, "Sequence length", "int"),
-    Var("OPTION_DTYPE", "dtype", "", LMI, "fp16 / bf16 / fp32 or a vLLM dtype", "dtype"),
-    Var("OPTION_TRUST_REMOTE_CODE", "trust-remote-code", "", LMI, "Allow model code from the hub", "bool"),
-    Var("OPTION_REVISION", "revision", "", LMI, "Hub revision", "str"),
-    Var("HF_REVISION", "revision", "", LMI, "Hub revision", "str"),
-    Var("OPTION_COMPILED_GRAPH_PATH", "<artifacts>", "", LMI, "Same as NEURON_COMPILED_ARTIFACTS"),
-    Var("OPTION_ROLLING_BATCH", "", "", LMI, "Accepted and ignored (always vLLM)"),
-    Var("OPTION_ENTRYPOINT", "", "", LMI, "Accepted and ignored"),
-    Var("OPTION_ENGINE", "", "", LMI, "Accepted and ignored"),
+    Var("OPTION_MAX_ROLLING_BATCH_SIZE", "max-num-seqs", None, LMI, "Batch size", p.lmi_count),
+    Var("OPTION_N_POSITIONS", "max-model-len", None, LMI, "Sequence length", p.lmi_count),
+    Var("OPTION_MAX_MODEL_LEN", "max-model-len", None, LMI, "Sequence length", p.lmi_count),
+    Var("OPTION_DTYPE", "dtype", None, LMI, "fp16 / bf16 / fp32 or a vLLM dtype", p.lmi_dtype),
+    Var(
+        "OPTION_TRUST_REMOTE_CODE",
+        "trust-remote-code",
+        None,
+        LMI,
+        "Allow model code from the hub",
+        p.lmi_bool,
+    ),
+    Var("OPTION_REVISION", "revision", None, LMI, "Hub revision"),
+    Var("HF_REVISION", "revision", None, LMI, "Hub revision"),
+    Var("OPTION_COMPILED_GRAPH_PATH", "<artifacts>", None, LMI, "Same as NEURON_COMPILED_ARTIFACTS"),
+    Var("OPTION_ROLLING_BATCH", "", None, LMI, "Accepted and ignored (always vLLM)"),
+    Var("OPTION_ENTRYPOINT", "", None, LMI, "Accepted and ignored"),
+    Var("OPTION_ENGINE", "", None, LMI, "Accepted and ignored"),
     Var(
         "OPTION_TGI_COMPAT",
         "",
-        "false",
+        False,
         LMI,
         "true: generate answers in TGI's shapes (dialect `tgi`)",
-        "bool",
+        p.lmi_bool,
+        "dialect.tgi_compat",
     ),
     Var(
         "OPTION_OUTPUT_FORMATTER",
@@ -201,188 +213,49 @@ ENGINE_VARS: tuple[Var, ...] = (
         "jsonlines",
         LMI,
         "LMI dialect stream format: jsonlines | sse",
+        p.choice(*STREAM_FORMATS),
+        "serve.lmi_stream_format",
     ),
-    Var("HF_MODEL_ID", "<model>", "", TGI, "Model: hub id, local path or s3:// prefix", "model"),
-    Var("HF_MODEL_REVISION", "revision", "", TGI, "Hub revision", "str"),
-    Var("HF_MODEL_TRUST_REMOTE_CODE", "trust-remote-code", "", TGI, "Allow model code from the hub", "bool"),
-    Var("HF_NUM_CORES", "tensor-parallel-size", "", TGI, "NeuronCores (TGI on Neuron)", "tp"),
-    Var("MAX_BATCH_SIZE", "max-num-seqs", "", TGI, "Batch size (TGI on Neuron)", "int"),
-    Var("MAX_TOTAL_TOKENS", "max-model-len", "", TGI, "Sequence length (TGI on Neuron)", "int"),
-    Var("HF_AUTO_CAST_TYPE", "dtype", "", TGI, "bf16 / fp16 / fp32 (TGI on Neuron)", "dtype"),
+    Var("HF_MODEL_ID", "<model>", None, TGI, "Model: hub id, local path or s3:// prefix"),
+    Var("HF_MODEL_REVISION", "revision", None, TGI, "Hub revision"),
+    Var(
+        "HF_MODEL_TRUST_REMOTE_CODE",
+        "trust-remote-code",
+        None,
+        TGI,
+        "Allow model code from the hub",
+        p.lmi_bool,
+    ),
+    Var("HF_NUM_CORES", "tensor-parallel-size", None, TGI, "NeuronCores (TGI on Neuron)", p.lmi_cores),
+    Var("MAX_BATCH_SIZE", "max-num-seqs", None, TGI, "Batch size (TGI on Neuron)", p.lmi_count),
+    Var("MAX_TOTAL_TOKENS", "max-model-len", None, TGI, "Sequence length (TGI on Neuron)", p.lmi_count),
+    Var("HF_AUTO_CAST_TYPE", "dtype", None, TGI, "bf16 / fp16 / fp32 (TGI on Neuron)", p.lmi_dtype),
 )
 
-# Variables neuronserve itself reads by name.
-HOST_VARS: tuple[Var, ...] = (
-    Var(
-        "NEURONSERVE_DEVICE",
-        "",
-        "auto",
-        NS,
-        "auto | neuron | cpu (`--device`); auto = neuron when /dev/neuron* exists",
-    ),
-    Var(
-        "NEURONSERVE_INTEGRATION",
-        "",
-        "by installed versions",
-        NS,
-        "plugin (vllm-neuron 0.2.x) | in-tree (vLLM 0.9/0.10 `--device neuron`)",
-    ),
-    Var(
-        "VLLM_NEURON_FRAMEWORK",
-        "",
-        "neuronx-distributed-inference",
-        NS,
-        "In-tree only: neuronx-distributed-inference | transformers-neuronx | optimum-neuron",
-    ),
-    Var("NEURONSERVE_ENGINE_PORT", "", "8081", NS, "Engine port on 127.0.0.1 (not the front port)"),
-    Var("NEURONSERVE_WORK_DIR", "", "/tmp/neuronserve", NS, "Engine CWD, staged model, local artifacts"),
-    Var("NEURONSERVE_CACHE_URI", "", "", NS, "s3:// prefix of the keyed compiled-artifact cache"),
-    Var("NEURONSERVE_CACHE_READ_ONLY", "", "false", NS, "Never upload compiled artifacts"),
-    Var("NEURONSERVE_MAX_CONCURRENCY", "", "256", NS, "Requests in flight before 429 (0 = unlimited)"),
-    Var("NEURONSERVE_DRAIN_GRACE_S", "", "25", NS, "Seconds for in-flight requests on SIGTERM"),
-    Var(
-        "NEURONSERVE_GENERATE_DIALECT",
-        "",
-        "lmi with OPTION_MODEL_ID or serving.properties, else tgi",
-        NS,
-        "Shapes of generate answers on /invocations: tgi | lmi (OPTION_TGI_COMPAT=true: tgi)",
-    ),
-    Var(
-        "NEURONSERVE_STRICT_MODEL_NAME",
-        "",
-        "false",
-        NS,
-        "true: an OpenAI body naming another model gets vLLM's 404 (else the one model serves it)",
-    ),
-    Var(
-        "NEURONSERVE_INSTANCE_TYPE",
-        "",
-        "detected devices",
-        NS,
-        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
-    ),
-    Var("NEURONSERVE_FIT_CHECK", "", "refuse", NS, "HBM estimate over 100 %: refuse | warn | off"),
-    Var("NEURONSERVE_HBM_GIB_PER_CORE", "", "instance table", NS, "Replaces the table's HBM per core"),
-    Var("NEURONSERVE_HBM_OVERHEAD_GIB", "", "1.5", NS, "Per-core overhead the HBM estimate assumes"),
-    Var(
-        "NEURONSERVE_REQUIRE_CACHE_HIT",
-        "",
-        "false",
-        NS,
-        "Fail at once (never compile) when the keyed compiled artifacts are not in the cache",
-    ),
-    Var(
-        "NEURONSERVE_DATA_PARALLEL",
-        "",
-        "1",
-        NS,
-        "Engine replicas on disjoint cores: N or auto (visible cores // TP); same as "
-        "SM_VLLM_DATA_PARALLEL_SIZE; never passed to vLLM",
-    ),
-    Var(
-        "NEURONSERVE_MIN_READY_REPLICAS",
-        "",
-        "all at start, then 1",
-        NS,
-        "READY replicas /ping needs to answer 200",
-    ),
-    Var(
-        "NEURONSERVE_EXPOSE_ENGINE_ROUTES",
-        "",
-        "false",
-        NS,
-        "Forward every engine route (admin ones too), not only the allowlist; warns at start",
-    ),
-    Var(
-        "NEURONSERVE_ENGINE_NICE",
-        "",
-        "10",
-        NS,
-        "Engine niceness above the front's (0-19, 0 = same): keeps /ping fast on a saturated CPU",
-    ),
-    Var(
-        "NEURONSERVE_LOG_FORMAT",
-        "",
-        "text",
-        NS,
-        "text | json (one JSON object per line, engine lines wrapped)",
-    ),
-    Var(
-        "NEURON_COMPILED_ARTIFACTS",
-        "<artifacts>",
-        "<work_dir>/artifacts/<cache_key>",
-        NRT,
-        "Compiled artifacts: s3:// (explicit, unkeyed) or a local dir",
-    ),
-    Var(
-        "NEURON_RT_VISIBLE_CORES",
-        "",
-        "all cores",
-        NRT,
-        "Visible NeuronCores (`0-3`, `0,1`); passed to the engine",
-    ),
-    Var("NEURON_RT_NUM_CORES", "", "", NRT, "NeuronCore count, when NEURON_RT_VISIBLE_CORES is not set"),
-    Var("NEURON_LOGICAL_NC_CONFIG", "", "", NRT, "Physical cores per logical core (Trn2: 2)"),
-    Var(
-        "DISABLE_NEURON_CUSTOM_SCHEDULER",
-        "",
-        "1 with chunked prefill",
-        NRT,
-        "Set by the plan for chunked prefill; refused: 0 with chunked prefill, 1 with a contiguous KV cache",
-    ),
-    Var(
-        "NEURON_ON_DEVICE_SAMPLING_DISABLED",
-        "",
-        "",
-        NRT,
-        "Non-zero refused (broken in 0.2.x): use SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null; 0 is accepted",
-    ),
-    Var(
-        "NEURON_CC_FLAGS",
-        "",
-        "",
-        NRT,
-        "neuronx-cc flags for the compile; part of the compiled-artifact cache key",
-    ),
-    Var(
-        "NEURON_CONTEXT_LENGTH_BUCKETS",
-        "",
-        "from context_encoding_buckets",
-        NRT,
-        "In-tree transformers-neuronx only: prefill buckets",
-    ),
-    Var(
-        "NEURON_TOKEN_GEN_BUCKETS",
-        "",
-        "from token_generation_buckets",
-        NRT,
-        "In-tree transformers-neuronx only: decode buckets",
-    ),
-    Var(
-        "SM_MODEL_DIR",
-        "",
-        "/opt/ml/model",
-        SAGEMAKER,
-        "Where SageMaker puts model data (used when non-empty)",
-    ),
-    Var("SAGEMAKER_BIND_TO_PORT", "", "8080", SAGEMAKER, "Front server port"),
-    Var("SAGEMAKER_MAX_PAYLOAD_IN_MB", "", "6", SAGEMAKER, "Request body limit"),
-    Var("SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS", "", "600", SAGEMAKER, "Engine answer deadline before 504"),
-    Var("SAGEMAKER_STARTUP_TIMEOUT", "", "", SAGEMAKER, "Seconds until the engine must be ready"),
-    Var(
-        "SAGEMAKER_ENABLE_STATEFUL_SESSIONS",
-        "",
-        "false",
-        SAGEMAKER,
-        "Sticky sessions (X-Amzn-SageMaker-Session-Id) kept on one replica",
-    ),
-    Var("SAGEMAKER_SESSIONS_EXPIRATION", "", "1200", SAGEMAKER, "Session lifetime in seconds"),
-)
-
-ALL_VARS = ENGINE_VARS + HOST_VARS
-
+HOST_VARS = NEURONSERVE_VARS + RUNTIME_VARS  # read by name (the README's second table)
+VARS: dict[str, Var] = {v.name: v for v in (*ENGINE_VARS, *HOST_VARS)}  # every row, by name
 LMI_VARS = {v.name: v for v in ENGINE_VARS if v.source == LMI}
 TGI_VARS = {v.name: v for v in ENGINE_VARS if v.source == TGI}
+FIELDS: dict[str, Var] = {v.field: v for v in HOST_VARS + ENGINE_VARS if v.field.count(".") == 1}
+ENGINE_ENV = tuple(v for v in HOST_VARS if v.field == "engine_env")  # passed to the engine as given
+HOST_ENGINE_VARS = tuple(v for v in HOST_VARS if v.key and not v.key.startswith("<"))  # e.g. DP size
 
 # Flags whose vLLM default is "on": `false` must become `--no-<flag>` instead of being omitted.
 DEFAULT_ON_FLAGS = frozenset({"enable-prefix-caching", "use-tqdm-on-load"})
+
+
+def rows_of(group: str) -> dict[str, Var]:
+    """{field attribute: row} of one group (`serve`, `fit`, `settings`)."""
+    prefix = group + "."
+    return {f.removeprefix(prefix): v for f, v in FIELDS.items() if f.startswith(prefix)}
+
+
+def defaults(group: str) -> dict[str, Any]:
+    """{field attribute: typed default} of one group: the dataclass defaults of ServeOptions etc."""
+    return {attr: v.default for attr, v in rows_of(group).items()}
+
+
+def read_group(environ: Mapping[str, str], group: str, order: tuple[str, ...]) -> dict[str, Any]:
+    """{attribute: typed value} for the attributes `order` names, read (and checked) in that order."""
+    rows = rows_of(group)
+    return {attr: rows[attr].read(environ) for attr in order}

@@ -1,5 +1,5 @@
-"""Which generate dialect and LMI stream format a configuration selects; strict model names; what each
-dialect answers when a request is refused or its stream breaks."""
+"""Strict model names; what each dialect answers when a request is refused or its stream breaks (the
+dialect a configuration selects is tested with config/serve.py, tests/unit/config/test_serve.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from neuronserve.config.serve import parse_dialect, parse_serve
-from neuronserve.errors import ConfigError
 from neuronserve.front import genparams, lmi
 from neuronserve.front.app import served_model_body
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect, Framing
@@ -23,45 +21,6 @@ from neuronserve.front.errors import (
 from neuronserve.front.proxy import StreamBroken
 from neuronserve.front.state import ServerState
 from neuronserve.types import ServeOptions
-
-
-@pytest.mark.parametrize(
-    ("env", "props", "want"),
-    [
-        ({}, {}, ("tgi", "jsonlines")),
-        ({"HF_MODEL_ID": "m"}, {}, ("tgi", "jsonlines")),
-        ({"OPTION_MODEL_ID": "m"}, {}, ("lmi", "jsonlines")),
-        ({}, {"option.model_id": "m"}, ("lmi", "jsonlines")),  # a serving.properties
-        ({"OPTION_MODEL_ID": "m", "OPTION_TGI_COMPAT": "true"}, {}, ("tgi", "jsonlines")),
-        ({"OPTION_MODEL_ID": "m"}, {"option.tgi_compat": "true"}, ("tgi", "jsonlines")),
-        ({"OPTION_MODEL_ID": "m", "OPTION_TGI_COMPAT": "false"}, {}, ("lmi", "jsonlines")),
-        ({"OPTION_MODEL_ID": "m", "OPTION_OUTPUT_FORMATTER": "sse"}, {}, ("lmi", "sse")),
-        ({"OPTION_MODEL_ID": "m", "NEURONSERVE_GENERATE_DIALECT": "tgi"}, {}, ("tgi", "jsonlines")),
-        ({"NEURONSERVE_GENERATE_DIALECT": "LMI"}, {}, ("lmi", "jsonlines")),
-    ],
-)
-def test_dialect(env: dict[str, str], props: dict[str, str], want: tuple[str, str]) -> None:
-    assert parse_dialect(env, props) == want
-
-
-@pytest.mark.parametrize(
-    ("env", "var"),
-    [
-        ({"NEURONSERVE_GENERATE_DIALECT": "openai"}, "NEURONSERVE_GENERATE_DIALECT"),
-        ({"OPTION_TGI_COMPAT": "yes"}, "OPTION_TGI_COMPAT"),
-        ({"OPTION_OUTPUT_FORMATTER": "json"}, "OPTION_OUTPUT_FORMATTER"),
-        ({"NEURONSERVE_STRICT_MODEL_NAME": "maybe"}, "NEURONSERVE_STRICT_MODEL_NAME"),
-    ],
-)
-def test_bad_values_name_the_variable(env: dict[str, str], var: str) -> None:
-    with pytest.raises(ConfigError) as err:
-        parse_serve(env)
-    assert var in str(err.value)
-
-
-def test_serve_options_carry_the_dialect() -> None:
-    opts, _ = parse_serve({"OPTION_MODEL_ID": "m", "NEURONSERVE_STRICT_MODEL_NAME": "true"})
-    assert opts.dialect == "lmi" and opts.strict_model_name
 
 
 def _state(*names: str) -> ServerState:

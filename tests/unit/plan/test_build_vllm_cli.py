@@ -1,5 +1,6 @@
-"""Every plugin-plan argv is valid for the image's vLLM 0.11.0 (its option table as data), the README's
-configuration reference is current, and `neuronserve plan` behaves as a command (real subprocesses)."""
+"""Every plugin-plan argv is valid for the image's vLLM 0.11.0 (its option table as data), and
+`neuronserve plan` behaves as a command (real subprocesses). The README's configuration reference is
+tested in tests/unit/config/test_doc.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 import pytest
 from tests.support.configs import CONFIGS, CONFIGS_0_11_ONLY, host_facts
 
-from neuronserve.config import doc as configdoc
 from neuronserve.config.settings import parse_settings
 from neuronserve.plan.build import build_plan
 from neuronserve.redact import is_secret_name, redact_argv, redact_env
@@ -64,53 +64,6 @@ def test_table_check_can_fail() -> None:
     ):
         with pytest.raises(AssertionError):
             check_against_table(bad)
-
-
-def test_readme_configuration_reference_is_current() -> None:
-    assert configdoc.main(["--check", "--readme", str(ROOT / "README.md")]) == 0
-
-
-def test_configdoc_default_is_the_checkouts_readme() -> None:
-    """The README says to run `python -m neuronserve.config.doc` bare: its default must be this README
-    (after the move to config/ it pointed at src/README.md, which does not exist)."""
-    assert configdoc.DEFAULT_README == ROOT / "README.md"
-
-
-def test_configdoc_check_detects_staleness(tmp_path: Path) -> None:
-    stale = tmp_path / "README.md"
-    stale.write_text((ROOT / "README.md").read_text().replace("`SM_VLLM_MAX_MODEL_LEN`", "`SM_VLLM_MAX_LEN`"))
-    assert configdoc.main(["--check", "--readme", str(stale)]) == 1
-    assert configdoc.main(["--readme", str(stale)]) == 0
-    assert configdoc.main(["--check", "--readme", str(stale)]) == 0
-
-
-def test_every_table_variable_is_documented() -> None:
-    text = (ROOT / "README.md").read_text()
-    from neuronserve.config.table import ALL_VARS
-
-    for var in ALL_VARS:
-        assert f"`{var.name}`" in text
-
-
-def test_every_variable_the_code_reads_is_documented() -> None:
-    import re
-
-    text = (ROOT / "README.md").read_text()
-    pattern = re.compile(
-        r'"((?:SM|NEURON|NEURONSERVE|SAGEMAKER|OPTION|HF|VLLM|MAX|TENSOR|DISABLE)_[A-Z0-9_]*[A-Z0-9])"'
-    )
-    sources = [
-        "config/settings.py",
-        "config/compat.py",
-        "config/serve.py",
-        "host/facts.py",
-        "host/devices.py",
-        "host/resolve.py",
-    ]
-    names = {n for f in sources for n in pattern.findall((ROOT / "src" / "neuronserve" / f).read_text())}
-    assert "SAGEMAKER_BIND_TO_PORT" in names and "NEURON_RT_VISIBLE_CORES" in names
-    missing = sorted(n for n in names if f"`{n}`" not in text)
-    assert missing == []
 
 
 @pytest.mark.parametrize(
