@@ -72,7 +72,7 @@ TESTS = (
 )
 # Not mutation-relevant and not runnable here: it checks the engine's nice against the test process's
 # own, which this script raises to 19.
-IGNORE = ("tests/unit/test_engine_priority.py",)
+IGNORE = ("tests/unit/engine/test_process.py",)
 SKIP = {".git", "mutants", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
