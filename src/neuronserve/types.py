@@ -24,6 +24,13 @@ ModelSourceKind = Literal["sagemaker", "local", "s3", "archive", "hub"]
 # "explicit" = the user set NEURON_COMPILED_ARTIFACTS=s3://... (an unkeyed location, honoured as is).
 ArtifactMode = Literal["off", "local", "keyed", "explicit"]
 
+# What else the engine reads from disk besides the model, each staged like the model (stage/).
+AssetKind = Literal["model", "lora", "draft", "quantized_checkpoint", "chat_template"]
+# How staging makes an asset's `local` path exist: "s3" = copy an s3:// prefix (or one object for a
+# file asset); "archive" = download/extract a .tar.gz (local or s3://); "local" = use a path on this
+# host in place; "hub" = download a Hugging Face id (HF_TOKEN from the environment, never logged).
+AssetFetch = Literal["s3", "archive", "local", "hub"]
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -34,6 +41,65 @@ class ModelSpec:
     local_path: str | None  # directory the engine reads; None only for "hub" left to the engine
     revision: str | None = None
     origin: str = ""  # the setting that chose it, e.g. "SM_VLLM_MODEL" (for logs and errors)
+
+
+@dataclass(frozen=True)
+class AssetSpec:
+    """One thing the engine reads from disk, named by the user (`source`) and read by the engine at
+    `local`: the plan decides `local` (pure), staging makes it exist with the model's stager (manifest,
+    resume, safety checks), and argv / override_neuron_config name only `local`."""
+
+    kind: AssetKind
+    source: str  # as given: s3://..., a local path, a .tar.gz, a hub id
+    local: str  # the path the engine reads
+    fetch: AssetFetch
+    name: str | None = None  # a LoRA adapter's name (what requests select it by); None otherwise
+    origin: str = ""  # the setting that named it, e.g. "SM_VLLM_LORA_MODULES" (for logs and errors)
+    is_file: bool = False  # a single file (a chat template), not a directory
+    revision: str | None = None  # hub assets only
+
+    def as_json(self) -> dict[str, Any]:
+        """The `plan --json` entry: {"kind", "source", "local"} (and "name" for an adapter)."""
+        doc: dict[str, Any] = {"kind": self.kind, "source": self.source, "local": self.local}
+        if self.name is not None:
+            doc["name"] = self.name
+        return doc
+
+
+# Request capabilities (RequestSupport fields) the front may refuse a request for needing.
+CAPABILITIES = ("logprobs", "prompt_logprobs", "penalties", "structured_outputs")
+
+
+@dataclass(frozen=True)
+class RequestSupport:
+    """What a request may ask of the planned engine, computed by the plan from the plugin's source for
+    the planned sampling mode; the front refuses a request that needs a capability that is False (on
+    the CPU device everything stays allowed).
+
+    `why` maps each False capability to the sentence the refusal ends with: the setting that turns it
+    on, or that the plugin cannot. `lora_adapters` are the adapter names requests select with the
+    OpenAI `model` field or TGI's `adapter_id`; `adapter_required`: a request naming none is refused
+    (vllm-neuron 0.2.2+lts reads `lora_request.lora_name` of every request when LoRA is on).
+    """
+
+    logprobs: bool = True
+    prompt_logprobs: bool = True
+    penalties: bool = True
+    structured_outputs: bool = True
+    lora_adapters: tuple[str, ...] = ()
+    adapter_required: bool = False
+    why: dict[str, str] = field(default_factory=dict)
+
+    def allows(self, capability: str) -> bool:
+        return bool(getattr(self, capability))
+
+    def as_json(self) -> dict[str, Any]:
+        """The `plan --json` "request_support" object."""
+        doc: dict[str, Any] = {c: self.allows(c) for c in CAPABILITIES}
+        doc["lora_adapters"] = list(self.lora_adapters)
+        doc["adapter_required"] = self.adapter_required
+        doc["why"] = dict(self.why)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -110,6 +176,13 @@ class LaunchPlan:
     # One entry per data-parallel replica (build_plan makes at least one); argv/env/engine_port above
     # describe replica 0.
     replicas: tuple[ReplicaSpec, ...] = ()
+    # Everything the engine reads from disk, the model first (AssetSpec); staging fetches each.
+    assets: tuple[AssetSpec, ...] = ()
+    # Files the plan decides in full and staging writes once the assets are local (path -> text),
+    # e.g. the plugin's lora_ckpt_json adapter list, which names the staged adapter paths.
+    files: dict[str, str] = field(default_factory=dict)
+    # What requests may ask for (the front refuses what the engine would silently ignore).
+    request_support: RequestSupport = field(default_factory=RequestSupport)
 
 
 @dataclass(frozen=True)

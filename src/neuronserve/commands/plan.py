@@ -48,6 +48,8 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "warnings": list(plan.warnings),
         "memory": plan.memory,
         "replicas": [_replica_doc(r) for r in plan.replicas],
+        "assets": [a.as_json() for a in plan.assets],
+        "request_support": plan.request_support.as_json(),
     }
 
 

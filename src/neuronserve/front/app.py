@@ -34,7 +34,7 @@ from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.types import ServeOptions
+from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.front")
 
@@ -128,8 +128,10 @@ class Handlers:
         opts: ServeOptions,
         client: proxy.EngineClient,
         metrics: FrontMetrics | None,
+        support: RequestSupport,
     ) -> None:
         self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
+        self.support = support  # what requests may ask of the planned engine (plan.request_support)
         self.limit = int(opts.max_payload_mb * 1024 * 1024)
         self.gen = Generator(client, lambda: state.model_name)
         # The framings of /invocations, built once: a request picks one, never builds one.
@@ -256,9 +258,10 @@ def create_app(
     opts: ServeOptions,
     client: proxy.EngineClient,
     metrics: FrontMetrics | None = None,
+    support: RequestSupport | None = None,
 ) -> FastAPI:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    front = Handlers(state, opts, client, metrics)
+    front = Handlers(state, opts, client, metrics, support or RequestSupport())
 
     @app.exception_handler(FrontError)
     async def _front_error(request: Request, err: FrontError) -> Response:

@@ -286,7 +286,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     metrics = FrontMetrics(
         state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
     )
-    app: Any = create_app(state, opts, client, metrics=metrics)
+    app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
     if opts.sticky_sessions:
         store = SessionStore(opts.session_ttl_s)
         pool.on_replaced = store.close_replica

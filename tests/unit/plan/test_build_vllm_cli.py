@@ -185,8 +185,17 @@ def test_cli_json_shape_and_secrets() -> None:
         "warnings",
         "memory",
         "replicas",
+        "assets",
+        "request_support",
     }
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
+    support = doc["request_support"]  # the CPU engine allows everything a request may ask
+    assert {k: support[k] for k in ("logprobs", "prompt_logprobs", "penalties", "structured_outputs")} == {
+        "logprobs": True,
+        "prompt_logprobs": True,
+        "penalties": True,
+        "structured_outputs": True,
+    }
     assert doc["model"] == {"source": "hub", "uri": "a/b", "local_path": None}
     assert doc["argv"][-4:] == ["--api-key", "***", "--seed", "1"]
     assert "sekrit-value" not in r.stdout and "hf_abcdef" not in r.stdout
