@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from yarl import URL
 
 from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
+from neuronserve.front.schema import loads
 
 log = logging.getLogger("neuronserve.front")
 
@@ -192,7 +193,7 @@ async def relay(resp: EngineResponse, usage_sink: dict[str, Any] | None = None) 
     data = await read_body(resp)
     if usage_sink is not None and resp.status == 200 and b'"usage"' in data:
         try:
-            usage = json.loads(data).get("usage") or {}
+            usage = loads(data).get("usage") or {}
             usage_sink.update(usage)
         except (ValueError, AttributeError):
             pass
