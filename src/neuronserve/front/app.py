@@ -32,7 +32,7 @@ from neuronserve.front.errors import (
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
 from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
-from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
+from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, Scrapes
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import RequestSupport, ServeOptions
 
@@ -138,6 +138,7 @@ class Handlers:
         self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
         self.support = support  # what requests may ask of the planned engine (plan.request_support)
         self.limit = int(opts.max_payload_mb * 1024 * 1024)
+        self.scrapes = Scrapes(client.engine_metrics, opts.metrics_cache_s)
         self.gen = Generator(client, lambda: state.model_name, opts.max_sequences_per_request)
         # The framings of /invocations, built once: a request picks one, never builds one.
         self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
@@ -145,11 +146,12 @@ class Handlers:
 
     async def metrics_route(self, _: Request) -> Response:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
-        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
-        body = self.metrics.render() if self.metrics is not None else b""
-        if self.state.phase in (Phase.READY, Phase.DRAINING):
-            body += await self.client.engine_metrics()
-        return Response(body, media_type=CONTENT_TYPE)
+        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine; a few scrapes at once, the engine's
+        text cached for NEURONSERVE_METRICS_CACHE_S (metrics.Scrapes)."""
+        metrics = self.metrics
+        front = metrics.render if metrics is not None else bytes
+        engine = self.state.phase in (Phase.READY, Phase.DRAINING)
+        return Response(await self.scrapes.body(front, engine), media_type=CONTENT_TYPE)
 
     async def ping(self, _: Request) -> Response:
         if self.state.ready():
