@@ -213,9 +213,7 @@ class Handlers:
     def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> None:
         """The engine's advisories, the sequences of one request and their weight (work.py)."""
         opts = self.opts
-        work.check_openai(
-            request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds
-        )
+        work.check_openai(request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds)
 
     def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
         """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""

@@ -16,19 +16,41 @@ CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 EMBEDS_PART = {"type": "image_embeds", "image_embeds": "AAAA"}
 
 REFUSED: list[tuple[str, dict[str, Any], str]] = [
-    ("/v1/chat/completions", {**CHAT, "chat_template_kwargs": {"tokenize": True}}, advisories.CHAT_TEMPLATE_KWARGS),
-    ("/tokenize", {**CHAT, "chat_template_kwargs": {"chat_template": "{% for x in range(99999) %}"}}, advisories.CHAT_TEMPLATE_KWARGS),
-    ("/invocations", {**CHAT, "chat_template_kwargs": {"padding": "max_length"}}, advisories.CHAT_TEMPLATE_KWARGS),
-    ("/v1/chat/completions", {**CHAT, "chat_template_kwargs": {"enable_thinking": ["x"] * 1000}}, advisories.CHAT_TEMPLATE_KWARGS),
+    (
+        "/v1/chat/completions",
+        {**CHAT, "chat_template_kwargs": {"tokenize": True}},
+        advisories.CHAT_TEMPLATE_KWARGS,
+    ),
+    (
+        "/tokenize",
+        {**CHAT, "chat_template_kwargs": {"chat_template": "{% for x in range(99999) %}"}},
+        advisories.CHAT_TEMPLATE_KWARGS,
+    ),
+    (
+        "/invocations",
+        {**CHAT, "chat_template_kwargs": {"padding": "max_length"}},
+        advisories.CHAT_TEMPLATE_KWARGS,
+    ),
+    (
+        "/v1/chat/completions",
+        {**CHAT, "chat_template_kwargs": {"enable_thinking": ["x"] * 1000}},
+        advisories.CHAT_TEMPLATE_KWARGS,
+    ),
     ("/v1/chat/completions", {**CHAT, "chat_template_kwargs": "tokenize"}, advisories.CHAT_TEMPLATE_KWARGS),
     ("/v1/completions", {"prompt_embeds": "UEsDBA==", "prompt": ""}, advisories.PROMPT_EMBEDS),
     ("/invocations", {"prompt": "x", "prompt_embeds": ["UEsDBA=="]}, advisories.PROMPT_EMBEDS),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": [EMBEDS_PART]}]}, advisories.MM_EMBEDS),
+    (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": [EMBEDS_PART]}]},
+        advisories.MM_EMBEDS,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("path", "body", "advisory"), REFUSED)
-def test_advisory_vectors_are_refused_citing_the_advisory(path: str, body: dict[str, Any], advisory: str) -> None:
+def test_advisory_vectors_are_refused_citing_the_advisory(
+    path: str, body: dict[str, Any], advisory: str
+) -> None:
     async def go() -> None:
         async with running_front() as front:
             r = await front.client.post(path, json=body)
@@ -58,7 +80,10 @@ def test_routed_invocations_are_checked_too() -> None:
         ("/v1/chat/completions", {**CHAT, "chat_template_kwargs": {"enable_thinking": False}}),
         ("/tokenize", {**CHAT, "chat_template_kwargs": {"thinking": True, "reasoning_effort": "low"}}),
         ("/v1/chat/completions", {**CHAT, "chat_template_kwargs": None}),
-        ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]}),
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]},
+        ),
         ("/v1/completions", {"prompt": "x", "prompt_embeds": None}),
     ],
 )

@@ -72,7 +72,8 @@ openai_bodies = st.fixed_dictionaries(
         "best_of": json_values,
         "model": json_values,
         "chat_template_kwargs": st.one_of(
-            json_values, st.dictionaries(st.sampled_from([*advisories.SAFE_TEMPLATE_KWARGS, "tokenize"]), json_values)
+            json_values,
+            st.dictionaries(st.sampled_from([*advisories.SAFE_TEMPLATE_KWARGS, "tokenize"]), json_values),
         ),
         "prompt_embeds": json_values,
         "requestType": json_values,
@@ -131,7 +132,13 @@ headers = st.fixed_dictionaries(
         "accept": st.sampled_from(["application/jsonlines", "text/event-stream", "*/*"]),
         "x-amzn-sagemaker-session-id": st.sampled_from(["NEW_SESSION", "nope", "", "a" * 300, "\u00e9"]),
         "x-amzn-sagemaker-custom-attributes": st.sampled_from(
-            ["route=/v1/completions", "route=/v1/chat/completions", "route=/admin", "route=/v1/../sleep", "x=1"]
+            [
+                "route=/v1/completions",
+                "route=/v1/chat/completions",
+                "route=/admin",
+                "route=/v1/../sleep",
+                "x=1",
+            ]
         ),
     },
 )
@@ -151,7 +158,9 @@ def _shape_ok(path: str, method: str, dialect: str, data: Any) -> bool:
     return one
 
 
-async def _send(front: Front, dialect: str, target: tuple[str, str], body: bytes, head: dict[str, str]) -> None:
+async def _send(
+    front: Front, dialect: str, target: tuple[str, str], body: bytes, head: dict[str, str]
+) -> None:
     path, method = target
     raw_head = {k: v.encode("latin-1") for k, v in head.items()}  # header bytes as a client sends them
     r = await front.client.request(method, path, content=body if method != "GET" else None, headers=raw_head)

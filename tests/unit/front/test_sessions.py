@@ -52,7 +52,9 @@ def test_the_cap_and_its_default() -> None:
 
 def test_expired_sessions_are_swept_without_their_ids_being_used() -> None:
     clock = Clock()
-    store = _store_from_env({"SAGEMAKER_SESSIONS_EXPIRATION": "10", "NEURONSERVE_MAX_SESSIONS": "1000"}, clock)
+    store = _store_from_env(
+        {"SAGEMAKER_SESSIONS_EXPIRATION": "10", "NEURONSERVE_MAX_SESSIONS": "1000"}, clock
+    )
     for _ in range(1000):
         store.open(0)
     assert len(store) == 1000
@@ -95,7 +97,9 @@ def test_expired_sessions_free_their_places_in_the_server() -> None:
     async def go() -> None:
         async with running_front(sessions=store) as front:
             for _ in range(2):
-                assert (await _session(front, "NEW_SESSION", {"requestType": "NEW_SESSION"})).status_code == 200
+                assert (
+                    await _session(front, "NEW_SESSION", {"requestType": "NEW_SESSION"})
+                ).status_code == 200
             assert (await _session(front, "NEW_SESSION", {"requestType": "NEW_SESSION"})).status_code == 429
             await asyncio.sleep(0.3)
             assert (await _session(front, "NEW_SESSION", {"requestType": "NEW_SESSION"})).status_code == 200

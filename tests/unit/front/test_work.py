@@ -46,7 +46,12 @@ OVER: list[tuple[str, dict[str, Any], dict[str, object], int]] = [
     ("/invocations", {"prompt": ["p"] * 64}, {}, 400),
     ("/invocations", {"messages": [{"role": "user", "content": "x"}], "n": 40}, {}, 400),
     ("/", {"inputs": ["p"] * 32, "parameters": {**SAMPLE, "best_of": 8}}, {}, 422),  # TGI list
-    ("/generate", {"inputs": "p", "parameters": {**SAMPLE, "best_of": 8}}, {"max_sequences_per_request": 4}, 422),
+    (
+        "/generate",
+        {"inputs": "p", "parameters": {**SAMPLE, "best_of": 8}},
+        {"max_sequences_per_request": 4},
+        422,
+    ),
     ("/invocations", {"inputs": ["p"] * 32, "parameters": {**SAMPLE, "best_of": 8}}, {}, 422),
     ("/invocations", {"inputs": ["p"] * 9, "parameters": {**SAMPLE, "n": 4}}, {"dialect": "lmi"}, 424),
 ]
