@@ -83,8 +83,10 @@ def grammar(v: Any) -> dict[str, Any] | None:
         if isinstance(value, str):
             try:
                 value = loads(value)
-            except ValueError:
-                raise bad("parameters.grammar: a json grammar's value must be a JSON schema") from None
+            except ValueError as err:
+                raise bad(
+                    f"parameters.grammar: a json grammar's value must be a JSON schema ({err})"
+                ) from None
         if not isinstance(value, dict):
             raise bad("parameters.grammar: a json grammar's value must be a JSON schema object")
         return {"json": value}

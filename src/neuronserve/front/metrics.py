@@ -63,7 +63,9 @@ class _LiveState(Collector):
             phase.add_metric([str(p)], 1.0 if p == current else 0.0)
         yield phase
         yield GaugeMetricFamily(
-            "neuronserve_in_flight", "Requests in flight through the front", value=float(self._in_flight())
+            "neuronserve_in_flight",
+            "Sequences in flight through the front (a request counts its prompts x n/best_of)",
+            value=float(self._in_flight()),
         )
 
 
