@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from neuronserve.front.errors import Invalid
-from neuronserve.front.schema import loads
+from neuronserve.front.schema import TooDeep, loads
 
 
 def bad(msg: str) -> Invalid:
@@ -83,10 +83,10 @@ def grammar(v: Any) -> dict[str, Any] | None:
         if isinstance(value, str):
             try:
                 value = loads(value)
-            except ValueError as err:
-                raise bad(
-                    f"parameters.grammar: a json grammar's value must be a JSON schema ({err})"
-                ) from None
+            except TooDeep as err:
+                raise bad(f"parameters.grammar: a json grammar's value is {err}") from None
+            except ValueError:
+                raise bad("parameters.grammar: a json grammar's value must be a JSON schema") from None
         if not isinstance(value, dict):
             raise bad("parameters.grammar: a json grammar's value must be a JSON schema object")
         return {"json": value}
