@@ -121,7 +121,14 @@ def _guarded(
 def _refused(request: Request, err: FrontError) -> Response:
     """A refusal in the one shape, its status recorded for the gate's rejection reasons."""
     request.scope[REJECTED_KEY] = err.status
-    return OPENAI.error_response(err)
+    return with_retry_after(OPENAI.error_response(err))
+
+
+def with_retry_after(resp: Response) -> Response:
+    """A 429 from a handler (its sequences did not fit, work.py) says when to retry, as the gate's."""
+    if resp.status_code == 429:
+        resp.headers["retry-after"] = "1"
+    return resp
 
 
 class Handlers:

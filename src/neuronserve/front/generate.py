@@ -118,7 +118,10 @@ class Generator:
         try:
             return await self._serve(body, framing, rid, record, charge)
         except FrontError as err:
-            return framing.dialect.error_response(err)
+            resp = framing.dialect.error_response(err)
+            if resp.status_code == 429:  # the sequences did not fit in the gate: as its own 429
+                resp.headers["retry-after"] = "1"
+            return resp
 
     def _count(self, reqs: list[genparams.GenRequest], charge: Callable[[int], None]) -> None:
         """Prompts x best_of/n against the per-request limit (the dialect's validation error), then

@@ -116,9 +116,11 @@ def test_sequences_count_against_the_concurrency_limit() -> None:
             assert front.gate.in_flight == 8
             refused = await c.post("/v1/completions", json={"prompt": "p", "n": 3})
             assert refused.status_code == 429, refused.text
+            assert refused.headers["retry-after"] == "1"
             assert "NEURONSERVE_MAX_CONCURRENCY" in refused.json()["error"]["message"]
             tgi = await c.post("/", json={"inputs": ["p"] * 3, "parameters": SAMPLE})
             assert tgi.status_code == 429 and tgi.json()["error_type"] == "overloaded"
+            assert tgi.headers["retry-after"] == "1"
             fits = await c.post("/v1/chat/completions", json={"messages": [], "n": 2})
             assert fits.status_code == 200, fits.text
             assert (await heavy).status_code == 200
