@@ -140,6 +140,13 @@ class ServeOptions:
     min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
     sticky_sessions: bool = _SERVE["sticky_sessions"]
     session_ttl_s: float = _SERVE["session_ttl_s"]
+    # Hostile clients: sequences per request (counted against max_concurrency too), the engine pool
+    # (None = derived from max_concurrency), the engine scrape cache, the session cap, embeds inputs.
+    max_sequences_per_request: int = _SERVE["max_sequences_per_request"]
+    engine_connections: int | None = _SERVE["engine_connections"]
+    metrics_cache_s: float = _SERVE["metrics_cache_s"]
+    max_sessions: int = _SERVE["max_sessions"]
+    allow_prompt_embeds: bool = _SERVE["allow_prompt_embeds"]
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ minute; the integration tests repeat the important checks on the real engine.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from aiohttp import web
@@ -19,6 +21,7 @@ from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import make_client
+from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
 
@@ -32,19 +35,48 @@ class Front:
     seen: list[tuple[str, str]] = field(default_factory=list)  # (method, raw path) the engine got
 
 
+class _OneReplica:
+    """The session wrapper's view of a pool with one ready replica (sessions pin to index 0)."""
+
+    index = 0
+
+    def __init__(self) -> None:
+        self.replicas = [self]
+
+    def pick(self, _: object) -> _OneReplica:
+        return self
+
+
 @contextlib.asynccontextmanager
-async def running_front(*, ready: bool = True, **opts: object) -> AsyncIterator[Front]:
+async def running_front(
+    *, ready: bool = True, engine_delay_s: float = 0.0, sessions: SessionStore | None = None, **opts: object
+) -> AsyncIterator[Front]:
+    """`engine_delay_s`: the stand-in engine holds every /v1/* answer that long (requests in flight).
+    `sessions`: the sticky-session wrapper in front of the app, over this store."""
     seen: list[tuple[str, str]] = []
 
     async def anything(request: web.Request) -> web.Response:
         seen.append((request.method, request.raw_path))
+        if engine_delay_s and request.path.startswith("/v1/"):
+            await asyncio.sleep(engine_delay_s)
         if request.path == "/metrics":
             return web.Response(text="vllm:num_requests_running 0.0\n", content_type="text/plain")
+        if request.method == "POST" and request.path == "/v1/completions":
+            # a completion's shape, so the generate routes can answer (one choice per sequence)
+            try:
+                sent = await request.json()
+                n = sent.get("n") if isinstance(sent, dict) else 1
+            except ValueError:
+                n = 1
+            n = n if type(n) is int and 1 <= n <= 64 else 1
+            choices = [{"index": i, "text": "ok", "finish_reason": "length"} for i in range(n)]
+            usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
+            return web.json_response({"engine": request.path, "choices": choices, "usage": usage})
         return web.json_response({"engine": request.path})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", anything)
-    runner = web.AppRunner(app)
+    standin = web.Application()
+    standin.router.add_route("*", "/{tail:.*}", anything)
+    runner = web.AppRunner(standin)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -54,8 +86,12 @@ async def running_front(*, ready: bool = True, **opts: object) -> AsyncIterator[
     engine = make_client(f"http://127.0.0.1:{port}", 10.0, 0)
     holder: list[Gate] = []
     metrics = FrontMetrics(state, lambda: holder[0].in_flight, {"version": "test"})
+    app: Any = create_app(state, serve, engine, metrics=metrics)
+    if sessions is not None:
+        one = _OneReplica()
+        app = SessionScope(app, sessions, one, one, int(serve.max_payload_mb * 1024 * 1024))  # type: ignore[arg-type]
     gate = Gate(
-        create_app(state, serve, engine, metrics=metrics),
+        app,
         state,
         serve.max_concurrency,
         metrics=metrics,

@@ -29,6 +29,11 @@ _READ_ORDER = (
     "min_ready_replicas",
     "sticky_sessions",
     "session_ttl_s",
+    "max_sequences_per_request",
+    "engine_connections",
+    "metrics_cache_s",
+    "max_sessions",
+    "allow_prompt_embeds",
 )
 
 

@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
 import neuronserve
-from neuronserve.front import proxy, routes, schema, tgi
+from neuronserve.front import proxy, routes, schema, tgi, work
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
     BadRequest,
@@ -32,7 +32,7 @@ from neuronserve.front.errors import (
 from neuronserve.front.gate import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
 from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
-from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
+from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, Scrapes
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import RequestSupport, ServeOptions
 
@@ -71,19 +71,24 @@ def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
         request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
-def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> bytes | None:
+def openai_object(raw: bytes) -> dict[str, Any]:
+    """An OpenAI model route's body, parsed once: not a JSON object is 400 (the one shape), as
+    /invocations answers."""
+    try:
+        body = schema.load_json(raw)
+    except ValueError as err:
+        raise BadRequest(f"malformed JSON body ({err})") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
+
+
+def served_model_body(body: dict[str, Any], state: ServerState, opts: ServeOptions) -> bytes | None:
     """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
 
     TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
     None = forward the body unchanged (strict mode, several models served, or nothing to change).
-    A body that is not a JSON object is refused here (400, the one shape), as /invocations does.
     """
-    try:
-        body = schema.load_json(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise BadRequest(f"malformed JSON body ({err})") from None
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
     if opts.strict_model_name or len(state.model_names) != 1:
         return None
     served = state.model_names[0]
@@ -116,7 +121,14 @@ def _guarded(
 def _refused(request: Request, err: FrontError) -> Response:
     """A refusal in the one shape, its status recorded for the gate's rejection reasons."""
     request.scope[REJECTED_KEY] = err.status
-    return OPENAI.error_response(err)
+    return with_retry_after(OPENAI.error_response(err))
+
+
+def with_retry_after(resp: Response) -> Response:
+    """A 429 from a handler (its sequences did not fit, work.py) says when to retry, as the gate's."""
+    if resp.status_code == 429:
+        resp.headers["retry-after"] = "1"
+    return resp
 
 
 class Handlers:
@@ -133,18 +145,20 @@ class Handlers:
         self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
         self.support = support  # what requests may ask of the planned engine (plan.request_support)
         self.limit = int(opts.max_payload_mb * 1024 * 1024)
-        self.gen = Generator(client, lambda: state.model_name)
+        self.scrapes = Scrapes(client.engine_metrics, opts.metrics_cache_s)
+        self.gen = Generator(client, lambda: state.model_name, opts.max_sequences_per_request)
         # The framings of /invocations, built once: a request picks one, never builds one.
         self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
         self.tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
 
     async def metrics_route(self, _: Request) -> Response:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
-        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine."""
-        body = self.metrics.render() if self.metrics is not None else b""
-        if self.state.phase in (Phase.READY, Phase.DRAINING):
-            body += await self.client.engine_metrics()
-        return Response(body, media_type=CONTENT_TYPE)
+        more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine; a few scrapes at once, the engine's
+        text cached for NEURONSERVE_METRICS_CACHE_S (metrics.Scrapes)."""
+        metrics = self.metrics
+        front = metrics.render if metrics is not None else bytes
+        engine = self.state.phase in (Phase.READY, Phase.DRAINING)
+        return Response(await self.scrapes.body(front, engine), media_type=CONTENT_TYPE)
 
     async def ping(self, _: Request) -> Response:
         if self.state.ready():
@@ -191,16 +205,22 @@ class Handlers:
                 # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
                 lmi = self.opts.dialect == "lmi"
                 framing = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
-                return await self.gen.serve(body, framing, rid, _recorder(request))
+                return await self.gen.serve(body, framing, rid, _recorder(request), _charger(request))
         else:
             path = route
+        self.check_openai(request, path, body)
         if path in _MODEL_ROUTES:
-            raw = served_model_body(raw, self.state, self.opts) or raw
+            raw = served_model_body(body, self.state, self.opts) or raw
         resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
         return out
+
+    def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> None:
+        """The engine's advisories, the sequences of one request and their weight (work.py)."""
+        opts = self.opts
+        work.check_openai(request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds)
 
     def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
         """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""
@@ -214,7 +234,8 @@ class Handlers:
                     raise Invalid("missing field 'inputs'")
             except FrontError as err:
                 return TGI.error_response(err)
-            return await self.gen.serve(body, framing, request_id(request.scope), _recorder(request))
+            rid = request_id(request.scope)
+            return await self.gen.serve(body, framing, rid, _recorder(request), _charger(request))
 
         return handle
 
@@ -229,11 +250,16 @@ class Handlers:
         headers["x-request-id"] = request_id(request.scope)
         if raw and request.method in _BODY_METHODS:
             if request.url.path in _MODEL_ROUTES:
-                raw = served_model_body(raw, self.state, self.opts) or raw
+                body = openai_object(raw)
+                self.check_openai(request, request.url.path, body)
+                raw = served_model_body(body, self.state, self.opts) or raw
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
+                parsed = None
                 with contextlib.suppress(ValueError):
-                    schema.load_json(raw)
+                    parsed = schema.load_json(raw)
+                if isinstance(parsed, dict):
+                    self.check_openai(request, request.url.path, parsed)
         path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
             self.client,
@@ -251,6 +277,10 @@ class Handlers:
 
 def _recorder(request: Request) -> Callable[[dict[str, Any]], None]:
     return lambda usage: _record_tokens(request, usage)
+
+
+def _charger(request: Request) -> Callable[[int], None]:
+    return lambda sequences: work.charge(request.scope, sequences)
 
 
 def create_app(

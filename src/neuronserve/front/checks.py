@@ -3,11 +3,11 @@ the front uses, or raises `Invalid` naming the parameter, its bound and the valu
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from neuronserve.front.errors import Invalid
+from neuronserve.front.schema import TooDeep, loads
 
 
 def bad(msg: str) -> Invalid:
@@ -17,25 +17,39 @@ def bad(msg: str) -> Invalid:
 def number(
     name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
 ) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise bad(f"parameters.{name} must be a number, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
+        raise bad(f"parameters.{name} must be a number, got {_shown(v)}")
     if lo is not None and (v <= lo if lo_open else v < lo):
-        raise bad(f"parameters.{name} must be {'>' if lo_open else '>='} {lo}, got {v!r}")
+        raise bad(f"parameters.{name} must be {'>' if lo_open else '>='} {lo}, got {_shown(v)}")
     if hi is not None and v > hi:
-        raise bad(f"parameters.{name} must be <= {hi}, got {v!r}")
+        raise bad(f"parameters.{name} must be <= {hi}, got {_shown(v)}")
     return float(v)
+
+
+def _finite(v: float) -> bool:
+    """math.isfinite converts an int to a float first: 10**400 raised OverflowError (a 500)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _shown(v: Any) -> str:
+    """A value for an error message, cut short: a 4000-digit number must not fill the answer."""
+    text = repr(v)
+    return text if len(text) <= 80 else text[:80] + "..."
 
 
 def integer(name: str, v: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
         bound = f">= {lo}" + (f" and <= {hi}" if hi is not None else "")
-        raise bad(f"parameters.{name} must be an integer {bound}, got {v!r}")
+        raise bad(f"parameters.{name} must be an integer {bound}, got {_shown(v)}")
     return v
 
 
 def boolean(name: str, v: Any) -> bool:
     if not isinstance(v, bool):
-        raise bad(f"parameters.{name} must be true or false, got {v!r}")
+        raise bad(f"parameters.{name} must be true or false, got {_shown(v)}")
     return v
 
 
@@ -68,7 +82,9 @@ def grammar(v: Any) -> dict[str, Any] | None:
             value = value["schema"]  # TGI 3.x: {"name": ..., "schema": {...}}
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = loads(value)
+            except TooDeep as err:
+                raise bad(f"parameters.grammar: a json grammar's value is {err}") from None
             except ValueError:
                 raise bad("parameters.grammar: a json grammar's value must be a JSON schema") from None
         if not isinstance(value, dict):

@@ -21,6 +21,7 @@ from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded,
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
 from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.work import CHARGE_KEY, Charge
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -115,13 +116,14 @@ class Gate:
                 first_byte[0] = time.perf_counter()
             await send(message)
 
+        charge = scope[CHARGE_KEY] = Charge(self)  # weight 1 now, the request's sequences once parsed
         self.in_flight += 1
         self.idle.clear()
         gone = False
         try:
             gone = await run_cancelling_on_disconnect(self.app, scope, receive, send_wrapped)
         finally:
-            self.in_flight -= 1
+            self.in_flight -= charge.weight
             if self.in_flight == 0:
                 self.idle.set()
             code = CLIENT_CLOSED if gone else (status[0] or 500)
@@ -134,6 +136,11 @@ class Gate:
                 schema = scope.get(SCHEMA_KEY) or _default_schema(path)
                 self.metrics.observe(path, schema, code, ttfb, time.perf_counter() - start)
             self._log(scope, code, start)
+
+    def refused_over_limit(self) -> None:
+        """A request refused when its sequences did not fit (work.Charge): counted as the limit's."""
+        if self.metrics is not None:
+            self.metrics.reject("limit")
 
     async def _refuse(self, scope: Scope, send: Send, start: float, err: FrontError, *, reason: str) -> None:
         status = err.status

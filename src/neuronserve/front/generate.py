@@ -17,7 +17,7 @@ from typing import Any
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from neuronserve.front import answer, genparams, proxy
+from neuronserve.front import answer, genparams, proxy, schema, work
 from neuronserve.front.dialect import Framing
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
@@ -41,9 +41,12 @@ def _engine_message(raw: bytes) -> str:
 class Generator:
     """Holds the engine client and the token-text cache shared by all requests."""
 
-    def __init__(self, client: proxy.EngineClient, model: Callable[[], str | None]) -> None:
+    def __init__(
+        self, client: proxy.EngineClient, model: Callable[[], str | None], max_sequences: int = 32
+    ) -> None:
         self.client = client
         self.model = model
+        self.max_sequences = max_sequences  # NEURONSERVE_MAX_SEQUENCES_PER_REQUEST (work.py)
         self.texts: dict[int, str] = {}
         self._detok = asyncio.Semaphore(8)
 
@@ -93,7 +96,7 @@ class Generator:
         if resp.status != 200:
             raise EngineRefused(resp.status, _engine_message(raw))
         try:
-            body = json.loads(raw)
+            body = schema.loads(raw)
             choices = list(body.get("choices") or [])
         except (ValueError, AttributeError, TypeError):
             raise EngineBadAnswer("the engine answered something that is not a completion") from None
@@ -104,15 +107,39 @@ class Generator:
         return answer.sequences(req, body, texts), body.get("usage") or {}
 
     async def serve(
-        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
+        self,
+        body: dict[str, Any],
+        framing: Framing,
+        rid: str,
+        record: Callable[[dict[str, Any]], None],
+        charge: Callable[[int], None] = lambda _: None,
     ) -> Response:
+        """`charge` gets the request's sequences once they are known (the gate's weight, work.py)."""
         try:
-            return await self._serve(body, framing, rid, record)
+            return await self._serve(body, framing, rid, record, charge)
         except FrontError as err:
-            return framing.dialect.error_response(err)
+            resp = framing.dialect.error_response(err)
+            if resp.status_code == 429:  # the sequences did not fit in the gate: as its own 429
+                resp.headers["retry-after"] = "1"
+            return resp
+
+    def _count(self, reqs: list[genparams.GenRequest], charge: Callable[[int], None]) -> None:
+        """Prompts x best_of/n against the per-request limit (the dialect's validation error), then
+        against the concurrency slots."""
+        sequences = sum(r.n for r in reqs)
+        refusal = work.over_limit(sequences, self.max_sequences, "inputs x best_of/n")
+        if refusal:
+            raise genparams.bad(refusal)
+        if sequences > 1:
+            charge(sequences)
 
     async def _serve(
-        self, body: dict[str, Any], framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]
+        self,
+        body: dict[str, Any],
+        framing: Framing,
+        rid: str,
+        record: Callable[[dict[str, Any]], None],
+        charge: Callable[[int], None],
     ) -> Response:
         inputs = genparams.check_inputs(body)
         if framing.stream is not None:
@@ -120,6 +147,7 @@ class Generator:
         model = self.model()
         if isinstance(inputs, list):
             reqs = [genparams.translate(body, p, model) for p in inputs]
+            self._count(reqs, charge)
             if reqs[0].stream:
                 raise genparams.bad("a list of 'inputs' cannot be streamed: send one prompt per request")
             done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
@@ -128,6 +156,7 @@ class Generator:
                 [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
         req = genparams.translate(body, inputs, model)
+        self._count([req], charge)
         if req.stream:
             return await self._stream(req, framing, rid, record)
         seqs, usage = await self._one(req, rid)

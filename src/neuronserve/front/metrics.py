@@ -14,9 +14,10 @@ the request path has to remember to update them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -62,7 +63,9 @@ class _LiveState(Collector):
             phase.add_metric([str(p)], 1.0 if p == current else 0.0)
         yield phase
         yield GaugeMetricFamily(
-            "neuronserve_in_flight", "Requests in flight through the front", value=float(self._in_flight())
+            "neuronserve_in_flight",
+            "Sequences in flight through the front (a request counts its prompts x n/best_of)",
+            value=float(self._in_flight()),
         )
 
 
@@ -152,6 +155,57 @@ class FrontMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class Scrapes:
+    """/metrics under many scrapers: `at_once` scrapes are answered at a time (the rest wait their
+    turn), and the engine's text is fetched at most once per `cache_s`, shared by every scrape that
+    asks meanwhile (one fetch in flight, never one per scraper).
+
+    Why: /metrics is outside the gate (it must answer in every phase), and each scrape fetched every
+    replica's /metrics through the inference connection pool; 300 concurrent scrapers raised a
+    completion's p50 from 31 ms to 1.4 s. Now they cost a handful of engine fetches.
+    """
+
+    def __init__(
+        self,
+        fetch: Callable[[], Awaitable[bytes]],
+        cache_s: float,
+        at_once: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.fetch = fetch
+        self.cache_s = cache_s
+        self.clock = clock
+        self.slots = asyncio.Semaphore(at_once)
+        self._text: bytes | None = None
+        self._at = 0.0
+        self._pending: asyncio.Task[bytes] | None = None
+
+    async def engine(self) -> bytes:
+        """The engine's text: cached when fresh, else the one fetch in flight (started if none)."""
+        if self._text is not None and self.clock() - self._at < self.cache_s:
+            return self._text
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self._refresh())
+        # shield: a scraper that goes away must not cancel the fetch the others wait for
+        return await asyncio.shield(self._pending)
+
+    async def _refresh(self) -> bytes:
+        try:
+            text = await self.fetch()
+            self._text, self._at = text, self.clock()
+            return text
+        finally:
+            self._pending = None
+
+    async def body(self, front: Callable[[], bytes], with_engine: bool) -> bytes:
+        """One scrape's answer: the front's series, then the engine's when it runs."""
+        async with self.slots:
+            text = front()
+            if with_engine:
+                text += await self.engine()
+            return text
 
 
 async def engine_metrics(session: aiohttp.ClientSession, base_url: str) -> bytes:

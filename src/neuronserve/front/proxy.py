@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from yarl import URL
 
 from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
+from neuronserve.front.schema import loads
 
 log = logging.getLogger("neuronserve.front")
 
@@ -38,18 +39,46 @@ _DROP_RESPONSE = frozenset(
 _STREAM_TYPES = ("text/event-stream", "application/jsonlines", "application/x-ndjson")
 
 
+CONNECT_TIMEOUT_S = 5.0  # the TCP connect to 127.0.0.1 alone: an engine that takes longer is down
+POOL_HEADROOM = 32  # connections beyond the gate's slots: /detokenize lookups, /metrics, /health polls
+MIN_POOL = 64
+UNLIMITED_POOL = 1024  # NEURONSERVE_MAX_CONCURRENCY=0 (no gate limit)
+
+
+def pool_size(max_concurrency: int, configured: int | None = None) -> int:
+    """Connections to the engine(s): NEURONSERVE_ENGINE_CONNECTIONS, else derived from the gate.
+
+    Why derived this way: the gate counts sequences (work.py), and the front opens at most one
+    engine connection per prompt (a TGI `inputs` list fans out one /v1/completions per prompt; an
+    OpenAI body is one request whatever its n), so the slots bound the inference connections;
+    POOL_HEADROOM covers the front's own calls. A request that still finds the pool full waits for a
+    connection (see EngineClient), it does not fail."""
+    if configured:
+        return configured
+    if not max_concurrency:
+        return UNLIMITED_POOL
+    return max(MIN_POOL, max_concurrency + POOL_HEADROOM)
+
+
 class EngineClient:
     """The engine's base URL, timeouts and pool; the aiohttp session is made on first use.
 
     aiohttp binds a session to the running event loop, so it cannot be built before the server's
     loop runs; building it lazily keeps construction synchronous for the caller.
+
+    Timeouts: aiohttp's `connect` covers the wait for a free pooled connection AND the connect, so a
+    full pool used to fail requests after 5 s as if the engine were down. Now `sock_connect` bounds
+    the TCP connect alone, and the pool wait is bounded by the request deadline
+    (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS), like an engine that is slow to answer.
     """
 
     def __init__(self, base_url: str, timeout_s: float, max_connections: int) -> None:
         self.base_url = base_url.rstrip("/")
         # sock_read: the longest the engine may stay silent (whole answer, or between stream chunks)
-        self.timeout = aiohttp.ClientTimeout(total=None, connect=5.0, sock_read=timeout_s)
-        self.pool = max(64, max_connections or 1024)
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, connect=timeout_s, sock_connect=CONNECT_TIMEOUT_S, sock_read=timeout_s
+        )
+        self.pool = max_connections or UNLIMITED_POOL  # pool_size() says how big
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
@@ -192,7 +221,7 @@ async def relay(resp: EngineResponse, usage_sink: dict[str, Any] | None = None) 
     data = await read_body(resp)
     if usage_sink is not None and resp.status == 200 and b'"usage"' in data:
         try:
-            usage = json.loads(data).get("usage") or {}
+            usage = loads(data).get("usage") or {}
             usage_sink.update(usage)
         except (ValueError, AttributeError):
             pass

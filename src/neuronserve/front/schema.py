@@ -30,16 +30,33 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than MAX_DEPTH (or so deep that Python's recursive parser gave up)."""
+
+
+def loads(raw: bytes | str) -> Any:
+    """The one parse of bytes a client (or the engine) sent: every failure is a ValueError.
+
+    Why one function: `json.loads` raises RecursionError (not a ValueError) on deep nesting, and
+    UnicodeDecodeError on bytes that are not UTF-8; a caller that catches only ValueError then lets
+    a hostile body become a 500. Here a too-deep value is `TooDeep`, invalid UTF-8 a ValueError
+    (UnicodeDecodeError is one), an over-long integer literal too (CPython's digit limit)."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise TooDeep(f"nested too deeply (limit {MAX_DEPTH} levels)") from None
+    if too_deep(value):
+        raise TooDeep(f"nested too deeply (limit {MAX_DEPTH} levels)")
+    return value
+
+
 def load_json(raw: bytes) -> Any:
     """Parse a JSON body; 400 for bodies too deep to parse (Python's parser recurses) or nested
     past MAX_DEPTH. ValueError for anything else that is not JSON (callers decide)."""
     try:
-        value = json.loads(raw)
-    except RecursionError:
+        return loads(raw)
+    except TooDeep:
         raise BadRequest(f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)") from None
-    if too_deep(value):
-        raise BadRequest(f"the JSON body is nested too deeply (limit {MAX_DEPTH} levels)")
-    return value
 
 
 def check_content_type(content_type: str | None) -> None:

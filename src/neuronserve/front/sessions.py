@@ -23,12 +23,14 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 
 from neuronserve.engine.pool import ReplicaPool
-from neuronserve.front.errors import BadRequest, FrontError, NotReady, error_bytes
+from neuronserve.front.errors import BadRequest, FrontError, NotReady, Overloaded, error_bytes
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
 from neuronserve.front.router import Router, current_route
+from neuronserve.front.schema import TooDeep, loads
 
 log = logging.getLogger("neuronserve.front")
 
@@ -43,19 +45,47 @@ def expires_text(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-class SessionStore:
-    """id -> (replica index, expiry). Thread-safe; expired entries are dropped when looked at."""
+class SessionsFull(Exception):
+    """NEURONSERVE_MAX_SESSIONS sessions are open: a new one is refused (429) until some close or expire."""
 
-    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
+
+class SessionStore:
+    """id -> (replica index, expiry). Thread-safe; at most `max_sessions` entries.
+
+    Why an OrderedDict: every session lives `ttl_s` from its creation, so creation order is expiry
+    order. Each open first drops the expired sessions at the old end (each entry is dropped once:
+    amortised O(1) per open), so expired ids never pile up, and the cap counts only live sessions.
+    """
+
+    def __init__(
+        self, ttl_s: float, clock: Callable[[], float] = time.time, max_sessions: int = 10_000
+    ) -> None:
         self.ttl_s = ttl_s
         self.clock = clock
+        self.max_sessions = max_sessions
         self._lock = threading.Lock()
-        self._sessions: dict[str, tuple[int, float]] = {}
+        self._sessions: OrderedDict[str, tuple[int, float]] = OrderedDict()
+
+    def _sweep(self, now: float) -> None:
+        """Drop expired sessions from the old end (called with the lock held)."""
+        sessions = self._sessions
+        while sessions:
+            sid, (_, expires) = next(iter(sessions.items()))
+            if now < expires:
+                return
+            del sessions[sid]
 
     def open(self, replica: int) -> tuple[str, float]:
         sid = str(uuid.uuid4())
-        expires = self.clock() + self.ttl_s
+        now = self.clock()
+        expires = now + self.ttl_s
         with self._lock:
+            self._sweep(now)
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionsFull(
+                    f"{len(self._sessions)} sessions are open, the limit (NEURONSERVE_MAX_SESSIONS); "
+                    "close one or retry later"
+                )
             self._sessions[sid] = (replica, expires)
         return sid, expires
 
@@ -109,7 +139,11 @@ class SessionScope:
         if not complete:  # over the payload limit: the route answers 413
             await self.app(scope, _replay(body, receive, more=True), send)
             return
-        kind = _request_type(body)
+        try:
+            kind = _request_type(body)
+        except TooDeep as err:
+            await _error(send, BadRequest(f"the session body is {err}"))
+            return
         if kind == NEW_SESSION:
             await self._open(send)
         elif kind == CLOSE:
@@ -137,7 +171,11 @@ class SessionScope:
         if replica is None:
             await _error(send, NotReady("no engine replica is ready to hold a session; retry later"))
             return
-        sid, expires = self.store.open(replica.index)
+        try:
+            sid, expires = self.store.open(replica.index)
+        except SessionsFull as err:
+            await _error(send, Overloaded(str(err)), [(b"retry-after", b"1")])
+            return
         route = current_route()
         if route is not None:
             route.pinned = replica
@@ -158,7 +196,9 @@ def _request_type(body: bytes) -> str | None:
     if b"requestType" not in body:
         return None
     try:
-        parsed = json.loads(body)
+        parsed = loads(body)
+    except TooDeep:
+        raise
     except ValueError:
         return None
     value = parsed.get("requestType") if isinstance(parsed, dict) else None
@@ -201,5 +241,5 @@ async def _answer(send: Send, status: int, body: bytes, extra: list[tuple[bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-async def _error(send: Send, err: FrontError) -> None:
-    await _answer(send, err.status, error_bytes(err.status, err.message), [])
+async def _error(send: Send, err: FrontError, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    await _answer(send, err.status, error_bytes(err.status, err.message), extra or [])

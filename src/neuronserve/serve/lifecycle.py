@@ -27,6 +27,7 @@ from neuronserve.errors import NeuronServeError
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
 from neuronserve.front.metrics import FrontMetrics, build_labels
+from neuronserve.front.proxy import pool_size
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
@@ -281,14 +282,14 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     if "--dtype" in plan.argv[:-1]:
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
-    client = Router(pool, opts.request_timeout_s, opts.max_concurrency)
+    client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
     sdk = environ.get("NEURON_SDK_VERSION")
     metrics = FrontMetrics(
         state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
     )
     app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
     if opts.sticky_sessions:
-        store = SessionStore(opts.session_ttl_s)
+        store = SessionStore(opts.session_ttl_s, max_sessions=opts.max_sessions)
         pool.on_replaced = store.close_replica
         app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
     gate = Gate(

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from neuronserve.front import genparams, lmi
-from neuronserve.front.app import served_model_body
+from neuronserve.front.app import openai_object, served_model_body
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect, Framing
 from neuronserve.front.errors import (
     EngineRefused,
@@ -31,7 +31,7 @@ def _state(*names: str) -> ServerState:
 
 @pytest.mark.parametrize("body", [b'{"model": "tgi", "prompt": "x"}', b'{"prompt": "x"}', b'{"model": ""}'])
 def test_other_model_names_are_served_by_the_one_model(body: bytes) -> None:
-    out = served_model_body(body, _state("m"), ServeOptions())
+    out = served_model_body(openai_object(body), _state("m"), ServeOptions())
     assert out is not None and b'"model": "m"' in out
 
 
@@ -44,13 +44,13 @@ def test_other_model_names_are_served_by_the_one_model(body: bytes) -> None:
     ],
 )
 def test_bodies_left_alone(body: bytes, state: ServerState, opts: ServeOptions) -> None:
-    assert served_model_body(body, state, opts) is None
+    assert served_model_body(openai_object(body), state, opts) is None
 
 
 @pytest.mark.parametrize("body", [b"not json", b"\x80", b"[1]", b"[" * 100 + b"]" * 100, b"[" * 100_000])
 def test_bodies_that_are_not_objects_are_400(body: bytes) -> None:
     with pytest.raises(FrontError) as err:
-        served_model_body(body, _state("m"), ServeOptions(strict_model_name=True))
+        openai_object(body)
     assert err.value.status == 400
 
 
