@@ -34,11 +34,13 @@ from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.support import check_openai
 from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.front")
 
 _MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
+_RESPONSES = "/v1/responses"  # generates too: what it asks is checked, its model name kept
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
@@ -71,12 +73,18 @@ def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
         request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
-def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> bytes | None:
+def served_model_body(
+    raw: bytes,
+    state: ServerState,
+    opts: ServeOptions,
+    support: RequestSupport | None = None,
+) -> bytes | None:
     """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
 
     TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
-    None = forward the body unchanged (strict mode, several models served, or nothing to change).
-    A body that is not a JSON object is refused here (400, the one shape), as /invocations does.
+    None = forward the body unchanged (strict mode, several models served, a served LoRA adapter
+    named, or nothing to change). A body that is not a JSON object is refused here (400, the one
+    shape), as /invocations does, and so is one asking what the engine cannot serve (front/support.py).
     """
     try:
         body = schema.load_json(raw)
@@ -84,6 +92,8 @@ def served_model_body(raw: bytes, state: ServerState, opts: ServeOptions) -> byt
         raise BadRequest(f"malformed JSON body ({err})") from None
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
+    if check_openai(body, support or RequestSupport()):
+        return None  # an adapter's name reaches the engine as it is
     if opts.strict_model_name or len(state.model_names) != 1:
         return None
     served = state.model_names[0]
@@ -133,7 +143,7 @@ class Handlers:
         self.state, self.opts, self.client, self.metrics = state, opts, client, metrics
         self.support = support  # what requests may ask of the planned engine (plan.request_support)
         self.limit = int(opts.max_payload_mb * 1024 * 1024)
-        self.gen = Generator(client, lambda: state.model_name)
+        self.gen = Generator(client, lambda: state.model_name, support)
         # The framings of /invocations, built once: a request picks one, never builds one.
         self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
         self.tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
@@ -195,7 +205,9 @@ class Handlers:
         else:
             path = route
         if path in _MODEL_ROUTES:
-            raw = served_model_body(raw, self.state, self.opts) or raw
+            raw = served_model_body(raw, self.state, self.opts, self.support) or raw
+        elif path == _RESPONSES:
+            check_openai(body, self.support)
         resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
@@ -229,11 +241,13 @@ class Handlers:
         headers["x-request-id"] = request_id(request.scope)
         if raw and request.method in _BODY_METHODS:
             if request.url.path in _MODEL_ROUTES:
-                raw = served_model_body(raw, self.state, self.opts) or raw
+                raw = served_model_body(raw, self.state, self.opts, self.support) or raw
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
                 with contextlib.suppress(ValueError):
-                    schema.load_json(raw)
+                    body = schema.load_json(raw)
+                    if request.url.path == _RESPONSES and isinstance(body, dict):
+                        check_openai(body, self.support)
         path = request.scope.get("raw_path") or request.url.path.encode()  # as the client encoded it
         resp = await proxy.send(
             self.client,

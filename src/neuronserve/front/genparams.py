@@ -76,6 +76,7 @@ class Asked:
     prompt_logprobs: int | None = None
     n: int = 1
     stop: list[str] = field(default_factory=list)
+    adapter: str = ""  # TGI adapter_id: a served LoRA adapter, sent to the engine as `model`
 
 
 # What each accepted value does: handlers get (name, value, asked) with value not None, and write
@@ -144,6 +145,12 @@ def _penalty(name: str, v: Any) -> float:
 
 def _top_n(name: str, v: Any) -> int:
     return integer(name, v, lo=0, hi=MAX_TOP_N_TOKENS)
+
+
+def _adapter_name(name: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise bad(f"parameters.{name} must be a string (a LoRA adapter's name), got {v!r}")
+    return v
 
 
 def _stop(name: str, v: Any, asked: Asked) -> None:
@@ -242,11 +249,7 @@ PARAMETERS: dict[str, Param] = {
         _refuse_unless(lambda v: v is False, "vLLM 0.11.0 has no watermarking", boolean),
         "refused when true",
     ),
-    "adapter_id": _row(
-        "tgi",
-        _refuse_unless(lambda v: v == "", "vllm-neuron 0.2.x serves no LoRA adapters", lambda n, v: v),
-        "refused when set",
-    ),
+    "adapter_id": _row("tgi", _front("adapter", _adapter_name), "model=<adapter> (a served LoRA adapter)"),
     "num_beams": _row(
         "lmi",
         _refuse_unless(
@@ -270,8 +273,14 @@ def check_inputs(body: dict[str, Any]) -> list[str] | str:
     raise bad(f"'inputs' must be a string or a non-empty list of strings, got {type(inputs).__name__}")
 
 
-def translate(body: dict[str, Any], prompt: str, model: str | None) -> GenRequest:
-    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body."""
+def translate(
+    body: dict[str, Any], prompt: str, model: str | None, adapters: tuple[str, ...] = ()
+) -> GenRequest:
+    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body.
+
+    `adapters`: the LoRA adapters the engine serves (plan.request_support); an `adapter_id` naming
+    one is sent as the engine body's `model` (vLLM selects an adapter by its name), any other refused.
+    """
     params = body.get("parameters")
     params = {} if params is None else params
     if not isinstance(params, dict):
@@ -288,6 +297,14 @@ def translate(body: dict[str, Any], prompt: str, model: str | None) -> GenReques
     for name, value in params.items():
         if value is not None:
             PARAMETERS[name].handle(name, value, asked)
+    if asked.adapter:
+        if asked.adapter not in adapters:
+            served = ", ".join(adapters) if adapters else "none"
+            raise bad(
+                f"parameters.adapter_id={asked.adapter!r} is not a LoRA adapter this endpoint serves; "
+                f"served adapters: {served}"
+            )
+        model = asked.adapter
     return _finish(asked, prompt, stream, model)
 
 
