@@ -90,7 +90,8 @@ def openai_needs(body: dict[str, Any]) -> list[Need]:
     """The needs of an OpenAI chat or completions body (also /v1/responses' fields of the same name)."""
     out = list(_penalties(body, ""))
     logprobs = body.get("logprobs")
-    if logprobs is True or (_number(logprobs) and logprobs >= 0):
+    chat = "messages" in body  # chat: a boolean (0 reads as false); completions: a count, 0 included
+    if logprobs is True or (_number(logprobs) and (logprobs > 0 if chat else logprobs >= 0)):
         out.append(Need("logprobs", "logprobs", logprobs))
     for name in ("top_logprobs", "best_of"):
         v = body.get(name)

@@ -40,7 +40,6 @@ OPENAI_ROWS: list[tuple[str, Any, Any, str]] = [
     ("repetition_penalty", 0.9, 1, "penalties"),
     ("min_p", 0.05, 0, "penalties"),
     ("logprobs", True, False, "logprobs"),  # chat
-    ("logprobs", 0, None, "logprobs"),  # completions: 0 = the sampled token's logprob
     ("logprobs", 3, None, "logprobs"),
     ("top_logprobs", 2, 0, "logprobs"),
     ("best_of", 2, 1, "logprobs"),
@@ -149,6 +148,12 @@ def test_the_defaults_every_client_sends_pass_on_neuron() -> None:
     }
     assert generate_needs(tgi_client) == []
     check_generate(tgi_client, NEURON)
+
+
+def test_completions_logprobs_0_asks_for_logprobs_and_chat_logprobs_0_does_not() -> None:
+    assert [n.field for n in openai_needs({"prompt": "x", "logprobs": 0})] == ["logprobs"]
+    assert openai_needs({"messages": [], "logprobs": 0}) == []
+    assert [n.field for n in openai_needs({"messages": [], "logprobs": 1})] == ["logprobs"]
 
 
 def test_cpu_support_allows_everything() -> None:
