@@ -13,9 +13,7 @@ from neuronserve.front.errors import FrontError
 from neuronserve.front.support import check_generate, check_openai, generate_needs, openai_needs
 from neuronserve.types import CAPABILITIES, RequestSupport
 
-FIELDS = Path(__file__).resolve().parents[3] / "shared" / "vllm-0.11.0-request-fields.json"
-if not FIELDS.is_file():
-    FIELDS = Path("/work/shared/vllm-0.11.0-request-fields.json")
+FIELDS = Path(__file__).resolve().parents[3] / "tests" / "data" / "vllm-0.11.0-request-fields.json"
 
 WHY = {
     "logprobs": "on-device sampling returns no logprobs; set SM_NEURON_ON_DEVICE_SAMPLING=false",
