@@ -24,7 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from neuronserve.front.checks import bad, boolean, grammar, integer, number, strings, token_ids
+from neuronserve.front.checks import (
+    adapter_name,
+    bad,
+    boolean,
+    grammar,
+    integer,
+    number,
+    served_adapter,
+    strings,
+    token_ids,
+)
 
 __all__ = ["PARAMETERS", "Asked", "GenRequest", "Param", "bad", "check_inputs", "translate"]
 
@@ -147,12 +157,6 @@ def _top_n(name: str, v: Any) -> int:
     return integer(name, v, lo=0, hi=MAX_TOP_N_TOKENS)
 
 
-def _adapter_name(name: str, v: Any) -> str:
-    if not isinstance(v, str):
-        raise bad(f"parameters.{name} must be a string (a LoRA adapter's name), got {v!r}")
-    return v
-
-
 def _stop(name: str, v: Any, asked: Asked) -> None:
     asked.stop.extend(strings(name, v, MAX_STOP_SEQUENCES))
 
@@ -249,7 +253,7 @@ PARAMETERS: dict[str, Param] = {
         _refuse_unless(lambda v: v is False, "vLLM 0.11.0 has no watermarking", boolean),
         "refused when true",
     ),
-    "adapter_id": _row("tgi", _front("adapter", _adapter_name), "model=<adapter> (a served LoRA adapter)"),
+    "adapter_id": _row("tgi", _front("adapter", adapter_name), "model=<adapter> (a served LoRA adapter)"),
     "num_beams": _row(
         "lmi",
         _refuse_unless(
@@ -276,11 +280,8 @@ def check_inputs(body: dict[str, Any]) -> list[str] | str:
 def translate(
     body: dict[str, Any], prompt: str, model: str | None, adapters: tuple[str, ...] = ()
 ) -> GenRequest:
-    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body.
-
-    `adapters`: the LoRA adapters the engine serves (plan.request_support); an `adapter_id` naming
-    one is sent as the engine body's `model` (vLLM selects an adapter by its name), any other refused.
-    """
+    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body;
+    an `adapter_id` among `adapters` (the served LoRA adapters) becomes the engine's `model`."""
     params = body.get("parameters")
     params = {} if params is None else params
     if not isinstance(params, dict):
@@ -297,14 +298,7 @@ def translate(
     for name, value in params.items():
         if value is not None:
             PARAMETERS[name].handle(name, value, asked)
-    if asked.adapter:
-        if asked.adapter not in adapters:
-            served = ", ".join(adapters) if adapters else "none"
-            raise bad(
-                f"parameters.adapter_id={asked.adapter!r} is not a LoRA adapter this endpoint serves; "
-                f"served adapters: {served}"
-            )
-        model = asked.adapter
+    model = served_adapter(asked.adapter, adapters) if asked.adapter else model
     return _finish(asked, prompt, stream, model)
 
 
