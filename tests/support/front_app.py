@@ -1,8 +1,11 @@
 """The real front (app + gate + metrics) in process, in front of a recording stand-in engine.
 
 The stand-in is a real HTTP server on 127.0.0.1 that answers 200 to any method and path and
-records what reached it: the tests under it check what the FRONT forwards or refuses, so the
-engine's behaviour is not what is being tested. Starting a vLLM for a routing check would cost a
+records what reached it (method and path in `seen`, JSON bodies in `bodies`): the tests under it
+check what the FRONT forwards or refuses, so the engine's behaviour is not what is being tested. A test
+may give `answers` (path -> the JSON the stand-in answers, from the request's body) and `listen=True`
+to have the front also served by uvicorn on a real 127.0.0.1 port (`url`), for clients that open
+their own connections (text_generation, aiohttp). Starting a vLLM for a routing check would cost a
 minute; the integration tests repeat the important checks on the real engine.
 """
 
@@ -10,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +27,9 @@ from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import make_client
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.types import ServeOptions
+from neuronserve.types import RequestSupport, ServeOptions
+
+Answer = Callable[[dict[str, Any]], Any]
 
 
 @dataclass
@@ -33,6 +39,8 @@ class Front:
     gate: Gate
     metrics: FrontMetrics
     seen: list[tuple[str, str]] = field(default_factory=list)  # (method, raw path) the engine got
+    bodies: list[Any] = field(default_factory=list)  # the JSON bodies the engine got, in order
+    url: str = ""  # with listen=True: the front on a real port
 
 
 class _OneReplica:
@@ -48,26 +56,58 @@ class _OneReplica:
 
 
 @contextlib.asynccontextmanager
+async def _listening(app: Any) -> AsyncIterator[str]:
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@contextlib.asynccontextmanager
 async def running_front(
-    *, ready: bool = True, engine_delay_s: float = 0.0, sessions: SessionStore | None = None, **opts: object
+    *,
+    ready: bool = True,
+    engine_delay_s: float = 0.0,
+    sessions: SessionStore | None = None,
+    support: RequestSupport | None = None,
+    answers: dict[str, Answer] | None = None,
+    listen: bool = False,
+    **opts: object,
 ) -> AsyncIterator[Front]:
     """`engine_delay_s`: the stand-in engine holds every /v1/* answer that long (requests in flight).
-    `sessions`: the sticky-session wrapper in front of the app, over this store."""
+    `sessions`: the sticky-session wrapper in front of the app, over this store. `support`: the
+    plan's request support the app enforces. `answers`: path -> the stand-in's JSON answer to a body.
+    `listen`: the front also on a real port (`Front.url`), for clients that need one."""
     seen: list[tuple[str, str]] = []
+    bodies: list[Any] = []
 
     async def anything(request: web.Request) -> web.Response:
         seen.append((request.method, request.raw_path))
+        raw = await request.read()
+        body: Any = None
+        with contextlib.suppress(ValueError):
+            body = json.loads(raw) if raw else None
+        bodies.append(body)
         if engine_delay_s and request.path.startswith("/v1/"):
             await asyncio.sleep(engine_delay_s)
         if request.path == "/metrics":
             return web.Response(text="vllm:num_requests_running 0.0\n", content_type="text/plain")
+        if answers and request.path in answers:
+            return web.json_response(answers[request.path](body if isinstance(body, dict) else {}))
         if request.method == "POST" and request.path == "/v1/completions":
             # a completion's shape, so the generate routes can answer (one choice per sequence)
-            try:
-                sent = await request.json()
-                n = sent.get("n") if isinstance(sent, dict) else 1
-            except ValueError:
-                n = 1
+            n = body.get("n") if isinstance(body, dict) else 1
             n = n if type(n) is int and 1 <= n <= 64 else 1
             choices = [{"index": i, "text": "ok", "finish_reason": "length"} for i in range(n)]
             usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
@@ -86,7 +126,7 @@ async def running_front(
     engine = make_client(f"http://127.0.0.1:{port}", 10.0, 0)
     holder: list[Gate] = []
     metrics = FrontMetrics(state, lambda: holder[0].in_flight, {"version": "test"})
-    app: Any = create_app(state, serve, engine, metrics=metrics)
+    app: Any = create_app(state, serve, engine, metrics=metrics, support=support)
     if sessions is not None:
         one = _OneReplica()
         app = SessionScope(app, sessions, one, one, int(serve.max_payload_mb * 1024 * 1024))  # type: ignore[arg-type]
@@ -104,8 +144,12 @@ async def running_front(
         state.move(Phase.READY)
     transport = httpx.ASGITransport(app=gate)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://front") as client:
-            yield Front(client, state, gate, metrics, seen)
+        async with contextlib.AsyncExitStack() as stack:
+            url = await stack.enter_async_context(_listening(gate)) if listen else ""
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(transport=transport, base_url="http://front")
+            )
+            yield Front(client, state, gate, metrics, seen, bodies, url)
     finally:
         await engine.aclose()
         await runner.cleanup()

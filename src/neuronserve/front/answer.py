@@ -52,10 +52,13 @@ def token_id(raw: str, texts: dict[int, str]) -> tuple[int | None, str]:
     return None, raw
 
 
-def ids_to_resolve(choice: dict[str, Any]) -> set[int]:
-    """Token ids whose text must be fetched before this choice can be shaped."""
+def ids_to_resolve(choice: dict[str, Any], generated: bool = False) -> set[int]:
+    """Token ids whose text must be fetched before this choice can be shaped (`generated`: the
+    generated tokens' own ids too, when details are served without logprobs)."""
     out: set[int] = set()
     lp = choice.get("logprobs") or {}
+    if generated and not lp.get("tokens"):
+        out.update(int(i) for i in choice.get("token_ids") or [] if type(i) is int)
     for raw in itertools.chain(
         lp.get("tokens") or [], *((e or {}).keys() for e in lp.get("top_logprobs") or [])
     ):
@@ -112,6 +115,37 @@ def tokens(choice: dict[str, Any], text: str, texts: dict[int, str]) -> list[Tok
     return out
 
 
+def aligned_texts(parts: list[str], text: str) -> list[str]:
+    """Per-token texts joining to `text`, from each token's own decoded text (`parts`).
+
+    A token decoded alone may lose its leading space (SentencePiece's "▁Paris" decodes to "Paris"),
+    so each token's text is found in `text` after the previous one's end, and the text between goes
+    to it: ["Paris", "is"] in " Paris is" -> [" Paris", " is"]. Anything unmatched: token_texts.
+    """
+    if "".join(parts) == text or not parts:
+        return parts
+    ends: list[int] = []
+    pos = 0
+    for part in parts:
+        core = part.strip()
+        at = text.find(core, pos) if core else pos
+        if at < 0:
+            return token_texts(parts, text, None)
+        pos = at + len(core)
+        ends.append(pos)
+    ends[-1] = len(text)
+    starts = [0, *ends[:-1]]
+    return [text[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def id_tokens(choice: dict[str, Any], text: str, texts: dict[int, str]) -> list[Tok]:
+    """The generated tokens from their ids alone (no logprobs from the engine): `logprob` null, as
+    TGI's schema allows; texts from the engine's /detokenize (`texts`), joining to `text`."""
+    ids = [int(i) for i in choice.get("token_ids") or [] if type(i) is int]
+    parts = aligned_texts([texts.get(i, "") for i in ids], text)
+    return [Tok(i, part, None) for i, part in zip(ids, parts, strict=True)]
+
+
 def top_tokens(choice: dict[str, Any], texts: dict[int, str]) -> list[list[Tok]]:
     out = []
     for entry in (choice.get("logprobs") or {}).get("top_logprobs") or []:
@@ -147,6 +181,8 @@ def sequences(req: GenRequest, resp: dict[str, Any], texts: dict[int, str]) -> l
     for choice in resp.get("choices") or [{}]:
         text = choice.get("text") or ""
         toks = tokens(choice, text, texts)
+        if not toks and req.details:
+            toks = id_tokens(choice, text, texts)
         score = sum(t.logprob for t in toks if t.logprob is not None)
         seq = Seq(
             text=text,

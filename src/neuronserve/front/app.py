@@ -34,11 +34,13 @@ from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, Scrapes
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.support import check_openai as check_support
 from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.front")
 
 _MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
+_RESPONSES = "/v1/responses"  # generates too: what it asks is checked, its model name kept
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
@@ -83,12 +85,17 @@ def openai_object(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def served_model_body(body: dict[str, Any], state: ServerState, opts: ServeOptions) -> bytes | None:
+def served_model_body(
+    body: dict[str, Any], state: ServerState, opts: ServeOptions, adapter: bool = False
+) -> bytes | None:
     """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
 
     TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
-    None = forward the body unchanged (strict mode, several models served, or nothing to change).
+    None = forward the body unchanged (strict mode, several models served, `adapter`: the body names a
+    served LoRA adapter, which must reach the engine as it is, or nothing to change).
     """
+    if adapter:
+        return None
     if opts.strict_model_name or len(state.model_names) != 1:
         return None
     served = state.model_names[0]
@@ -146,7 +153,7 @@ class Handlers:
         self.support = support  # what requests may ask of the planned engine (plan.request_support)
         self.limit = int(opts.max_payload_mb * 1024 * 1024)
         self.scrapes = Scrapes(client.engine_metrics, opts.metrics_cache_s)
-        self.gen = Generator(client, lambda: state.model_name, opts.max_sequences_per_request)
+        self.gen = Generator(client, lambda: state.model_name, opts.max_sequences_per_request, support)
         # The framings of /invocations, built once: a request picks one, never builds one.
         self.lmi_framing = Framing(LMI, listed=False, jsonlines=opts.lmi_stream_format == "jsonlines")
         self.tgi_framing = {jl: Framing(TGI_INVOCATIONS, listed=True, jsonlines=jl) for jl in (False, True)}
@@ -208,19 +215,24 @@ class Handlers:
                 return await self.gen.serve(body, framing, rid, _recorder(request), _charger(request))
         else:
             path = route
-        self.check_openai(request, path, body)
+        adapter = self.check_openai(request, path, body)
         if path in _MODEL_ROUTES:
-            raw = served_model_body(body, self.state, self.opts) or raw
+            raw = served_model_body(body, self.state, self.opts, adapter) or raw
         resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
         return out
 
-    def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> None:
-        """The engine's advisories, the sequences of one request and their weight (work.py)."""
+    def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> bool:
+        """The engine's advisories, the sequences of one request and their weight (work.py), then on the
+        generating routes what the planned engine can serve (support.py). True: the body's `model`
+        names a served LoRA adapter."""
         opts = self.opts
         work.check_openai(request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds)
+        if path in _MODEL_ROUTES or path == _RESPONSES:
+            return check_support(body, self.support)
+        return False
 
     def tgi_route(self, stream: bool | None, listed: bool) -> Callable[[Request], Awaitable[Response]]:
         """One of TGI's generate routes: TGI's dialect with its own errors, framed by the route."""
@@ -251,8 +263,8 @@ class Handlers:
         if raw and request.method in _BODY_METHODS:
             if request.url.path in _MODEL_ROUTES:
                 body = openai_object(raw)
-                self.check_openai(request, request.url.path, body)
-                raw = served_model_body(body, self.state, self.opts) or raw
+                adapter = self.check_openai(request, request.url.path, body)
+                raw = served_model_body(body, self.state, self.opts, adapter) or raw
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
                 parsed = None

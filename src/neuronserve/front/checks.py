@@ -91,3 +91,20 @@ def grammar(v: Any) -> dict[str, Any] | None:
             raise bad("parameters.grammar: a json grammar's value must be a JSON schema object")
         return {"json": value}
     raise bad(f"parameters.grammar.type {kind!r} is not one of json, json_schema, regex")
+
+
+def adapter_name(name: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise bad(f"parameters.{name} must be a string (a LoRA adapter's name), got {v!r}")
+    return v
+
+
+def served_adapter(adapter: str, adapters: tuple[str, ...]) -> str:
+    """TGI's `adapter_id`, one of the adapters the engine serves (vLLM selects it by name as `model`)."""
+    if adapter not in adapters:
+        served = ", ".join(adapters) if adapters else "none"
+        raise bad(
+            f"parameters.adapter_id={adapter!r} is not a LoRA adapter this endpoint serves; "
+            f"served adapters: {served}"
+        )
+    return adapter

@@ -21,6 +21,8 @@ from neuronserve.front import answer, genparams, proxy, schema, work
 from neuronserve.front.dialect import Framing
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
+from neuronserve.front.support import check_generate
+from neuronserve.types import RequestSupport
 
 log = logging.getLogger("neuronserve.front")
 
@@ -42,11 +44,16 @@ class Generator:
     """Holds the engine client and the token-text cache shared by all requests."""
 
     def __init__(
-        self, client: proxy.EngineClient, model: Callable[[], str | None], max_sequences: int = 32
+        self,
+        client: proxy.EngineClient,
+        model: Callable[[], str | None],
+        max_sequences: int = 32,
+        support: RequestSupport | None = None,
     ) -> None:
         self.client = client
         self.model = model
         self.max_sequences = max_sequences  # NEURONSERVE_MAX_SEQUENCES_PER_REQUEST (work.py)
+        self.support = support or RequestSupport()  # what the planned engine serves (front/support.py)
         self.texts: dict[int, str] = {}
         self._detok = asyncio.Semaphore(8)
 
@@ -101,8 +108,9 @@ class Generator:
         except (ValueError, AttributeError, TypeError):
             raise EngineBadAnswer("the engine answered something that is not a completion") from None
         ids: set[int] = set()
+        by_id = req.details and "logprobs" not in req.engine  # details from the token ids alone
         for choice in choices:
-            ids |= answer.ids_to_resolve(choice)
+            ids |= answer.ids_to_resolve(choice, generated=by_id)
         texts = await self.resolve(ids) if ids else self.texts
         return answer.sequences(req, body, texts), body.get("usage") or {}
 
@@ -146,7 +154,7 @@ class Generator:
             body = {**body, "stream": framing.stream}
         model = self.model()
         if isinstance(inputs, list):
-            reqs = [genparams.translate(body, p, model) for p in inputs]
+            reqs = [self._translate(body, p, model) for p in inputs]
             self._count(reqs, charge)
             if reqs[0].stream:
                 raise genparams.bad("a list of 'inputs' cannot be streamed: send one prompt per request")
@@ -155,7 +163,7 @@ class Generator:
             return JSONResponse(
                 [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
-        req = genparams.translate(body, inputs, model)
+        req = self._translate(body, inputs, model)
         self._count([req], charge)
         if req.stream:
             return await self._stream(req, framing, rid, record)
@@ -163,6 +171,16 @@ class Generator:
         record(usage)
         item = framing.dialect.response(req, seqs)
         return JSONResponse([item] if framing.listed else item)
+
+    def _translate(self, body: dict[str, Any], prompt: str, model: str | None) -> genparams.GenRequest:
+        """Validate, then refuse what the engine cannot serve, before anything reaches it."""
+        req = genparams.translate(body, prompt, model, self.support.lora_adapters)
+        check_generate(body.get("parameters") or {}, self.support)
+        if not self.support.logprobs:
+            # `details` stays served without logprobs (TGI's client always sends it): its tokens come
+            # from their ids, `logprob` null; asking the engine for logprobs it cannot give is not safe.
+            req.engine.pop("logprobs", None)
+        return req
 
     async def _stream(
         self, req: genparams.GenRequest, framing: Framing, rid: str, record: Callable[[dict[str, Any]], None]

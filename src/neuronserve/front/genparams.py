@@ -24,7 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from neuronserve.front.checks import bad, boolean, grammar, integer, number, strings, token_ids
+from neuronserve.front.checks import (
+    adapter_name,
+    bad,
+    boolean,
+    grammar,
+    integer,
+    number,
+    served_adapter,
+    strings,
+    token_ids,
+)
 
 __all__ = ["PARAMETERS", "Asked", "GenRequest", "Param", "bad", "check_inputs", "translate"]
 
@@ -76,6 +86,7 @@ class Asked:
     prompt_logprobs: int | None = None
     n: int = 1
     stop: list[str] = field(default_factory=list)
+    adapter: str = ""  # TGI adapter_id: a served LoRA adapter, sent to the engine as `model`
 
 
 # What each accepted value does: handlers get (name, value, asked) with value not None, and write
@@ -242,11 +253,7 @@ PARAMETERS: dict[str, Param] = {
         _refuse_unless(lambda v: v is False, "vLLM 0.11.0 has no watermarking", boolean),
         "refused when true",
     ),
-    "adapter_id": _row(
-        "tgi",
-        _refuse_unless(lambda v: v == "", "vllm-neuron 0.2.x serves no LoRA adapters", lambda n, v: v),
-        "refused when set",
-    ),
+    "adapter_id": _row("tgi", _front("adapter", adapter_name), "model=<adapter> (a served LoRA adapter)"),
     "num_beams": _row(
         "lmi",
         _refuse_unless(
@@ -270,8 +277,11 @@ def check_inputs(body: dict[str, Any]) -> list[str] | str:
     raise bad(f"'inputs' must be a string or a non-empty list of strings, got {type(inputs).__name__}")
 
 
-def translate(body: dict[str, Any], prompt: str, model: str | None) -> GenRequest:
-    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body."""
+def translate(
+    body: dict[str, Any], prompt: str, model: str | None, adapters: tuple[str, ...] = ()
+) -> GenRequest:
+    """Validate a generate body (`Invalid` naming the parameter) and build one prompt's engine body;
+    an `adapter_id` among `adapters` (the served LoRA adapters) becomes the engine's `model`."""
     params = body.get("parameters")
     params = {} if params is None else params
     if not isinstance(params, dict):
@@ -288,6 +298,7 @@ def translate(body: dict[str, Any], prompt: str, model: str | None) -> GenReques
     for name, value in params.items():
         if value is not None:
             PARAMETERS[name].handle(name, value, asked)
+    model = served_adapter(asked.adapter, adapters) if asked.adapter else model
     return _finish(asked, prompt, stream, model)
 
 

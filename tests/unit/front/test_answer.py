@@ -384,3 +384,36 @@ def test_tgi_events_are_utf8_not_ascii_escapes() -> None:
     event = {"token": {"text": "\u2713"}}
     assert tgi.encode_event(event, jsonlines=True) == '{"token": {"text": "\u2713"}}\n'.encode()
     assert tgi.encode_event(event, jsonlines=False) == 'data:{"token": {"text": "\u2713"}}\n\n'.encode()
+
+
+@pytest.mark.parametrize(
+    ("parts", "text", "want"),
+    [
+        (["Paris", "is"], " Paris is", [" Paris", " is"]),  # SentencePiece: ids decode without the space
+        ([" Paris", " is"], " Paris is", [" Paris", " is"]),  # byte-level BPE: already joins
+        (["a", "", "b"], "a\u00e9b", ["a", "", "\u00e9b"]),  # a partial byte: the character comes later
+        (["x", "y"], "ab", ["", "ab"]),  # unmatched: everything to the last token (token_texts)
+        (["Paris", "is"], " Paris is.", [" Paris", " is."]),
+        ([], "", []),
+    ],
+)
+def test_aligned_texts_join_to_the_text(parts: list[str], text: str, want: list[str]) -> None:
+    out = answer.aligned_texts(parts, text)
+    assert out == want and "".join(out) == text
+
+
+def test_details_without_engine_logprobs_are_served_from_token_ids() -> None:
+    """vllm-neuron's on-device sampling: no logprobs, token ids only -> tokens with logprob None."""
+    req = _req(details=True)
+    req.engine.pop("logprobs")  # what the generate flow does where logprobs are not served
+    choice = {"text": " Paris is", "token_ids": [5, 6], "logprobs": None, "finish_reason": "length"}
+    assert answer.ids_to_resolve(choice, generated=True) == {5, 6}
+    assert answer.ids_to_resolve(choice) == set()
+    seqs = answer.sequences(req, {"choices": [choice]}, {5: "Paris", 6: "is"})
+    details = tgi.response(req, seqs)["details"]
+    assert details["tokens"] == [
+        {"id": 5, "text": " Paris", "logprob": None, "special": False},
+        {"id": 6, "text": " is", "logprob": None, "special": False},
+    ]
+    # without details, nothing is built from the ids
+    assert answer.sequences(_req(), {"choices": [choice]}, {})[0].tokens == []

@@ -246,3 +246,16 @@ def test_the_engine_body_keeps_the_order_the_client_named_its_fields() -> None:
         '{"prompt": "x", "max_tokens": 7, "top_k": 5, "min_p": 0.1, "temperature": 0.5, "seed": 3, '
         '"model": "m", "return_token_ids": true}'
     )
+
+
+def test_adapter_id_of_a_served_adapter_is_the_engine_model() -> None:
+    body = {"inputs": "x", "parameters": {"adapter_id": "sql"}}
+    assert genparams.translate(body, "x", "base", ("chat", "sql")).engine["model"] == "sql"
+    assert genparams.translate({"inputs": "x"}, "x", "base", ("sql",)).engine["model"] == "base"
+    for adapters in ((), ("chat",)):
+        with pytest.raises(FrontError) as err:
+            genparams.translate(body, "x", "base", adapters)
+        assert err.value.status == 422
+        assert err.value.message.endswith(f"served adapters: {', '.join(adapters) or 'none'}")
+    with pytest.raises(FrontError, match="adapter_id must be a string"):
+        genparams.translate({"inputs": "x", "parameters": {"adapter_id": 3}}, "x", "base", ("sql",))

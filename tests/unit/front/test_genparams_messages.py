@@ -62,7 +62,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"watermark": "no"}, P + "watermark must be true or false, got 'no'"),
     (
         {"adapter_id": "lora"},
-        P + "adapter_id='lora' cannot be served: vllm-neuron 0.2.x serves no LoRA adapters",
+        P + "adapter_id='lora' is not a LoRA adapter this endpoint serves; served adapters: none",
     ),
     ({"num_beams": 4}, P + "num_beams=4 cannot be served: beam search is not served on Neuron"),
     ({"num_beams": 0}, P + "num_beams must be an integer >= 1, got 0"),
