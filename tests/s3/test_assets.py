@@ -17,7 +17,7 @@ import pytest
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
-from neuronserve.types import AssetSpec, Progress
+from neuronserve.types import AssetSpec, ModelSpec, Progress
 
 from .assetplans import asset_plan
 from .conftest import ServerControl, wait_for
@@ -350,3 +350,26 @@ def test_an_unwritable_plan_file_is_a_clear_error(s3_env: dict[str, str], tmp_pa
     plan = asset_plan(tmp_path, files={str(blocker / "lora_ckpt.json"): "{}"})
     with pytest.raises(StageError, match=r"cannot write .*lora_ckpt\.json.*NEURONSERVE_WORK_DIR"):
         stage_all(plan, s3_env)
+
+
+def test_the_model_entry_of_plan_assets_keeps_the_models_own_path(
+    s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path
+) -> None:
+    """plan.assets lists the model first; stage_model copies it, and it is not copied a second time."""
+    put_tree(s3, bucket, "m/", {"config.json": b"{}", "w.bin": os.urandom(50_000)})
+    put_tree(s3, bucket, "a/", ADAPTER)
+    model_dir = str(tmp_path / "model")
+    plan = asset_plan(
+        tmp_path,
+        AssetSpec(
+            kind="model", source=f"s3://{bucket}/m/", local=model_dir, fetch="s3", origin="SM_VLLM_MODEL"
+        ),
+        AssetSpec(kind="lora", source=f"s3://{bucket}/a/", local=str(tmp_path / "a"), fetch="s3", name="a"),
+        model=ModelSpec(source="s3", uri=f"s3://{bucket}/m/", local_path=model_dir, origin="SM_VLLM_MODEL"),
+    )
+    assert stage_all(plan, s3_env).model_dir == model_dir
+    assert s3_server.object_gets(bucket) == {
+        "m/config.json": 1,
+        "m/w.bin": 1,
+        **{f"a/{k}": 1 for k in ADAPTER},
+    }

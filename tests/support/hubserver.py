@@ -64,6 +64,7 @@ class HubControl:
     endpoint: str = ""
     repos: dict[str, HubRepo] = field(default_factory=dict)
     token: str | None = None
+    echo_auth: bool = False  # a 401 repeats the Authorization header it got (as a careless proxy might)
     requests: list[Request] = field(default_factory=list)
     hold: dict[str, threading.Event] = field(default_factory=dict)  # file path in a repo -> released when set
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,7 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.ctl.lock:
             self.ctl.requests.append(Request(self.command, path, self.headers.get("Authorization")))
         if self.ctl.token is not None and self.headers.get("Authorization") != f"Bearer {self.ctl.token}":
-            self._error(401, "RepoNotFound", "Invalid username or password.", head)
+            said = f" (got {self.headers.get('Authorization')})" if self.ctl.echo_auth else ""
+            self._error(401, "RepoNotFound", f"Invalid username or password.{said}", head)
             return
         if path.startswith("/api/models/"):
             self._api(path[len("/api/models/") :], head)

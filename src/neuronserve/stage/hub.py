@@ -203,8 +203,9 @@ class _HubChild:
 def hub_error(error: dict[str, Any], child: _HubChild, what: str, stderr: str) -> str:
     """The child's failure in the user's terms: the likely cause first, then what the hub said."""
     status, kind = error.get("status"), str(error.get("type", ""))
-    said = str(error.get("message", "")).strip() or stderr.strip() or "no error message"
-    said = said.splitlines()[0][:300] if said else said
+    lines = [ln.strip() for ln in (str(error.get("message", "")) or stderr).splitlines() if ln.strip()]
+    # huggingface_hub's messages: the status first, the server's own words last
+    said = " ... ".join(lines[:1] + lines[-1:] if len(lines) > 1 else lines)[:600] or "no error message"
     rev = child.revision or "main"
     if status in (401, 403) or kind == "GatedRepoError":
         cause = (

@@ -48,7 +48,7 @@ def fetch(request: dict[str, Any], token: str | None) -> None:
 
     repo, revision, dest = str(request["repo"]), request.get("revision"), str(request["dest"])
     api = HfApi(token=token or None)
-    info = api.repo_info(repo, revision=revision or None)
+    info = api.repo_info(repo, revision=revision or "main")
     commit = str(info.sha)
     files: list[dict[str, Any]] = []
     for entry in api.list_repo_tree(repo, revision=commit, recursive=True):
