@@ -68,10 +68,15 @@ def stage_assets(
     return staged
 
 
+def label(asset: AssetSpec) -> str:
+    """An asset's kind in words, and its name: "LoRA adapter 'sql'", "chat template"."""
+    name = f" {asset.name!r}" if asset.name else ""
+    return f"{KIND_WORDS.get(asset.kind, asset.kind)}{name}"
+
+
 def describe(asset: AssetSpec) -> str:
     """How logs, progress lines and errors name an asset: its kind, its name, its source."""
-    name = f" {asset.name!r}" if asset.name else ""
-    return f"{KIND_WORDS.get(asset.kind, asset.kind)}{name} {asset.source}"
+    return f"{label(asset)} {asset.source}"
 
 
 def stage_asset(
@@ -117,7 +122,7 @@ def _fetch(  # noqa: PLR0917
         if not asset.source.startswith("s3://") and not os.path.isfile(asset.source):
             raise StageError(f"{what}: archive {asset.source} does not exist: fix the path or mount it")
         log.info("%s: extracting to %s", what, asset.local)
-        stage_archive(make_client, asset.source, asset.local, opts, progress)
+        stage_archive(make_client, asset.source, asset.local, opts, progress, label(asset))
     elif asset.fetch == "hub":
         stage_hub(asset.source, asset.revision, asset.local, environ, progress, what=what)
     else:

@@ -108,7 +108,7 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     env.update(
         {k: v for k, v in environ.items() if (k.startswith("HF_") or k in _PASS_ENV) and k not in _OFFLINE}
     )
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)  # "" is the cwd
     env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     env["HF_HUB_DISABLE_TELEMETRY"] = "1"
     return env

@@ -1,7 +1,7 @@
 """The hub download itself, run as a child process by stage/hub.py: `python -m neuronserve.stage.hubfetch`.
 
 It reads its request as one JSON object on stdin ({"repo", "revision", "dest", "cache_dir"}) and the
-token from HF_TOKEN in its environment (never argv: argv is visible to every user of the host in
+token from HF_TOKEN in its environment only (never argv: argv is visible to every user of the host in
 `ps`). It answers with JSON lines on stdout:
 - `{"commit": <sha>, "files": [{"path", "size", "etag"}]}` once the revision is resolved and listed,
   before any file is fetched (the parent sizes its progress meter from it);
@@ -41,13 +41,13 @@ def _error(err: BaseException) -> dict[str, Any]:
     }
 
 
-def fetch(request: dict[str, Any], token: str | None) -> None:
+def fetch(request: dict[str, Any], token: str | bool) -> None:
     """List the pinned revision, check every name, then let snapshot_download fetch into `dest`."""
     from huggingface_hub import HfApi, snapshot_download  # noqa: PLC0415
     from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
     repo, revision, dest = str(request["repo"]), request.get("revision"), str(request["dest"])
-    api = HfApi(token=token or None)
+    api = HfApi(token=token)
     info = api.repo_info(repo, revision=revision or "main")
     commit = str(info.sha)
     files: list[dict[str, Any]] = []
@@ -63,7 +63,7 @@ def fetch(request: dict[str, Any], token: str | None) -> None:
         revision=commit,
         local_dir=dest,
         cache_dir=str(request["cache_dir"]),
-        token=token or None,
+        token=token,
         max_workers=8,
     )
     _say({"done": True})
@@ -72,7 +72,8 @@ def fetch(request: dict[str, Any], token: str | None) -> None:
 def main() -> int:
     try:
         request = json.loads(sys.stdin.read())
-        fetch(request, os.environ.get("HF_TOKEN") or None)
+        # HF_TOKEN or no token at all (False): never a token file the parent does not know to scrub
+        fetch(request, os.environ.get("HF_TOKEN") or False)
     except Exception as err:  # every failure is reported to the parent as one JSON line
         _say({"error": _error(err)})
         return 3
