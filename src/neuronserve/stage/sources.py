@@ -216,7 +216,10 @@ def stage_model(
 ) -> str | None:
     """Return the directory the engine reads (None for a hub id left to the engine)."""
     if spec.source == "hub":
-        log.info("model %s: a hub id, downloaded by the engine itself (HF_TOKEN is passed through)", spec.uri)
+        if spec.local_path is None:  # with a local path, the plan stages it (stage/assets.py, hub.py)
+            log.info(
+                "model %s: a hub id, downloaded by the engine itself (HF_TOKEN is passed through)", spec.uri
+            )
         return spec.local_path
     if spec.source in ("sagemaker", "local"):
         path = spec.local_path or spec.uri
