@@ -7,7 +7,7 @@ engine (`field` "engine_env": as given) or shape the plan; SageMaker's set the f
 from __future__ import annotations
 
 from neuronserve.config import values as p
-from neuronserve.config.var import NRT, SAGEMAKER, Var
+from neuronserve.config.var import NRT, SAGEMAKER, TGI, Var
 
 RUNTIME_VARS: tuple[Var, ...] = (
     Var(
@@ -86,6 +86,21 @@ RUNTIME_VARS: tuple[Var, ...] = (
         NRT,
         "The `sdk` label of the neuronserve_build_info metric",
         default_doc="neuronx-cc and its version (none without it)",
+    ),
+    Var(
+        "HF_TOKEN",
+        "",
+        None,
+        TGI,
+        "Hub token: for a hub repo neuronserve downloads at start (and passed to the engine); never logged",
+    ),
+    Var(
+        "HF_ENDPOINT",
+        "",
+        None,
+        TGI,
+        "Hub URL for those downloads (a mirror); they ignore HF_HUB_OFFLINE, which the engine keeps",
+        default_doc="https://huggingface.co",
     ),
     Var(
         "SM_MODEL_DIR",

@@ -4,7 +4,8 @@ The two functions below are the contract the serve command calls: `stage_all` be
 starts (blocking, in a worker thread, progress fed to /ping) and `publish_artifacts` in the
 background once the engine is READY. Modules: `paths` (key -> path, safety), `client` (S3 client,
 error translation), `transfer` (parallel ranged downloads), `manifest`, `atomic` (temp dir + rename),
-`archive` (safe tar), `sources` (model kinds), `cache` (compile cache), `upload` (write-back),
+`archive` (safe tar), `sources` (model kinds), `assets` (everything else the engine reads, and the
+plan's files; `hub` downloads a hub repo), `cache` (compile cache), `upload` (write-back),
 `progress` (log lines, bar, callback).
 """
 
@@ -53,6 +54,10 @@ def stage_all(
     else:
         model_dir = stage_model(plan.model, make, opts, progress)
         artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+    if plan.assets or plan.files:  # adapters, a draft, checkpoints, a template; then the plan's files
+        from neuronserve.stage.assets import stage_assets  # noqa: PLC0415
+
+        stage_assets(plan, make, opts, progress, environ)
     if model_dir:
         check_model_config(model_dir, plan.model.uri)
     return StageResult(model_dir=model_dir, artifacts_dir=artifacts_dir, cache=cache)

@@ -145,15 +145,23 @@ def _bytes_present(staging: str, objects: list[RemoteObject]) -> int:
     return n
 
 
-def stage_archive(
-    make_client: ClientFactory, uri: str, dest: str, opts: TransferOptions, progress: ProgressCb
+def stage_archive(  # noqa: PLR0917
+    make_client: ClientFactory,
+    uri: str,
+    dest: str,
+    opts: TransferOptions,
+    progress: ProgressCb,
+    label: str = "model",
 ) -> Manifest:
-    """Download (if s3://) and safely extract a .tar.gz into `dest`; the manifest names the archive."""
+    """Download (if s3://) and safely extract a .tar.gz into `dest`; the manifest names the archive.
+
+    `label` names what it holds in logs and progress lines ("model", "LoRA adapter 'sql'", ...).
+    """
     stamp = _local_stamp(uri) if not uri.startswith("s3://") else ""
     source = uri if not stamp else f"{uri}#{stamp}"
     done = local_complete(dest, source)
     if done is not None:
-        log.info("model archive %s: already extracted at %s", uri, dest)
+        log.info("%s archive %s: already extracted at %s", label, uri, dest)
         return done
     with atomic.dir_lock(dest):
         done = local_complete(dest, source)
@@ -161,7 +169,7 @@ def stage_archive(
             return done
         download_dir = dest.rstrip("/") + ".download"
         if uri.startswith("s3://"):
-            archive = _download_archive(make_client(), parse_s3_uri(uri), download_dir, opts, progress)
+            archive = _download_archive(make_client(), parse_s3_uri(uri), download_dir, opts, progress, label)
         else:
             archive = uri
         staging = atomic.staging_path(dest)
@@ -187,8 +195,8 @@ def _local_stamp(path: str) -> str:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def _download_archive(
-    client: Any, src: S3Uri, download_dir: str, opts: TransferOptions, progress: ProgressCb
+def _download_archive(  # noqa: PLR0917
+    client: Any, src: S3Uri, download_dir: str, opts: TransferOptions, progress: ProgressCb, label: str
 ) -> str:
     try:
         head = client.head_object(Bucket=src.bucket, Key=src.key)
@@ -198,7 +206,7 @@ def _download_archive(
     obj = RemoteObject(src.key, name, int(head["ContentLength"]), str(head["ETag"]).strip('"'))
     os.makedirs(download_dir, exist_ok=True)
     atomic.check_free_space(download_dir, obj.size, src.uri)
-    with ProgressMeter(f"model {src.uri}", obj.size, progress) as meter:
+    with ProgressMeter(f"{label} {src.uri}", obj.size, progress) as meter:
         fetch_objects(lambda: client, src.bucket, [obj], download_dir, opts, meter)
     return os.path.join(download_dir, name)
 
@@ -208,7 +216,10 @@ def stage_model(
 ) -> str | None:
     """Return the directory the engine reads (None for a hub id left to the engine)."""
     if spec.source == "hub":
-        log.info("model %s: a hub id, downloaded by the engine itself (HF_TOKEN is passed through)", spec.uri)
+        if spec.local_path is None:  # with a local path, the plan stages it (stage/assets.py, hub.py)
+            log.info(
+                "model %s: a hub id, downloaded by the engine itself (HF_TOKEN is passed through)", spec.uri
+            )
         return spec.local_path
     if spec.source in ("sagemaker", "local"):
         path = spec.local_path or spec.uri
