@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, fit, replicas, rules
+from neuronserve.plan import cachekey, fit, replicas, rules, support
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
@@ -271,4 +271,5 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         memory=memory,
         instance=instance_doc,
         replicas=specs,
+        request_support=support.request_support(device, integration, override),
     )
