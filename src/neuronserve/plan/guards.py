@@ -112,16 +112,19 @@ def check_parallelism(settings: Settings) -> None:
         )
 
 
-def check_speculative_fields(res: Resolution) -> None:
+def check_speculative_fields(settings: Settings, res: Resolution) -> None:
     """--speculative-config must be a JSON object whose number fields are integers.
 
     launch.launch_keys reads num_speculative_tokens as an int (it becomes speculation_length, loader
     worker/neuronx_distributed_model_loader.py:789-793) and the runner loops over it (runner :965-967):
     "abc", 2.5 or true crashed the plan with a ValueError traceback (or compiled speculation_length 1
-    for true). A value that is JSON but not an object (a list) reached vLLM as is.
+    for true). A value that is JSON but not an object (a list, or `true`: SM_VLLM_* reads JSON lists and
+    booleans as flag tokens) reached vLLM as is.
     """
     spec, origin = res.speculation, res.origins["speculative-config"]
-    if spec.invalid or (spec.text is not None and spec.config is None):
+    given = settings.get("speculative-config")
+    not_text = given is not None and given is not False and not isinstance(given, str)
+    if spec.invalid or not_text or (spec.text is not None and spec.config is None):
         raise ConfigError(f"{origin} must be a JSON object", (origin,))
     for key in SPECULATIVE_INTS:
         value = (spec.config or {}).get(key)

@@ -86,7 +86,7 @@ def _guards(n: Launch, res: Resolution) -> None:
     if n.integration == "plugin":
         guards.check_quantization(n.settings)
         guards.check_parallelism(n.settings)
-    guards.check_speculative_fields(res)
+    guards.check_speculative_fields(n.settings, res)
 
 
 def _multimodal_keys(n: Launch, res: Resolution) -> None:
