@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neuronserve.config.settings import Settings, env_name
+from neuronserve.config.table import TOOL_PARSERS
 from neuronserve.errors import ConfigError
 from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.resolution import Resolution
@@ -163,3 +164,34 @@ def warn_speculation_edge(length: int, res: Resolution) -> None:
 def json_text(value: Any) -> str:
     """A value as JSON writes it (true, "abc", 2.5), so the message shows what was given."""
     return json.dumps(value)
+
+
+def check_tool_calling(settings: Settings) -> None:
+    """--enable-auto-tool-choice and --tool-call-parser come together.
+
+    vLLM 0.11.0 refuses auto tool choice without a parser at start (after the model download and, on
+    Neuron, the compile), and a parser without auto tool choice is never used for `tool_choice: auto`
+    requests, which vLLM then rejects: both halves are required, whatever the dialect
+    (SM_VLLM_*, LMI OPTION_*, or `--` arguments). The parser name itself is not checked: vLLM 0.11.0's
+    CLI lists no choices for it (/work/shared/vllm-0.11.0-cli.json), and --tool-parser-plugin may
+    register more.
+    """
+    auto = settings.get("enable-auto-tool-choice")
+    auto_origin = settings.origin("enable-auto-tool-choice", "-- --enable-auto-tool-choice")
+    if auto is None and "--enable-auto-tool-choice" in settings.extra_args:
+        auto = True
+    parser, parser_origin = _setting(settings, "tool-call-parser")
+    has_parser = parser not in (None, False, True) and str(parser).strip() != ""
+    if auto is True and not has_parser:
+        raise ConfigError(
+            f"{auto_origin}=true needs a tool-call parser (vLLM refuses to start without one): set "
+            f"SM_VLLM_TOOL_CALL_PARSER to the model's: {TOOL_PARSERS}",
+            (auto_origin, "SM_VLLM_TOOL_CALL_PARSER"),
+        )
+    if has_parser and auto is not True:
+        raise ConfigError(
+            f"{parser_origin}={parser} is only used with auto tool choice: set "
+            "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true (or OPTION_ENABLE_AUTO_TOOL_CHOICE=true), or unset "
+            f"{parser_origin}",
+            (parser_origin, "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE"),
+        )
