@@ -37,7 +37,9 @@ TOOLS: list[Any] = [
 
 
 @pytest.fixture
-def tool_server(server_pool: ServerPool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Server:
+def tool_server(
+    server_pool: ServerPool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Server:
     env = base_env(
         tiny_model,
         tmp_path_factory.mktemp("tools-work"),
