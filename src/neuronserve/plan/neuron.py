@@ -6,9 +6,11 @@ warning when derived, and rendered either for vllm-neuron 0.2.x (`--additional-c
 older in-tree integration (`--device neuron --override-neuron-config`, VLLM_NEURON_FRAMEWORK).
 
 The shape is resolve -> checks -> render: STEPS is the ordered table of steps, each resolving one
-value (plan/launch.py) or checking one rule (plan/rules.py, plan/overrides.py, plan/kv.py) against
-what is resolved so far; `render` then writes argv, environment and override. The order is the
-contract: when several settings are wrong, the first step that refuses names the one to fix.
+value (plan/launch.py) or checking one rule (plan/rules.py, plan/overrides.py, plan/kv.py,
+plan/guards.py, plan/multimodal.py) against what is resolved so far; `render` then writes argv,
+environment and override (nested under text_neuron_config for Llama 4 / Pixtral, multimodal.nest).
+The order is the contract: when several settings are wrong, the first step that refuses names the one
+to fix.
 """
 
 from __future__ import annotations
