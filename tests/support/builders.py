@@ -186,14 +186,24 @@ def model_config(name: str) -> dict[str, Any]:
     return doc
 
 
-def sized_plan(name: str, instance: str, tp: int, length: int | None, seqs: int, **env: str) -> LaunchPlan:
+def sized_plan(
+    name: str,
+    instance: str,
+    tp: int,
+    length: int | None,
+    seqs: int,
+    *,
+    versions: dict[str, str] | None = None,
+    **env: str,
+) -> LaunchPlan:
     """Model `name` at /m on NEURONSERVE_INSTANCE_TYPE `instance` (no devices detected), TP `tp`,
-    max_model_len `length` (None: derived) and `seqs` sequences, plus `env`."""
+    max_model_len `length` (None: derived) and `seqs` sequences, plus `env` (on SIZED_VERSIONS unless
+    `versions`)."""
     host = facts(
         None,
         python="py",
         cores_source="unknown",
-        versions=dict(SIZED_VERSIONS),
+        versions=dict(versions or SIZED_VERSIONS),
         paths={"/m": ModelFacts("dir", model_config(name), "d" * 64)},
     )
     values = {
@@ -209,10 +219,19 @@ def sized_plan(name: str, instance: str, tp: int, length: int | None, seqs: int,
     return plan(values, host)
 
 
-def sized_refused(name: str, instance: str, tp: int, length: int | None, seqs: int, **env: str) -> str:
+def sized_refused(
+    name: str,
+    instance: str,
+    tp: int,
+    length: int | None,
+    seqs: int,
+    *,
+    versions: dict[str, str] | None = None,
+    **env: str,
+) -> str:
     """sized_plan()'s refusal message."""
     with pytest.raises(ConfigError) as err:
-        sized_plan(name, instance, tp, length, seqs, **env)
+        sized_plan(name, instance, tp, length, seqs, versions=versions, **env)
     return str(err.value)
 
 

@@ -31,6 +31,11 @@ PRECEDENCE = (
 )
 
 _SMV = p.sm_vllm
+# vLLM 0.11.0's tool-call parser for each model family the plugin serves (documented in the README).
+TOOL_PARSERS = (
+    "`llama3_json` for Llama 3.x, `llama4_pythonic` for Llama 4, `hermes` for Qwen2/Qwen3, "
+    "`mistral` for Mixtral"
+)
 
 # Engine settings the plan reasons about; any other SM_VLLM_<NAME> passes through as --<name>.
 ENGINE_VARS: tuple[Var, ...] = (
@@ -139,6 +144,22 @@ ENGINE_VARS: tuple[Var, ...] = (
     ),
     Var("SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", False, SM, "Allow model code from the hub", _SMV),
     Var(
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE",
+        "enable-auto-tool-choice",
+        None,
+        SM,
+        "Tool calling (`tool_choice: auto`); needs SM_VLLM_TOOL_CALL_PARSER",
+        _SMV,
+    ),
+    Var(
+        "SM_VLLM_TOOL_CALL_PARSER",
+        "tool-call-parser",
+        None,
+        SM,
+        f"Tool-call parser (needs SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true): {TOOL_PARSERS}",
+        _SMV,
+    ),
+    Var(
         "SM_NEURON_OVERRIDE_CONFIG",
         "<override>",
         {},
@@ -193,6 +214,15 @@ ENGINE_VARS: tuple[Var, ...] = (
         p.lmi_bool,
     ),
     Var("OPTION_REVISION", "revision", None, LMI, "Hub revision"),
+    Var(
+        "OPTION_ENABLE_AUTO_TOOL_CHOICE",
+        "enable-auto-tool-choice",
+        None,
+        LMI,
+        "Same as SM_VLLM_ENABLE_AUTO_TOOL_CHOICE",
+        p.lmi_bool,
+    ),
+    Var("OPTION_TOOL_CALL_PARSER", "tool-call-parser", None, LMI, "Same as SM_VLLM_TOOL_CALL_PARSER"),
     Var("HF_REVISION", "revision", None, LMI, "Hub revision"),
     Var("OPTION_COMPILED_GRAPH_PATH", "<artifacts>", None, LMI, "Same as NEURON_COMPILED_ARTIFACTS"),
     Var("OPTION_ROLLING_BATCH", "", None, LMI, "Accepted and ignored (always vLLM)"),

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, fit, replicas, rules
+from neuronserve.plan import cachekey, fit, guards, replicas, rules, support
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
@@ -205,6 +205,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     device = choose_device(settings, facts)
     work_dir = settings.work_dir
     model = choose_model(settings, facts, work_dir, res)
+    guards.check_tool_calling(settings)
     model_facts: ModelFacts | None = facts.paths.get(model.uri) if model.local_path == model.uri else None
     argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
     if model.revision:
@@ -271,4 +272,5 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         memory=memory,
         instance=instance_doc,
         replicas=specs,
+        request_support=support.request_support(device, integration, override),
     )

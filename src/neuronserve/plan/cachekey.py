@@ -12,12 +12,68 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from neuronserve.plan.facts import ModelFacts
+from neuronserve.counts import positive
+from neuronserve.plan import instances
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import ModelSpec
 
 # Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
 # --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/neuron.py _graph).
-SCHEMA = 2
+# 3: the NeuronCore generation, compiler target and logical core size (neuron_target).
+SCHEMA = 3
+# neuronx-cc --target per instance family (the compiler's own names; trn2u is a Trn2 UltraServer node).
+TARGETS = {"inf2": "inf2", "trn1": "trn1", "trn1n": "trn1n", "trn2": "trn2", "trn2u": "trn2"}
+GENERATIONS = {
+    instances.INFERENTIA2.name: "NeuronCore-v2",
+    instances.TRAINIUM.name: "NeuronCore-v2",
+    instances.TRAINIUM2.name: "NeuronCore-v3",
+}
+# Trn3 is not in the instance table (plan/instances.py) yet; when it is, its chip maps to NeuronCore-v4.
+
+
+def neuron_target(instance_type: str | None, facts: HostFacts, lnc_text: str | None) -> dict[str, Any]:
+    """The hardware a compiled graph belongs to: NeuronCore generation, compiler target and logical
+    core size, from NEURONSERVE_INSTANCE_TYPE, else the detected devices.
+
+    Why each part:
+    - generation: NEFFs compiled for NeuronCore-v2 (inf2, trn1) are refused on NeuronCore-v3 (trn2),
+      and the reverse needs NEURON_RT_ALLOW_LEGACY_NEFF (aws-neuron-sdk#1259, shared/NEURON.md).
+    - target: are inf2 and trn1 NEFFs interchangeable? Both chips carry NeuronCore-v2 (the same per-core
+      HBM and bandwidth, plan/instances.py), and NKI groups them as one platform
+      (NEURON_PLATFORM_TARGET_OVERRIDE accepts `trn1|inf2|gen2` as one value), but neuronx-cc takes
+      them as distinct `--target` values ("generate code for an inf2 instance type": release notes
+      2.4.0.21 added `inf2`, 2.5.0.28 `trn1n`), and the collectives a TP graph is compiled with follow
+      each instance's chip topology. No Neuron document promises that one target's NEFF loads and runs
+      right on the other, so they are keyed apart: at worst one extra compile, where sharing could load
+      a graph built for other hardware. trn2u (an UltraServer node) uses trn2's target.
+    - logical_nc_config: the compiler shards for the runtime's LNC (`--logical-nc-config`), and Neuron
+      does not support running a graph at another LNC than it was compiled for.
+    Detected devices alone tell NeuronCore-v2 from v3 (2 or 8 cores per device) but not inf2 from
+    trn1: the target is then "inf2|trn1" (one key for both), which NEURONSERVE_INSTANCE_TYPE refines.
+    """
+    lnc = positive(lnc_text) if lnc_text else None
+    if instance_type:
+        name = instances.normalize(instance_type)
+        known = instances.INSTANCES.get(name)
+        family = name.split(".")[0]
+        if known is not None:
+            chip = known[0]
+            return {
+                "generation": GENERATIONS[chip.name],
+                "target": TARGETS.get(family, family),
+                "logical_nc_config": lnc or chip.default_lnc,
+            }
+        return {"generation": None, "target": TARGETS.get(family, family), "logical_nc_config": lnc}
+    cores = facts.physical_cores
+    if facts.neuron_devices > 0 and cores and cores % facts.neuron_devices == 0:
+        per_device = cores // facts.neuron_devices
+        if per_device == instances.TRAINIUM2.physical_cores:
+            return {"generation": "NeuronCore-v3", "target": "trn2", "logical_nc_config": lnc or 2}
+        if per_device == instances.INFERENTIA2.physical_cores:
+            return {"generation": "NeuronCore-v2", "target": "inf2|trn1", "logical_nc_config": lnc or 1}
+    return {"generation": None, "target": None, "logical_nc_config": lnc}
+
+
 KEY_VERSIONS = ("vllm", "vllm-neuron", "neuronx-distributed-inference", "neuronx-cc")
 
 

@@ -14,9 +14,19 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts
 from neuronserve.plan.resolution import Resolution
 
+IMAGE_VLLM = "0.11.0"  # the vLLM an unknown version is taken to be (the image's)
+
 
 def choose_integration(settings: Settings, facts: HostFacts, res: Resolution) -> tuple[str, str | None]:
-    """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed."""
+    """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed.
+
+    In-tree needs a vLLM that still has a Neuron device: 0.9/0.10. vLLM 0.11.0 has no `--device` flag
+    at all (/work/shared/vllm-0.11.0-cli.json) and no in-tree Neuron platform (Neuron is an
+    out-of-tree plugin from then on, vllm_neuron/platform.py:26-27 `PlatformEnum.OOT`), so an in-tree
+    plan there (chosen by NEURONSERVE_INTEGRATION=in-tree, or by a transformers-neuronx /
+    optimum-neuron VLLM_NEURON_FRAMEWORK) would start vLLM with a flag it rejects: refused, naming
+    the setting that chose it. An unknown vLLM version is the image's 0.11.0.
+    """
     framework = settings.framework.value if settings.framework else None
     if settings.integration is not None:
         integration = str(settings.integration.value)
@@ -33,8 +43,27 @@ def choose_integration(settings: Settings, facts: HostFacts, res: Resolution) ->
         )
         framework = None
     if integration == "in-tree":
+        _check_in_tree(settings, facts.versions.get("vllm"))
         framework = framework or "neuronx-distributed-inference"
     return integration, framework
+
+
+def _check_in_tree(settings: Settings, version: str | None) -> None:
+    if _older_vllm(version or IMAGE_VLLM):
+        return
+    chose = (
+        "NEURONSERVE_INTEGRATION=in-tree"
+        if settings.integration is not None
+        else f"VLLM_NEURON_FRAMEWORK={settings.framework.value if settings.framework else ''}"
+    )
+    installed = version or f"{IMAGE_VLLM} (not detected: the image's)"
+    raise ConfigError(
+        f"{chose} needs vLLM's in-tree Neuron device (vLLM 0.9/0.10), but the installed vLLM is "
+        f"{installed}, which has no "
+        "`--device neuron`: unset it and serve with the vllm-neuron plugin (the image's 0.2.2+lts), or "
+        "use an image with vLLM 0.10",
+        (chose.split("=", maxsplit=1)[0],),
+    )
 
 
 def _older_vllm(version: str | None) -> bool:

@@ -6,9 +6,11 @@ warning when derived, and rendered either for vllm-neuron 0.2.x (`--additional-c
 older in-tree integration (`--device neuron --override-neuron-config`, VLLM_NEURON_FRAMEWORK).
 
 The shape is resolve -> checks -> render: STEPS is the ordered table of steps, each resolving one
-value (plan/launch.py) or checking one rule (plan/rules.py, plan/overrides.py, plan/kv.py) against
-what is resolved so far; `render` then writes argv, environment and override. The order is the
-contract: when several settings are wrong, the first step that refuses names the one to fix.
+value (plan/launch.py) or checking one rule (plan/rules.py, plan/overrides.py, plan/kv.py,
+plan/guards.py, plan/multimodal.py) against what is resolved so far; `render` then writes argv,
+environment and override (nested under text_neuron_config for Llama 4 / Pixtral, multimodal.nest).
+The order is the contract: when several settings are wrong, the first step that refuses names the one
+to fix.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import launch, nxdi, overrides, rules
+from neuronserve.plan import cachekey, guards, launch, multimodal, nxdi, overrides, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.plan.kv import kv_layout
@@ -77,7 +79,33 @@ def _task(n: Launch, res: Resolution) -> None:
 
 
 def _architecture(n: Launch, res: Resolution) -> None:
-    rules.check_architecture(n.model, n.model_uri, res)
+    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"))
+
+
+def _guards(n: Launch, res: Resolution) -> None:
+    """Settings the plugin accepts and ignores or fails on (plan/guards.py); vLLM's in-tree Neuron
+    support (0.9/0.10) reads --quantization neuron_quant itself, so those two are the plugin's only."""
+    if n.integration == "plugin":
+        guards.check_quantization(n.settings)
+        guards.check_parallelism(n.settings)
+    guards.check_speculative_fields(n.settings, res)
+
+
+def _multimodal_keys(n: Launch, res: Resolution) -> None:
+    """Before any rule adds a key: a multimodal model's override holds only its nested objects."""
+    multimodal.check_user_keys(n.model, res)
+
+
+def _multimodal_launch(n: Launch, res: Resolution) -> None:
+    multimodal.check_launch(n.model, n.settings, n.seqs, n.length, res)
+
+
+def _speculation_edge(n: Launch, res: Resolution) -> None:
+    guards.warn_speculation_edge(n.length, res)
+
+
+def _multimodal_conflicts(n: Launch, res: Resolution) -> None:
+    multimodal.check_conflicts(n.model, res)
 
 
 def _lora(n: Launch, res: Resolution) -> None:
@@ -142,9 +170,12 @@ STEPS: tuple[Step, ...] = (
     _integration,
     _task,
     _architecture,
+    _guards,
+    _multimodal_keys,
     launch.tp,
     launch.model_len,
     launch.seqs,
+    _multimodal_launch,
     launch.dtype,
     launch.logical_nc,
     _lora,
@@ -159,6 +190,8 @@ STEPS: tuple[Step, ...] = (
     _sequence_parallel,
     _sampling,
     _eagle,
+    _speculation_edge,
+    _multimodal_conflicts,
 )
 
 
@@ -179,6 +212,8 @@ def _json(value: Any) -> str:
 def render(n: Launch, res: Resolution) -> NeuronEngine:
     """The engine flags, environment and compiled-graph description of a resolved launch."""
     settings, override = n.settings, res.override
+    if n.integration == "plugin":
+        override = multimodal.nest(n.model, override)  # Llama 4 / Pixtral: under text_neuron_config
     flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
     flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, *n.kv_flags]
     if n.chunked:
@@ -199,14 +234,15 @@ def render(n: Launch, res: Resolution) -> NeuronEngine:
         env["VLLM_NEURON_FRAMEWORK"] = n.framework or "neuronx-distributed-inference"
         if n.tnx:
             env.update(tnx_env(settings, override))
-    return NeuronEngine(flags, override, env, n.integration, _graph(n, res))
+    return NeuronEngine(flags, override, env, n.integration, _graph(n, res, override))
 
 
-def _graph(n: Launch, res: Resolution) -> dict[str, Any]:
+def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes the compiled graph, for the cache key (plan/cachekey.py): besides the
     launch numbers, every --additional-config key reaches the plugin (0.2.2's max_prompt_length
-    changes the graph), NEURON_CC_FLAGS reaches the compiler, and the draft is identified by its
-    content."""
+    changes the graph), NEURON_CC_FLAGS reaches the compiler, the draft is identified by its
+    content, the override as rendered (nested for multimodal models), and the hardware it is compiled
+    for (cachekey.neuron_target: NeuronCore generation, compiler target, logical core size)."""
     settings, draft = n.settings, n.draft
     return {
         "integration": n.integration,
@@ -218,7 +254,7 @@ def _graph(n: Launch, res: Resolution) -> dict[str, Any]:
         "kv": res.kv,
         "chunked_prefill": n.chunked,
         "max_num_batched_tokens": n.batched,
-        "override": res.override,
+        "override": override,
         "additional_config": dict(settings.additional_config),
         "neuron_cc_flags": settings.passthrough_env.get("NEURON_CC_FLAGS"),
         "speculative_config": settings.get("speculative-config"),
@@ -226,4 +262,7 @@ def _graph(n: Launch, res: Resolution) -> dict[str, Any]:
         "lora": n.lora,
         "quantization": settings.get("quantization"),
         "logical_nc_config": settings.logical_nc_config,
+        "neuron_target": cachekey.neuron_target(
+            settings.fit.instance_type, n.facts, settings.logical_nc_config
+        ),
     }

@@ -14,6 +14,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.multimodal import PIXTRAL, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
 # What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
@@ -27,6 +28,7 @@ SUPPORTED_ARCHITECTURES = (
     "Qwen2ForCausalLM",
     "Qwen3ForCausalLM",
     "Qwen3MoeForCausalLM",
+    "LlavaForConditionalGeneration",  # Pixtral, from vllm-neuron 0.2.2 (check_architecture)
 )
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)  # vLLM 0.11.0 --block-size choices
 PREFIX_MIN_CONTEXT_BUCKET = 512
@@ -264,14 +266,18 @@ def check_task(task: Any, runner: Any, res: Resolution) -> None:
             )
 
 
-def check_architecture(facts: ModelFacts | None, model: str, res: Resolution) -> None:
+def check_architecture(
+    facts: ModelFacts | None, model: str, res: Resolution, plugin_version: str | None = None
+) -> None:
     """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
 
     vllm-neuron 0.2.0 loader.py:612-631 reads architectures[0] (not model_type) and the head counts;
     loader.py:672-674 refuses LLaVA/Pixtral; loader.py:639-659 maps the name (nxdi.plugin_model_key) into
     NxD Inference 0.7 MODEL_TYPES (utils/constants.py:41-51), which only has causal-lm classes. So a
     LlamaForSequenceClassification (model_type llama) fails, and GptOssForCausalLM looks up "gptoss".
-    """
+    0.2.2+lts builds Pixtral from `LlavaForConditionalGeneration` (worker/neuronx_distributed_model_loader.py
+    :656-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
+    before; another class mapping to "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
     config = facts.config if facts else None
     if not config:
         res.warn(
@@ -282,10 +288,13 @@ def check_architecture(facts: ModelFacts | None, model: str, res: Resolution) ->
     archs = config.get("architectures") or []
     arch = str(archs[0]) if archs else ""
     key = nxdi.plugin_model_key(arch) if arch else None
+    if arch == PIXTRAL and plugin_at_least(plugin_version, (0, 2, 2)):
+        return
     if arch in nxdi.PLUGIN_REFUSED_ARCHITECTURES or (key and key[0] == "pixtral"):
         raise ConfigError(
-            f"{model}: {arch} (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a supported "
-            f"architecture ({', '.join(SUPPORTED_ARCHITECTURES)})",
+            f"{model}: {arch} (Pixtral/LLaVA) does not run on vllm-neuron {plugin_version or '0.2.x'} "
+            f"(0.2.2+lts runs Pixtral from a {PIXTRAL} checkpoint); choose a supported architecture "
+            f"({', '.join(SUPPORTED_ARCHITECTURES)})",
             ("SM_VLLM_MODEL",),
         )
     if key is None or key[0] not in nxdi.NXDI_MODEL_TYPES or key[1] != "causal-lm":

@@ -225,7 +225,8 @@ def test_in_tree_nxdi_selected_by_installed_vllm() -> None:
 
 def test_explicit_integration_overrides_versions() -> None:
     env = {"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128", "NEURONSERVE_INTEGRATION": "in-tree"}
-    assert plan(env).integration == "in-tree"
+    vllm_10 = facts(2, versions={"vllm": "0.10.2", "vllm-neuron": "0.2.2+lts"})
+    assert plan(env, vllm_10).integration == "in-tree"
     env["NEURONSERVE_INTEGRATION"] = "plugin"
     assert plan(env, facts(2, versions={"vllm": "0.10.0"})).integration == "plugin"
 
@@ -327,7 +328,7 @@ def test_cache_key_stable_and_sensitive() -> None:
         {"SM_NEURON_ENABLE_BUCKETING": "false"},
         {"SM_VLLM_MODEL": "m/y"},
         {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"},
-        {"SM_VLLM_QUANTIZATION": "fp8"},
+        {"SM_NEURON_QUANTIZED": "true"},
     ]
     keys = {plan({**env, **c}).cache_key for c in changes}
     assert key not in keys and len(keys) == len(changes)

@@ -37,6 +37,9 @@ ENV = {
     "NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge",
 }
 
+# vLLM with its in-tree Neuron device (the in-tree integration is refused on the image's 0.11.0).
+IN_TREE_VERSIONS = {"vllm": "0.10.2", "neuronx-distributed-inference": "0.7.14366"}
+
 
 def fixes(message: str) -> str:
     """What a refusal tells the user to change: the text between 'does not fit; ' and the overrides."""
@@ -215,8 +218,10 @@ def test_a_dtype_the_table_does_not_know_is_estimated_at_two_bytes() -> None:
 
 def test_sm_vllm_quantization_makes_the_projections_one_byte() -> None:
     """SM_VLLM_QUANTIZATION (not only SM_NEURON_QUANTIZED) counts the projections at 1 byte: the same
-    4,540,866,560 bytes as test_quantized_projections_are_one_byte."""
-    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_VLLM_QUANTIZATION="fp8")
+    4,540,866,560 bytes as test_quantized_projections_are_one_byte. It is read by vLLM's in-tree Neuron
+    support (0.10); the plugin refuses it (plan/guards.py)."""
+    in_tree = {"SM_VLLM_QUANTIZATION": "neuron_quant", "NEURONSERVE_INTEGRATION": "in-tree"}
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, versions=IN_TREE_VERSIONS, **in_tree)
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 4_540_866_560
 
 
@@ -378,7 +383,7 @@ TNX = {"VLLM_NEURON_FRAMEWORK": "transformers-neuronx", "NEURONSERVE_INTEGRATION
 def test_transformers_neuronx_is_estimated_from_seqs_times_length() -> None:
     """transformers-neuronx's plan records no kv_tokens (its block is max_model_len): the KV cache is
     max_num_seqs x max_model_len, the same 1,073,741,824 bytes as the plugin's contiguous cache."""
-    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, **TNX)
+    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, versions=IN_TREE_VERSIONS, **TNX)
     assert p.memory is not None and p.memory["kv_bytes_per_core"] == 1_073_741_824
 
 
@@ -387,9 +392,10 @@ def test_transformers_neuronx_refusal_suggests_a_shorter_length() -> None:
     exactly as with the plugin (3584, test_llama_8b_on_inf2_xlarge_refused_with_the_settings_that_fit).
     Before, the block size recorded (= the old max_model_len) was taken as the step of the length search,
     so the only length tried was the one refused and the refusal never suggested one."""
-    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, **TNX)
+    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, versions=IN_TREE_VERSIONS, **TNX)
     assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3584, or SM_VLLM_MAX_NUM_SEQS<=14"
-    assert sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3584, 32, **TNX).memory["fits"] is True  # type: ignore[index]
+    shorter = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3584, 32, versions=IN_TREE_VERSIONS, **TNX)
+    assert shorter.memory is not None and shorter.memory["fits"] is True
 
 
 def test_max_model_len_blocks_refusal_suggests_a_shorter_length() -> None:

@@ -31,13 +31,13 @@ FRAMEWORK_WARNING = (
         ({}, {}, ("plugin", None)),
         (
             {"VLLM_NEURON_FRAMEWORK": "transformers-neuronx"},
-            {"vllm": "0.11.0"},
+            {"vllm": "0.10.2"},
             ("in-tree", "transformers-neuronx"),
         ),
-        ({"VLLM_NEURON_FRAMEWORK": "optimum-neuron"}, {}, ("in-tree", "optimum-neuron")),
+        ({"VLLM_NEURON_FRAMEWORK": "optimum-neuron"}, {"vllm": "0.9.2"}, ("in-tree", "optimum-neuron")),
         (
             {"NEURONSERVE_INTEGRATION": "in-tree"},
-            {"vllm-neuron": "0.2.2+lts"},
+            {"vllm": "0.10.2", "vllm-neuron": "0.2.2+lts"},
             ("in-tree", "neuronx-distributed-inference"),
         ),
         ({"NEURONSERVE_INTEGRATION": "plugin"}, {"vllm": "0.10.2"}, ("plugin", None)),

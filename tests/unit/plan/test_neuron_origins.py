@@ -308,7 +308,8 @@ def test_engine_json_is_rendered_with_sorted_keys() -> None:
             **BASE,
             "NEURONSERVE_INTEGRATION": "in-tree",
             "SM_VLLM_OVERRIDE_NEURON_CONFIG": '{"sequence_parallel_enabled": false, "async_mode": false}',
-        }
+        },
+        facts(versions={"vllm": "0.10.2"}),
     )
     assert list(p.argv[-2:]) == [
         "--override-neuron-config",
@@ -318,17 +319,19 @@ def test_engine_json_is_rendered_with_sorted_keys() -> None:
 
 
 TNX = {"NEURONSERVE_INTEGRATION": "in-tree", "VLLM_NEURON_FRAMEWORK": "transformers-neuronx"}
+IN_TREE = facts(versions={"vllm": "0.10.2"})  # in-tree needs vLLM's Neuron device (refused on 0.11)
 
 
 def test_transformers_neuronx_needs_one_block_per_sequence() -> None:
-    err = refusal({**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "32"})
+    err = refusal({**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "32"}, IN_TREE)
     assert str(err) == (
         "SM_VLLM_BLOCK_SIZE=32: transformers-neuronx needs block_size == max_model_len: "
         "set SM_VLLM_BLOCK_SIZE=2048 or unset it"
     )
     assert err.variables == ("SM_VLLM_BLOCK_SIZE", "SM_VLLM_MAX_MODEL_LEN")
     p = plan(
-        {**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "2048", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512,1024]"}
+        {**BASE, **TNX, "SM_VLLM_BLOCK_SIZE": "2048", "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[512,1024]"},
+        IN_TREE,
     )
     assert p.argv[p.argv.index("--block-size") + 1] == "2048"
     assert p.env["VLLM_NEURON_FRAMEWORK"] == "transformers-neuronx"
@@ -347,7 +350,7 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "SM_VLLM_SPECULATIVE_CONFIG": '{"model": "/d", "num_speculative_tokens": 3, "method": "eagle"}',
         "NEURON_CC_FLAGS": "-O1",
         "NEURON_LOGICAL_NC_CONFIG": "2",
-        "SM_VLLM_QUANTIZATION": "fp8",
+        "SM_NEURON_QUANTIZED": "true",
         "SM_VLLM_ADDITIONAL_CONFIG": '{"skip_warmup": true}',
     }
     draft = ModelFacts(
@@ -369,14 +372,16 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "kv": {"kv_tokens": 8192, "mode": "contiguous"},
         "chunked_prefill": False,
         "max_num_batched_tokens": None,
-        "override": {"logical_nc_config": 2},
+        "override": {"logical_nc_config": 2, "quantized": True},
         "additional_config": {"skip_warmup": True},
         "neuron_cc_flags": "-O1",
         "speculative_config": '{"method": "eagle", "model": "/d", "num_speculative_tokens": 3}',
         "draft": {"config_sha256": "c0ffee", "weights": "beef"},
         "lora": False,
-        "quantization": "fp8",
+        "quantization": None,  # vLLM's --quantization is refused on the plugin (plan/guards.py)
         "logical_nc_config": "2",
+        # no instance type and no neuron-ls count: the generation is unknown, the LNC is not
+        "neuron_target": {"generation": None, "target": None, "logical_nc_config": 2},
     }
     settings = parse_settings({**BASE, **CHUNKED})
     chunked = neuron_engine(settings, facts(), "org/m", None, Resolution.of(settings))
@@ -405,7 +410,7 @@ def test_a_framework_the_plugin_ignores_is_said() -> None:
 
 
 def test_transformers_neuronx_refuses_prefix_caching_by_its_name() -> None:
-    err = refusal({**BASE, **TNX, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    err = refusal({**BASE, **TNX, "SM_VLLM_ENABLE_PREFIX_CACHING": "true"}, IN_TREE)
     assert str(err) == (
         "SM_VLLM_ENABLE_PREFIX_CACHING: transformers-neuronx has no prefix caching: "
         "unset SM_VLLM_ENABLE_PREFIX_CACHING"

@@ -79,8 +79,9 @@ def test_2_prefix_and_chunked_keep_their_block_size() -> None:
     assert flag(llama_plan(CHUNKED), "--block-size") == "32"
     # vLLM's older in-tree Neuron support has no custom scheduler: the block size given is used.
     in_tree = {"NEURONSERVE_INTEGRATION": "in-tree", "SM_NEURON_IS_BLOCK_KV_LAYOUT": "true"}
-    assert flag(llama_plan({**in_tree, "SM_VLLM_BLOCK_SIZE": "32"}), "--block-size") == "32"
-    llama_plan({"NEURONSERVE_INTEGRATION": "in-tree", "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
+    vllm_10 = llama_facts(versions={"vllm": "0.10.2"})  # in-tree needs vLLM's Neuron device
+    assert flag(llama_plan({**in_tree, "SM_VLLM_BLOCK_SIZE": "32"}, vllm_10), "--block-size") == "32"
+    llama_plan({"NEURONSERVE_INTEGRATION": "in-tree", "DISABLE_NEURON_CUSTOM_SCHEDULER": "1"}, vllm_10)
 
 
 # 3. pa_num_blocks equals --num-gpu-blocks-override exactly; ignored (not refused) when contiguous.

@@ -297,13 +297,18 @@ def test_a_supported_architecture_with_its_heads_passes() -> None:
     ]
 
 
-def test_llava_is_refused() -> None:
-    err = raised(arch, {"architectures": ["LlavaForConditionalGeneration"]})
+def test_llava_is_refused_before_0_2_2_and_planned_from_it() -> None:
+    """Pixtral (LlavaForConditionalGeneration): 0.2.0 raises (loader.py:672-674), 0.2.2+lts builds it."""
+    config = ModelFacts(kind="dir", config={"architectures": ["LlavaForConditionalGeneration"]})
+    err = raised(rules.check_architecture, config, "/m", resolution(), "0.2.0")
     assert (str(err), err.variables) == (
-        f"/m: LlavaForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a "
-        f"supported architecture ({ARCHS})",
+        "/m: LlavaForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.0 (0.2.2+lts "
+        f"runs Pixtral from a LlavaForConditionalGeneration checkpoint); choose a supported architecture "
+        f"({ARCHS})",
         ("SM_VLLM_MODEL",),
     )
+    for version in ("0.2.2+lts", None):
+        rules.check_architecture(config, "/m", resolution(), version)
 
 
 def test_unloadable_architectures_are_refused_with_what_the_plugin_looks_up() -> None:
@@ -476,8 +481,9 @@ def test_a_pixtral_architecture_gets_the_pixtral_refusal() -> None:
     Pixtral/LLaVA, as for LLaVA, rather than the generic "cannot be loaded"."""
     err = raised(arch, {"architectures": ["PixtralForConditionalGeneration"]})
     assert (str(err), err.variables) == (
-        f"/m: PixtralForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x; choose a "
-        f"supported architecture ({ARCHS})",
+        "/m: PixtralForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.x (0.2.2+lts "
+        f"runs Pixtral from a LlavaForConditionalGeneration checkpoint); choose a supported architecture "
+        f"({ARCHS})",
         ("SM_VLLM_MODEL",),
     )
 

@@ -1,0 +1,192 @@
+"""Multimodal models on vllm-neuron 0.2.2+lts: Llama 4 and Pixtral take a nested override.
+
+For `Llama4ForConditionalGeneration` and `LlavaForConditionalGeneration` (Pixtral) the plugin builds
+NeuronLlama4ForCausalLM / NeuronPixtralForCausalLM (worker/neuronx_distributed_model_loader.py:679-682),
+whose loader asserts the override holds only `text_neuron_config` and `vision_neuron_config` at the
+top level (:945-952) and merges each over a copy of the launch's neuron_config (:424-434). So:
+- the user writes those two objects and nothing else at the top level (checked here, before any rule
+  adds a key);
+- the plan's own keys (KV layout, sampling completion, logical_nc_config, ...) are nested under
+  `text_neuron_config` when the override is rendered (`nest`), generically: every top-level key but the
+  two objects and the keys removed from the top level before that assertion runs, which must stay
+  there: the LoRA keys the runner pops (worker/neuronx_distributed_model_runner.py:174-177 pop
+  `target_modules` and `lora_ckpt_json` from the same dict in load_model :215-227, before
+  get_neuron_model), and the quantization keys the loader pops into the base neuron_config when
+  `quantized` is given (loader :888-901; the runner reads `quantized` there too, :190-191);
+- the rules keep reading a flat override while the plan is built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from neuronserve.config.settings import Settings
+from neuronserve.errors import ConfigError
+from neuronserve.plan.facts import ModelFacts
+from neuronserve.plan.resolution import Resolution
+
+NESTED_ARCHITECTURES = ("Llama4ForConditionalGeneration", "LlavaForConditionalGeneration")
+PIXTRAL = "LlavaForConditionalGeneration"
+NESTED_KEYS = ("text_neuron_config", "vision_neuron_config")
+# Removed from the top level before the loader's assertion (see the module doc): they stay top-level.
+RUNNER_POPPED = frozenset({"target_modules", "lora_ckpt_json"})
+QUANTIZATION_KEYS = frozenset(
+    {"quantized", "quantized_checkpoints_path", "quantization_type", "quantization_dtype"}
+)
+PIXTRAL_MAX_SEQS = 4  # loader :442-447
+PIXTRAL_MAX_LEN = 10240  # the seed's (README) limit: an estimate, not a check of the source
+
+
+def plugin_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+    """`version` (e.g. "0.2.2+lts") is at least `floor`; unknown is the image's 0.2.2+lts."""
+    if not version:
+        return True
+    parts: list[int] = []
+    for piece in version.split("+")[0].split(".")[: len(floor)]:
+        digits = "".join(ch for ch in piece if ch.isdecimal())  # int() refuses a "²" isdigit accepts
+        parts.append(int(digits or 0))
+    return tuple(parts) >= floor
+
+
+def architecture(model: ModelFacts | None) -> str:
+    """config.json architectures[0] ("" when unknown)."""
+    config = model.config if model else None
+    archs = (config or {}).get("architectures") or []
+    return str(archs[0]) if archs and isinstance(archs, list) else ""
+
+
+def nested(model: ModelFacts | None) -> bool:
+    return architecture(model) in NESTED_ARCHITECTURES
+
+
+def check_user_keys(model: ModelFacts | None, res: Resolution) -> None:
+    """A multimodal model's override: only text_neuron_config / vision_neuron_config (objects) at the
+    top level (loader :945-952 asserts it), plus the LoRA keys the runner pops first (runner :174-176).
+    Runs before any rule adds a key, so res.override holds only the user's keys."""
+    arch = architecture(model)
+    if arch not in NESTED_ARCHITECTURES:
+        return
+    kept = _top_level(res.override)
+    for key, value in res.override.items():
+        origin = res.origin(key)
+        if key in NESTED_KEYS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{origin}: {key} must be a JSON object for {arch}", (origin,))
+            continue
+        if key in kept:
+            continue
+        shown = f'{{"text_neuron_config": {{"{key}": {_json(value)}}}}}'
+        raise ConfigError(
+            f"{origin} sets {key} at the top level of override_neuron_config, but for {arch} vllm-neuron "
+            f"0.2.2+lts accepts only text_neuron_config and vision_neuron_config there (it asserts so at "
+            f"load): set SM_NEURON_OVERRIDE_CONFIG='{shown}' (or vision_neuron_config for the vision "
+            f"encoder) instead of {origin}",
+            (origin, "SM_NEURON_OVERRIDE_CONFIG"),
+        )
+
+
+def check_launch(
+    model: ModelFacts | None, settings: Settings, seqs: int, length: int, res: Resolution
+) -> None:
+    """What the nested loader cannot build, checked once the launch numbers are resolved.
+
+    - Chunked prefill: `_validate_neuron_config` asserts `chunked_prefill_config` in the top-level
+      neuron_config (loader :844-846), which only a top-level override key provides (:876-880), and
+      :945-952 refuses that key for these models: no configuration passes both, so refused.
+    - additional_config.max_prompt_length: the loader then writes `max_context_length` at the top level
+      of the override (:926-940), which :945-952 refuses: refused.
+    - Pixtral: batch above 4 raises (loader :442-447: batch_size or tkg_batch_size > 4), and it does not
+      run before 0.2.2 (0.2.0 loader.py:672-674). max_model_len above 10240 (the seed's README limit, an
+      estimate rather than a check in the source) is refused like the HBM estimate, with its override
+      NEURONSERVE_FIT_CHECK=warn|off.
+    """
+    arch = architecture(model)
+    if arch not in NESTED_ARCHITECTURES:
+        return
+    if settings.get("enable-chunked-prefill") is True:
+        var = res.origins["enable-chunked-prefill"]
+        raise ConfigError(
+            f"{var}=true: chunked prefill cannot load for {arch} on vllm-neuron 0.2.2+lts (it asserts "
+            "chunked_prefill_config at the top level of the override, where this model accepts only "
+            f"text_neuron_config and vision_neuron_config): unset {var}",
+            (var,),
+        )
+    if "max_prompt_length" in settings.additional_config:
+        raise ConfigError(
+            f"SM_VLLM_ADDITIONAL_CONFIG max_prompt_length: for {arch} vllm-neuron 0.2.2+lts writes it as "
+            "max_context_length at the top level of the override, which this model refuses at load: "
+            "remove max_prompt_length",
+            ("SM_VLLM_ADDITIONAL_CONFIG",),
+        )
+    if arch == PIXTRAL:
+        _check_pixtral(seqs, length, settings, res)
+
+
+def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution) -> None:
+    s_var, l_var = res.origins["max-num-seqs"], res.origins["max-model-len"]
+    if seqs > PIXTRAL_MAX_SEQS:
+        raise ConfigError(
+            f"{s_var}={seqs}: vllm-neuron 0.2.2+lts raises for Pixtral (LlavaForConditionalGeneration) above "
+            f"batch {PIXTRAL_MAX_SEQS}: set {s_var}={PIXTRAL_MAX_SEQS} or fewer",
+            (s_var,),
+        )
+    if length <= PIXTRAL_MAX_LEN or settings.fit.mode == "off":
+        return
+    message = (
+        f"{l_var}={length}: Pixtral on Neuron is documented up to {PIXTRAL_MAX_LEN} tokens (vllm-neuron's "
+        f"README; an estimate, not a check of its source): set {l_var}={PIXTRAL_MAX_LEN} or fewer, or "
+        "NEURONSERVE_FIT_CHECK=warn to try it anyway"
+    )
+    if settings.fit.mode == "refuse":
+        raise ConfigError(message, (l_var, "NEURONSERVE_FIT_CHECK"))
+    res.warn(message + " (NEURONSERVE_FIT_CHECK=warn: not refused)")
+
+
+def nest(model: ModelFacts | None, override: dict[str, Any]) -> dict[str, Any]:
+    """The override as a multimodal model's loader reads it: every top-level key the plan or user put
+    there (but the two nested objects and the runner-popped LoRA keys) moved under text_neuron_config.
+    A key given both ways keeps the user's nested value only when it agrees (checked by `conflicts`)."""
+    if not nested(model):
+        return override
+    text = dict(override.get("text_neuron_config") or {})
+    kept = _top_level(override)
+    out: dict[str, Any] = {}
+    for key, value in override.items():
+        if key in NESTED_KEYS:
+            continue
+        if key in kept:
+            out[key] = value
+        else:
+            text.setdefault(key, value)
+    out["text_neuron_config"] = text
+    if "vision_neuron_config" in override:
+        out["vision_neuron_config"] = override["vision_neuron_config"]
+    return out
+
+
+def check_conflicts(model: ModelFacts | None, res: Resolution) -> None:
+    """A key the plan decided (KV layout, sampling, LNC...) that the user's text_neuron_config sets to
+    another value: refused, since the nested value would win over what the launch compiles for."""
+    if not nested(model):
+        return
+    text = res.override.get("text_neuron_config") or {}
+    origin = res.origin("text_neuron_config", "SM_NEURON_OVERRIDE_CONFIG")
+    for key, value in res.override.items():
+        if key in NESTED_KEYS or key in _top_level(res.override) or key not in text or text[key] == value:
+            continue
+        raise ConfigError(
+            f"{origin}: text_neuron_config sets {key}={_json(text[key])} but the launch needs "
+            f"{key}={_json(value)}: remove {key} from text_neuron_config (the plan writes it there itself)",
+            (origin,),
+        )
+
+
+def _top_level(override: dict[str, Any]) -> frozenset[str]:
+    """Keys that stay at the top level: the LoRA keys, and the quantization keys when `quantized` is
+    given (without it the loader does not pop them, loader :889)."""
+    return RUNNER_POPPED | (QUANTIZATION_KEYS if "quantized" in override else frozenset())
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)

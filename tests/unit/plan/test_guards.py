@@ -1,0 +1,262 @@
+"""Guards of plan/guards.py and the in-tree choice, each both ways: refused where vllm-neuron 0.2.2+lts
+(or vLLM 0.11.0) ignores or rejects the setting, and the neighbour that works plans."""
+
+from __future__ import annotations
+
+import pytest
+from tests.support.builders import (
+    LLAMA,
+    LLAMA_ENV,
+    additional,
+    facts,
+    llama_facts,
+    llama_plan,
+    llama_refusal,
+    plan,
+    refusal,
+)
+
+from neuronserve.plan.facts import ModelFacts
+
+QUANT_FIX = (
+    "set SM_NEURON_QUANTIZED=true, SM_NEURON_QUANTIZED_CHECKPOINTS_PATH=<dir>, "
+    "SM_NEURON_QUANTIZATION_TYPE=per_tensor_symmetric|per_channel_symmetric, "
+    "SM_NEURON_QUANTIZATION_DTYPE=int8|f8e4m3"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "origin", "method"),
+    [
+        ({"SM_VLLM_QUANTIZATION": "neuron_quant"}, (), "SM_VLLM_QUANTIZATION", "neuron_quant"),
+        ({"SM_VLLM_QUANTIZATION": "fbgemm_fp8"}, (), "SM_VLLM_QUANTIZATION", "fbgemm_fp8"),
+        ({}, ("--quantization", "fbgemm_fp8"), "-- --quantization", "fbgemm_fp8"),
+        ({}, ("--quantization=neuron_quant",), "-- --quantization", "neuron_quant"),
+    ],
+)
+def test_vllm_quantization_is_refused_on_the_plugin(
+    env: dict[str, str], extra: tuple[str, ...], origin: str, method: str
+) -> None:
+    err = llama_refusal(env, extra=extra)
+    assert str(err) == (
+        f"{origin}={method}: vllm-neuron 0.2.2+lts never reads vLLM's quantization setting (NxD Inference "
+        f"would compile an unquantized graph); unset {origin} and quantize through the override: {QUANT_FIX}"
+    )
+    assert err.variables == (origin, "SM_NEURON_QUANTIZED")
+
+
+def test_quantization_through_the_override_plans() -> None:
+    env = {
+        "SM_NEURON_QUANTIZED": "true",
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q",
+        "SM_NEURON_QUANTIZATION_TYPE": "per_channel_symmetric",
+        "SM_NEURON_QUANTIZATION_DTYPE": "int8",
+    }
+    doc = additional(llama_plan(env))["override_neuron_config"]
+    assert doc == {
+        "quantized": True,
+        "quantized_checkpoints_path": "/q",
+        "quantization_type": "per_channel_symmetric",
+        "quantization_dtype": "int8",
+    }
+
+
+def test_vllm_quantization_still_reaches_the_cpu_engine() -> None:
+    p = plan({"SM_VLLM_MODEL": "org/m", "SM_VLLM_QUANTIZATION": "fp8"}, facts(None), device="cpu")
+    assert p.argv[p.argv.index("--quantization") + 1] == "fp8"
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "shown", "what"),
+    [
+        (
+            {"SM_VLLM_PIPELINE_PARALLEL_SIZE": "2"},
+            (),
+            "SM_VLLM_PIPELINE_PARALLEL_SIZE=2",
+            "pipeline parallelism",
+        ),
+        ({}, ("--pipeline-parallel-size", "2"), "-- --pipeline-parallel-size=2", "pipeline parallelism"),
+        ({"SM_VLLM_NNODES": "2"}, (), "SM_VLLM_NNODES=2", "more than one node"),
+        ({"SM_VLLM_NNODES": "two"}, (), "SM_VLLM_NNODES=two", "more than one node"),
+    ],
+)
+def test_pipeline_parallel_and_multi_node_are_refused_naming_the_fork(
+    env: dict[str, str], extra: tuple[str, ...], shown: str, what: str
+) -> None:
+    err = llama_refusal(env, extra=extra)
+    assert str(err) == (
+        f"{shown}: {what} is not supported by vllm-neuron 0.2.2+lts (multi-node serving exists only on AWS's "
+        "fork of the vLLM Neuron integration (aws-neuron/upstreaming-to-vllm, branch "
+        "neuron-2.23-vllm-v0.7.2), not in vllm-neuron 0.2.2+lts): unset "
+        f"{shown.split('=', maxsplit=1)[0]} (or set it to 1) and shard with SM_VLLM_TENSOR_PARALLEL_SIZE on "
+        "one instance"
+    )
+
+
+@pytest.mark.parametrize("env", [{"SM_VLLM_PIPELINE_PARALLEL_SIZE": "1"}, {"SM_VLLM_NNODES": "1"}])
+def test_one_stage_and_one_node_plan(env: dict[str, str]) -> None:
+    llama_plan(env)
+
+
+DRAFT = {"/d": ModelFacts("dir", LLAMA, "e" * 64, True)}
+
+
+def spec(tokens: str) -> dict[str, str]:
+    cfg = f'{{"method": "eagle", "model": "/d", "num_speculative_tokens": {tokens}}}'
+    return {"SM_VLLM_SPECULATIVE_CONFIG": cfg}
+
+
+@pytest.mark.parametrize("tokens", ['"abc"', "2.5", "true", "0", "-1", '"4"'])
+def test_a_non_integer_speculative_field_is_a_clear_error(tokens: str) -> None:
+    """ "abc" crashed `neuronserve plan` with a ValueError traceback (launch.launch_keys' int())."""
+    err = llama_refusal(spec(tokens), llama_facts(2, paths=DRAFT))
+    assert str(err) == (
+        f"SM_VLLM_SPECULATIVE_CONFIG: num_speculative_tokens={tokens} must be a positive integer "
+        "(a JSON number such as 4)"
+    )
+    assert err.variables == ("SM_VLLM_SPECULATIVE_CONFIG",)
+
+
+def test_other_speculative_number_fields_are_checked_too() -> None:
+    env = {
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/d", "draft_tensor_parallel_size": "x"}'
+    }
+    assert 'draft_tensor_parallel_size="x"' in str(llama_refusal(env, llama_facts(2, paths=DRAFT)))
+
+
+def test_a_speculative_config_that_is_json_but_no_object_is_refused() -> None:
+    err = llama_refusal({"SM_VLLM_SPECULATIVE_CONFIG": "[4]"})
+    assert str(err) == "SM_VLLM_SPECULATIVE_CONFIG must be a JSON object"
+
+
+def test_an_integer_speculative_config_plans_with_the_length_edge_warning() -> None:
+    p = llama_plan(spec("4"), llama_facts(2, paths=DRAFT))
+    assert (
+        "speculative decoding with num_speculative_tokens=4: a request whose prompt + max_tokens "
+        "exceeds 2044 (max_model_len 2048 - 4) may fail in the engine near the maximum length "
+        "(vllm-neuron 0.2.2+lts writes 4 slots past the last position): keep prompt + max_tokens <= 2044, "
+        "or raise SM_VLLM_MAX_MODEL_LEN"
+    ) in p.warnings
+    assert not [w for w in llama_plan({}).warnings if "speculative" in w]
+
+
+# --- in-tree integration needs vLLM's Neuron device --------------------------------------------------
+
+IN_TREE = {**LLAMA_ENV, "NEURONSERVE_INTEGRATION": "in-tree"}
+
+
+@pytest.mark.parametrize(
+    ("versions", "installed"),
+    [
+        ({"vllm": "0.11.0"}, "0.11.0"),
+        ({"vllm": "0.12.1"}, "0.12.1"),
+        ({}, "0.11.0 (not detected: the image's)"),
+    ],
+)
+def test_in_tree_is_refused_on_a_vllm_without_a_neuron_device(
+    versions: dict[str, str], installed: str
+) -> None:
+    err = refusal(IN_TREE, llama_facts(versions=versions))
+    assert str(err) == (
+        "NEURONSERVE_INTEGRATION=in-tree needs vLLM's in-tree Neuron device (vLLM 0.9/0.10), but the "
+        f"installed vLLM is {installed}, which has no `--device neuron`: unset it and serve with the "
+        "vllm-neuron plugin (the image's 0.2.2+lts), or use an image with vLLM 0.10"
+    )
+    assert err.variables == ("NEURONSERVE_INTEGRATION",)
+
+
+def test_a_framework_that_chose_in_tree_is_named() -> None:
+    env = {**LLAMA_ENV, "VLLM_NEURON_FRAMEWORK": "transformers-neuronx", "SM_VLLM_BLOCK_SIZE": "2048"}
+    err = refusal(env, llama_facts(versions={"vllm": "0.11.0"}))
+    assert err.variables == ("VLLM_NEURON_FRAMEWORK",)
+    assert str(err).startswith(
+        "VLLM_NEURON_FRAMEWORK=transformers-neuronx needs vLLM's in-tree Neuron device"
+    )
+    assert (
+        plan(env, llama_facts(versions={"vllm": "0.10.2"})).env["VLLM_NEURON_FRAMEWORK"]
+        == "transformers-neuronx"
+    )
+
+
+def test_in_tree_plans_on_vllm_0_10() -> None:
+    p = plan(IN_TREE, llama_facts(versions={"vllm": "0.10.2"}))
+    assert p.integration == "in-tree" and p.argv[p.argv.index("--device") + 1] == "neuron"
+
+
+# --- tool calling in every dialect ----------------------------------------------------------------------
+
+TOOLS_ON_CPU = {"SM_VLLM_MODEL": "org/m"}
+
+
+def tool_flags(argv: tuple[str, ...]) -> list[str]:
+    out = [t for t in argv if t == "--enable-auto-tool-choice"]
+    if "--tool-call-parser" in argv:
+        out += ["--tool-call-parser", argv[argv.index("--tool-call-parser") + 1]]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("env", "extra"),
+    [
+        ({"SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true", "SM_VLLM_TOOL_CALL_PARSER": "hermes"}, ()),
+        ({"OPTION_ENABLE_AUTO_TOOL_CHOICE": "true", "OPTION_TOOL_CALL_PARSER": "hermes"}, ()),
+        ({"OPTION_ENABLE_AUTO_TOOL_CHOICE": "TRUE", "SM_VLLM_TOOL_CALL_PARSER": "hermes"}, ()),
+        ({}, ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")),
+    ],
+)
+def test_tool_calling_reaches_vllm_from_every_dialect(env: dict[str, str], extra: tuple[str, ...]) -> None:
+    """LMI's OPTION_ENABLE_AUTO_TOOL_CHOICE / OPTION_TOOL_CALL_PARSER were dropped as unknown settings."""
+    for p in (plan({**TOOLS_ON_CPU, **env}, facts(None), extra), llama_plan(env, extra=extra)):
+        assert tool_flags(p.argv) == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+        assert not [w for w in p.warnings if "OPTION_" in w and "unknown" in w]
+
+
+@pytest.mark.parametrize(
+    ("env", "origin"),
+    [
+        ({"SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true"}, "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE"),
+        ({"OPTION_ENABLE_AUTO_TOOL_CHOICE": "true"}, "OPTION_ENABLE_AUTO_TOOL_CHOICE"),
+    ],
+)
+def test_auto_tool_choice_without_a_parser_is_refused(env: dict[str, str], origin: str) -> None:
+    err = refusal({**TOOLS_ON_CPU, **env}, facts(None))
+    assert str(err) == (
+        f"{origin}=true needs a tool-call parser (vLLM refuses to start without one): set "
+        "SM_VLLM_TOOL_CALL_PARSER to the model's: `llama3_json` for Llama 3.x, `llama4_pythonic` for "
+        "Llama 4, `hermes` for Qwen2/Qwen3, `mistral` for Mixtral"
+    )
+    assert err.variables == (origin, "SM_VLLM_TOOL_CALL_PARSER")
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "origin"),
+    [
+        ({"SM_VLLM_TOOL_CALL_PARSER": "mistral"}, (), "SM_VLLM_TOOL_CALL_PARSER"),
+        ({"OPTION_TOOL_CALL_PARSER": "mistral"}, (), "OPTION_TOOL_CALL_PARSER"),
+        ({}, ("--tool-call-parser=mistral",), "-- --tool-call-parser"),
+        (
+            {"SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "false", "SM_VLLM_TOOL_CALL_PARSER": "mistral"},
+            (),
+            "SM_VLLM_TOOL_CALL_PARSER",
+        ),
+    ],
+)
+def test_a_parser_without_auto_tool_choice_is_refused(
+    env: dict[str, str], extra: tuple[str, ...], origin: str
+) -> None:
+    err = refusal({**TOOLS_ON_CPU, **env}, facts(None), extra)
+    assert str(err) == (
+        f"{origin}=mistral is only used with auto tool choice: set SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true "
+        f"(or OPTION_ENABLE_AUTO_TOOL_CHOICE=true), or unset {origin}"
+    )
+
+
+def test_two_dialects_naming_different_parsers_conflict() -> None:
+    env = {
+        **TOOLS_ON_CPU,
+        "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "SM_VLLM_TOOL_CALL_PARSER": "hermes",
+        "OPTION_TOOL_CALL_PARSER": "mistral",
+    }
+    msg = str(refusal(env, facts(None)))
+    assert "SM_VLLM_TOOL_CALL_PARSER" in msg and "OPTION_TOOL_CALL_PARSER" in msg
