@@ -180,7 +180,8 @@ def _refusal(member: Member, uri: str) -> str:
             f"declare {member.size / MIB:.1f} MiB while storing almost nothing); re-create the archive "
             "without tar's --sparse (-S)"
         )
-    return f"refusing archive member {member.name!r} in {uri}: {member.kind}s are not extracted"
+    kinds = "links" if member.kind == "link" else "special files (devices, FIFOs)"
+    return f"refusing archive member {member.name!r} in {uri}: {kinds} are not extracted"
 
 
 def _make_dirs(staging: str, rel: str, uri: str) -> None:
