@@ -87,8 +87,8 @@ class _Budget:
             )
         if self.name_bytes > self.limits.max_name_bytes:
             raise StageError(
-                f"{self.uri}: the member names total over {self.limits.max_name_bytes / MIB:.0f} MiB "
-                f"after {self.members} members; extraction stopped. Pack the files with shorter names"
+                f"{self.uri}: the member names total more than {self.limits.max_name_bytes} bytes after "
+                f"{self.members} members; extraction stopped. Pack the files with shorter names"
             )
 
     def reserve(self, member: Member) -> None:
