@@ -131,18 +131,24 @@ def extract_tar(
     environ: Mapping[str, str] | None = None,
     limits: ArchiveLimits | None = None,
 ) -> list[FileEntry]:
-    """Extract `archive` into the existing directory `staging`, refusing unsafe members; returns the files.
+    """Extract `archive` into the directory `staging`, refusing unsafe members; returns the files.
 
     `limits` default to those `environ` sets (the process environment when None). On any error,
-    every entry this call created in `staging` is removed before the StageError is raised.
+    every entry this call created in `staging` is removed before the StageError is raised (and
+    `staging` itself, when this call created it).
     """
     if limits is None:
         limits = ArchiveLimits.from_environ(os.environ if environ is None else environ)
+    created = not os.path.isdir(staging)
+    os.makedirs(staging, exist_ok=True)
     before = set(os.listdir(staging))
     try:
         return _extract(archive, staging, uri, meter, limits)
     except BaseException:
-        _remove_new(staging, before)
+        if created:
+            remove_tree(staging)
+        else:
+            _remove_new(staging, before)
         raise
 
 

@@ -178,3 +178,13 @@ def test_member_names_are_bounded_in_total(tmp_path: Path) -> None:
     with pytest.raises(StageError, match="member names total more than 1024 bytes after 21 members"):
         extract_tar(archive, str(staging), "a.tar.gz", limits=ArchiveLimits(max_name_bytes=1024))
     assert os.listdir(staging) == []
+
+
+def test_a_staging_directory_the_extraction_made_is_removed_on_failure(tmp_path: Path) -> None:
+    good = _tar_file(tmp_path / "g.tar.gz", {"a/b.txt": b"1"})
+    files = extract_tar(good, str(tmp_path / "new"), "g.tar.gz", limits=ArchiveLimits())
+    assert [(f.path, f.size) for f in files] == [("a/b.txt", 1)]
+    dup = _tar_file(tmp_path / "d.tar.gz", {"a/b.txt": b"1", "c.txt": b"2", "a//b.txt": b"3"})
+    with pytest.raises(StageError, match=r"'a//b\.txt'.*came earlier in the archive"):
+        extract_tar(dup, str(tmp_path / "other"), "d.tar.gz", limits=ArchiveLimits())
+    assert not (tmp_path / "other").exists()
