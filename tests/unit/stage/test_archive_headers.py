@@ -188,3 +188,18 @@ def test_a_staging_directory_the_extraction_made_is_removed_on_failure(tmp_path:
     with pytest.raises(StageError, match=r"'a//b\.txt'.*came earlier in the archive"):
         extract_tar(dup, str(tmp_path / "other"), "d.tar.gz", limits=ArchiveLimits())
     assert not (tmp_path / "other").exists()
+
+
+def test_no_source_module_reads_archives_with_the_interpreters_tarfile() -> None:
+    """The image's Python may lack tarfile's fixes (CVE-2025-8194 needs 3.12.12+): extraction must
+    keep going through stage/tarread.py, so no module may import tarfile or call unpack_archive."""
+    src = Path(__file__).resolve().parents[3] / "src" / "neuronserve"
+    offenders = [
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if any(
+            line.strip().startswith(("import tarfile", "from tarfile")) or "unpack_archive(" in line
+            for line in path.read_text().splitlines()
+        )
+    ]
+    assert offenders == []
