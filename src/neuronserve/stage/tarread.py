@@ -25,7 +25,8 @@ from typing import BinaryIO, Protocol
 
 BLOCK = 512
 ZERO_BLOCK = bytes(BLOCK)
-MAX_EXTENDED = 1024 * 1024  # one pax or GNU long-name header's data; real ones are a few hundred bytes
+MAX_EXTENDED = 64 * 1024  # one pax or GNU long-name header's data; real ones are a few hundred bytes
+MAX_EXTENDED_TOTAL = 128 * 1024 * 1024  # all of them in one archive (bounds the work they can cost)
 MAX_CHAIN = 8  # extended headers in a row before one member (tar writes at most 3: g, x or L, K)
 MAX_NAME = 4096  # Linux PATH_MAX: a longer name cannot be created anyway
 CHUNK = 1024 * 1024
@@ -105,7 +106,11 @@ def parse_pax(data: bytes, offset: int) -> dict[str, bytes]:
     """pax extended records, `<length> <key>=<value>\\n` each; a malformed record is an error."""
     records: dict[str, bytes] = {}
     pos = 0
-    while pos < len(data) and data[pos:].strip(b"\0"):
+    while pos < len(data):
+        if data[pos] == 0:  # NUL padding after the last record, and nothing else
+            if data[pos:].strip(b"\0"):
+                raise BadArchive(f"the pax header at byte {offset} has a malformed record")
+            break
         space = data.find(b" ", pos, pos + 20)
         digits = data[pos:space] if space > pos else b""
         if not digits.isdigit():
@@ -146,6 +151,7 @@ class TarReader:
         self._pos = 0  # bytes consumed from the uncompressed stream
         self._left = 0  # data bytes of the current member not yet read
         self._pad = 0  # its padding up to the next block
+        self._extended_total = 0  # data bytes of every extended header so far
 
     def _read(self, n: int, what: str) -> bytes:
         out = b""
@@ -174,6 +180,9 @@ class TarReader:
     def _extended(self, header: Header, offset: int) -> bytes:
         if header.size > MAX_EXTENDED:
             raise BadArchive(f"the extended header at byte {offset} declares {header.size} bytes")
+        self._extended_total += header.size
+        if self._extended_total > MAX_EXTENDED_TOTAL:
+            raise BadArchive(f"extended headers total over {MAX_EXTENDED_TOTAL} bytes at byte {offset}")
         data = self._read(header.size, "an extended header")
         self._read(-header.size % BLOCK, "an extended header's padding")
         return data

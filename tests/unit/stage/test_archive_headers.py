@@ -122,6 +122,9 @@ def test_extended_headers_are_bounded() -> None:
         read_all(chain + header(b"a", octal(0)) + END)
     with pytest.raises(BadArchive, match="extended header at byte 0 declares 1073741824 bytes"):
         read_all(header(b"x", octal(2**30), b"x") + END)
+    with pytest.raises(BadArchive, match="malformed record"):
+        parse_pax(b"11 path=ab\n\0\0junk", 0)
+    assert parse_pax(b"11 path=ab\n" + bytes(400), 0) == {"path": b"ab"}
     # one pax header applies to the member after it, and only to that one
     blob = header(b"x", octal(11), b"x") + pax + header(b"a", octal(0)) + header(b"b", octal(0)) + END
     assert [m[0] for m in read_all(blob)] == ["ab", "b"]
@@ -203,3 +206,14 @@ def test_no_source_module_reads_archives_with_the_interpreters_tarfile() -> None
         )
     ]
     assert offenders == []
+
+
+def test_extended_headers_are_bounded_over_the_whole_archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuronserve.stage import tarread  # noqa: PLC0415
+
+    monkeypatch.setattr(tarread, "MAX_EXTENDED_TOTAL", 100)
+    pax = b"11 path=ab\n".ljust(512, b"\0")
+    one = header(b"x", octal(11), b"x") + pax + header(b"a", octal(0))
+    assert len(read_all(one * 9 + END)) == 9  # 99 bytes of extended data
+    with pytest.raises(BadArchive, match="extended headers total over 100 bytes"):
+        read_all(one * 10 + END)
