@@ -209,7 +209,7 @@ def test_no_source_module_reads_archives_with_the_interpreters_tarfile() -> None
 
 
 def test_extended_headers_are_bounded_over_the_whole_archive(monkeypatch: pytest.MonkeyPatch) -> None:
-    from neuronserve.stage import tarread  # noqa: PLC0415
+    from neuronserve.stage import tarread
 
     monkeypatch.setattr(tarread, "MAX_EXTENDED_TOTAL", 100)
     pax = b"11 path=ab\n".ljust(512, b"\0")
