@@ -264,10 +264,10 @@ CASES: dict[str, tuple[Callable[[], bytes], dict[str, str], str]] = {
     ),
     "duplicate-names": (duplicate_names, {}, r"'model\.safetensors'.*came earlier.*duplicate names"),
     "file-then-directory": (file_then_directory, {}, r"'tokenizer'.*came earlier in the archive"),
-    "negative-size": (negative_size, {}, r"not a valid tar archive: the size field .* is negative"),
-    "bad-checksum": (bad_checksum, {}, r"not a valid tar archive: .*bad checksum"),
-    "truncated": (truncated, {}, r"not a valid tar archive: .*(truncated|Compressed file ended)"),
-    "no-end-marker": (no_end_marker, {}, r"not a valid tar archive: .*no end-of-archive marker"),
+    "negative-size": (negative_size, {}, r"not a readable \.tar\.gz \(the size field .* is negative"),
+    "bad-checksum": (bad_checksum, {}, r"not a readable \.tar\.gz \(.*bad checksum"),
+    "truncated": (truncated, {}, r"not a readable \.tar\.gz \(.*(truncated|Compressed file ended)"),
+    "no-end-marker": (no_end_marker, {}, r"not a readable \.tar\.gz \(.*no end-of-archive marker"),
 }
 
 

@@ -175,7 +175,7 @@ def _extract(
                 _write(reader, staging, rel, member, uri, budget, meter)
                 files.append(FileEntry(path=rel, size=member.size))
     except BadArchive as err:
-        raise StageError(f"{uri} is not a valid tar archive: {err}; {FIX}") from None
+        raise StageError(f"{uri} is not a readable .tar.gz ({err}); {FIX}") from None
     return files
 
 
