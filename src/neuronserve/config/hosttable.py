@@ -276,6 +276,23 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         p.whole_number,
     ),
     Var(
+        "NEURONSERVE_ARCHIVE_MAX_MEMBERS",
+        "",
+        100_000,
+        NS,
+        "Most members (files and directories) a model.tar.gz may hold; extraction stops past it",
+        p.at_least_one,
+    ),
+    Var(
+        "NEURONSERVE_ARCHIVE_MAX_BYTES",
+        "",
+        None,
+        NS,
+        "Most bytes a model.tar.gz may expand to (its members' declared sizes, checked before writing)",
+        p.at_least_one,
+        default_doc="the destination's free space less 5% (at most 1 GiB)",
+    ),
+    Var(
         "NEURONSERVE_CACHE_HOME",
         "",
         None,

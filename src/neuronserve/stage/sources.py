@@ -179,7 +179,7 @@ def stage_archive(  # noqa: PLR0917
         log.info("extracting %s to %s", uri, dest)
         try:
             with ProgressMeter(f"extract {uri}", None, progress) as meter:
-                files = extract_tar(archive, staging, uri, meter)
+                files = extract_tar(archive, staging, uri, meter, environ=opts.environ)
         except OSError as err:
             raise translate(err, uri) from err
         atomic.commit(staging, dest, Manifest(source=source, files=tuple(files)))
