@@ -160,9 +160,10 @@ def logical_nc(n: Launch, res: Resolution) -> None:
 def batched_tokens(n: Launch, res: Resolution) -> None:
     """max_num_batched_tokens is compiled only under chunked prefill, so it is chosen here then.
 
-    vllm-neuron 0.2.0 loader.py:734-736: with chunked prefill it becomes max_context_length (the chunk
-    the graph is traced for), so leaving it to vLLM's default would compile a number nobody chose.
-    Without chunked prefill the custom scheduler overwrites it with 131072 (platform.py:187-188): a
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:737-739: with chunked prefill it
+    becomes max_context_length (the chunk the graph is traced for), so leaving it to vLLM's default
+    would compile a number nobody chose.
+    Without chunked prefill the custom scheduler overwrites it with 131072 (platform.py:259-260): a
     configured value is dropped with a warning. NxD Inference asserts max_context_length <= seq_len
     (nxdi config.py:136), and vLLM needs it >= max_num_seqs.
     """
@@ -209,7 +210,8 @@ def max_context(n: Launch, res: Resolution) -> None:
 
 
 def launch_keys(n: Launch, res: Resolution) -> dict[str, tuple[Any, str]]:
-    """neuron_config keys the plugin derives from the launch (vllm-neuron 0.2.0 loader.py:751-791),
+    """neuron_config keys the plugin derives from the launch (vllm-neuron 0.2.2+lts
+    worker/neuronx_distributed_model_loader.py:754-794),
     each with the setting that decides it (for overrides.check_launch_duplicates)."""
     origins = res.origins
     batch = 1 if n.chunked else n.seqs

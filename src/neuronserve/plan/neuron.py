@@ -2,7 +2,7 @@
 
 The plugin compiles one graph for (tp, max_model_len, max_num_seqs, dtype, KV layout, override); any
 of them left implicit becomes a plugin default nobody chose. So every one is decided here, said in a
-warning when derived, and rendered either for vllm-neuron 0.2.x (`--additional-config`) or for the
+warning when derived, and rendered either for vllm-neuron 0.2.2+lts (`--additional-config`) or for the
 older in-tree integration (`--device neuron --override-neuron-config`, VLLM_NEURON_FRAMEWORK).
 
 The shape is resolve -> checks -> render: STEPS is the ordered table of steps, each resolving one
