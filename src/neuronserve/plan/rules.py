@@ -17,7 +17,7 @@ from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.multimodal import PIXTRAL, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
-# What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
+# What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture).
 SUPPORTED_ARCHITECTURES = (
     "LlamaForCausalLM",
     "Llama4ForCausalLM",
@@ -97,10 +97,11 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Res
 def check_pa_keys(block: int | None, blocks: int | None, res: Resolution) -> None:
     """Paged-attention keys: pa_num_blocks / pa_block_size in the override must match their flags.
 
-    vllm-neuron 0.2.0 loader.py:796-831 (_handle_pa_num_blocks, block layout only): pa_num_blocks must
-    equal the --num-gpu-blocks-override the user gave, exactly (the plugin compares it with the flag's
-    value before its own +1 for the null block, platform.py:149-159, and raises otherwise), and without
-    that flag the key raises. pa_block_size replaces the block size the plugin passes (loader.py:777-778).
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:799-834 (_handle_pa_num_blocks,
+    block layout only): pa_num_blocks must equal the --num-gpu-blocks-override the user gave, exactly
+    (the plugin compares it with the flag's value before its own +1 for the null block,
+    platform.py:220-230, and raises otherwise), and without that flag the key raises. pa_block_size
+    replaces the block size the plugin passes (worker/neuronx_distributed_model_loader.py:780-781).
     """
     override = res.override
     origins = res.origins
@@ -203,8 +204,9 @@ def _context_var(origins: dict[str, str]) -> str:
 def check_chunked(chunked: bool, seqs: int, res: Resolution) -> None:
     """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off.
 
-    vllm-neuron 0.2.0 loader.py:841-843 asserts chunked_prefill_config and is_block_kv_layout;
-    platform.py:176-183 turns chunked prefill off unless DISABLE_NEURON_CUSTOM_SCHEDULER=1.
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:844-846 asserts
+    chunked_prefill_config and is_block_kv_layout; platform.py:248-255 turns chunked prefill off unless
+    DISABLE_NEURON_CUSTOM_SCHEDULER=1 (read at platform.py:214-215).
     The native scheduler without chunked prefill is decided in kv.py (it needs a block size).
     """
     override = res.override
@@ -255,7 +257,8 @@ def check_sequence_parallel(buckets: list[int], tp: int, res: Resolution) -> Non
 
 
 def check_task(task: Any, runner: Any, res: Resolution) -> None:
-    """Rule 8: only text generation (the plugin's runner has no pooling path)."""
+    """Rule 8: only text generation (the plugin's runner has no pooling path: it answers every step
+    with `pooler_output=[]`, vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_runner.py:485)."""
     for key, value in (("task", task), ("runner", runner)):
         if value not in (None, "generate", "auto"):
             var = res.origins[key]
@@ -271,13 +274,14 @@ def check_architecture(
 ) -> None:
     """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
 
-    vllm-neuron 0.2.0 loader.py:612-631 reads architectures[0] (not model_type) and the head counts;
-    loader.py:672-674 refuses LLaVA/Pixtral; loader.py:639-659 maps the name (nxdi.plugin_model_key) into
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:619-638 reads architectures[0] (not
+    model_type) and the head counts; :646-666 maps the name (nxdi.plugin_model_key) into
     NxD Inference 0.7 MODEL_TYPES (utils/constants.py:41-51), which only has causal-lm classes. So a
     LlamaForSequenceClassification (model_type llama) fails, and GptOssForCausalLM looks up "gptoss".
     0.2.2+lts builds Pixtral from `LlavaForConditionalGeneration` (worker/neuronx_distributed_model_loader.py
-    :656-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
-    before; another class mapping to "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
+    :657-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
+    before (0.2.0 loader.py:672-674 raised NotImplementedError for it); another class mapping to
+    "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
     config = facts.config if facts else None
     if not config:
         res.warn(
@@ -335,11 +339,12 @@ def check_eagle(draft: ModelFacts | None, res: Resolution) -> None:
 def check_hub_revision(source: str, revision: str | None, origin: str) -> None:
     """The hub revision: a hub model's revision never reaches what the plugin compiles.
 
-    vllm-neuron 0.2.0 loader.py:711-715 passes only model_config.model (the id) to load_weights; the
-    config is read with NxD Inference's load_pretrained_config(model) (loader.py:165-167, nxdi
-    utils/hf_adapter.py:33-36: no revision argument), and for a hub id the weights are fetched with
-    AutoModelForCausalLM.from_pretrained(model) and saved to ./local-models (loader.py:228-232), again
-    without the revision. vLLM's tokenizer would follow --revision while the graph and weights come from
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:714-718 passes only
+    model_config.model (the id) to load_weights; the config is read with NxD Inference's
+    load_pretrained_config(model) (:165-167, nxdi utils/hf_adapter.py:33-36: no revision argument), and
+    for a hub id (not an existing path, :391-393) the weights are fetched with
+    AutoModelForCausalLM.from_pretrained(model) and saved to ./local-models (:228-232), again without
+    the revision. vLLM's tokenizer would follow --revision while the graph and weights come from
     the default branch: a silent mix. Staging the revision ourselves would need the hub at plan/stage
     time (not reachable from many deployments and not from this project's tests), so the combination is
     refused with the way to do it: put the revision's files in S3 or a local directory and point the

@@ -26,7 +26,8 @@ BASE = {
     "SM_VLLM_MAX_NUM_SEQS": "4",
 }
 LOADER = (
-    "the plugin merges the override over its own value (vllm-neuron 0.2.0 loader.py:877), so the compiled "
+    "the plugin merges the override over its own value (vllm-neuron 0.2.2+lts "
+    "worker/neuronx_distributed_model_loader.py:880), so the compiled "
     "graph and vLLM would disagree"
 )
 EAGLE = '{"model": "d", "num_speculative_tokens": 3, "method": "eagle"}'
