@@ -117,10 +117,14 @@ def context_buckets(override: dict[str, Any], max_context: int, prefix: bool, ch
     return generate_buckets(512 if prefix else 128, max_context) if max_context >= 128 else [max_context]
 
 
-def max_context_length(override: dict[str, Any], length: int, chunked: bool, batched: int | None) -> int:
+def max_context_length(
+    override: dict[str, Any], length: int, chunked: bool, batched: int | None, prompt: int | None = None
+) -> int:
     """neuron_config max_context_length: worker/neuronx_distributed_model_loader.py:737-742
     (max_num_batched_tokens under chunked prefill, else max_model_len), replaced by an override key of
-    that name (:880)."""
+    that name (:880), which additional_config max_prompt_length (`prompt`) replaces first (:926-940)."""
+    if prompt is not None:
+        return prompt
     value = override.get("max_context_length")
     if json_int(value):
         return value

@@ -288,7 +288,8 @@ def test_max_context_length_in_the_override_json_is_named_by_it() -> None:
 
 def test_a_max_context_length_of_one_token_is_allowed_and_said() -> None:
     p = plan({**BASE, "SM_NEURON_MAX_CONTEXT_LENGTH": "1"})
-    assert "SM_NEURON_MAX_CONTEXT_LENGTH=1: prompts longer than 1 tokens cannot be prefilled" in p.warnings
+    said = "SM_NEURON_MAX_CONTEXT_LENGTH=1: prompts longer than 1 tokens"
+    assert any(w.startswith(said) for w in p.warnings)
 
 
 def test_engine_json_is_rendered_with_sorted_keys() -> None:
