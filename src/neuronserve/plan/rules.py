@@ -68,7 +68,14 @@ def check_dtype(dtype: str, origin: str) -> None:
 
 
 def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Resolution) -> None:
-    """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks."""
+    """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks.
+
+    vllm-neuron 0.2.2+lts pads each block table to max_model_len // block_size entries
+    (worker/neuronx_distributed_model_runner.py:886, 951), so a block size that does not divide it
+    leaves the last partial block out; the loader asserts the user's --num-gpu-blocks-override (the flag
+    less the null block platform.py:220-230 adds) is at least ceil(max_model_len / block_size) *
+    max_num_seqs (worker/neuronx_distributed_model_loader.py:848-862).
+    """
     origins = res.origins
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
     if block not in BLOCK_SIZES:
