@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, fit, replicas, rules
+from neuronserve.plan import assets, cachekey, fit, lora, replicas
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
-from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec
+from neuronserve.types import ArtifactSpec, Device, LaunchPlan, ModelSpec, RequestSupport
 
 ENGINE_HOST = "127.0.0.1"
 # Settings that exist only for Neuron: the CPU plan drops them, each with a warning.
@@ -204,26 +204,30 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     res = Resolution.of(settings)
     device = choose_device(settings, facts)
     work_dir = settings.work_dir
-    model = choose_model(settings, facts, work_dir, res)
+    model = assets.stage_hub_model(choose_model(settings, facts, work_dir, res), device, work_dir)
     model_facts: ModelFacts | None = facts.paths.get(model.uri) if model.local_path == model.uri else None
+    staged, adapters = assets.plan_assets(settings, facts, model, device, res)
     argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
-    if model.revision:
+    if model.revision and model.local_path is None:
         argv += ["--revision", model.revision]
     served = settings.engine.get("served-model-name")
     if served is not None and not served.origin.startswith("-- "):
         argv += flag_tokens("served-model-name", served.value)
+    elif model.source == "hub" and model.local_path and served is None:
+        argv += ["--served-model-name", model.uri]  # a staged hub model keeps its id as its name
     argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
-        revision_var = settings.origin("revision", "SM_VLLM_REVISION")
-        rules.check_hub_revision(model.source, model.revision, revision_var)
+        res.override.update(staged.override)  # local paths of assets named by override keys
+        res.origins.update(staged.origins)
         engine = neuron_engine(settings, facts, model.uri, model_facts, res)
         instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, res)
         memory = estimate.as_json() if estimate else None
         instance_doc = instance.as_json() if instance else None
-        argv += engine.flags
-        argv += _user_flags(settings, CONSUMED, device, res)
-        key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
+        argv += engine.flags + staged.flags
+        argv += _user_flags(settings, CONSUMED | staged.skip, device, res)
+        identity = assets.identity(staged.assets, facts)
+        key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions, identity)
         artifacts = _artifacts(settings, work_dir, key)
         if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
             res.warn(
@@ -234,16 +238,19 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
         slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
-        rendered = engine.flags
+        rendered = engine.flags + staged.flags
     else:
         _cpu_warnings(settings, res)
-        argv += _user_flags(settings, frozenset({"additional-config"}), device, res)
+        argv += staged.flags
+        argv += _user_flags(settings, frozenset({"additional-config"}) | staged.skip, device, res)
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, res)
-        rendered = []
+        rendered = staged.flags
+    if model.revision and model.local_path:
+        rendered = [*rendered, "--revision"]  # staged at that revision: the engine reads a directory
     argv += replicas.strip_dp_args(_engine_tail(settings.extra_args, rendered, res))
     specs = replicas.build(
         device,
@@ -271,4 +278,14 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         memory=memory,
         instance=instance_doc,
         replicas=specs,
+        assets=tuple(staged.assets),
+        files=staged.files,
+        request_support=lora.request_support(
+            RequestSupport(),
+            adapters,
+            lora=settings.get("enable-lora") is True,
+            device=device,
+            integration=integration,
+            plugin_version=facts.versions.get("vllm-neuron"),
+        ),
     )
