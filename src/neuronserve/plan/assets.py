@@ -68,18 +68,20 @@ def model_asset(model: ModelSpec) -> AssetSpec | None:
 
 def draft_asset(settings: Settings, facts: HostFacts, device: Device, res: Resolution, st: Staged) -> None:
     """An EAGLE (or other) draft named by the speculative config's `model`: staged to
-    `<work>/assets/draft` unless it is a local directory, and `--speculative-config` rendered with the
-    local path. A hub id stays on CPU (vLLM downloads it) and is staged on Neuron (loader.py:293-301
-    reads it as a path)."""
+    `<work>/assets/draft` unless it is a local directory (used in place), and `--speculative-config`
+    rendered with the local path. A hub id stays on CPU (vLLM downloads it) and is staged on Neuron
+    (loader.py:293-301 reads it as a path)."""
     cfg, origin = res.speculation.config, res.origins.get("speculative-config", "SM_VLLM_SPECULATIVE_CONFIG")
     if cfg is None or not isinstance(cfg.get("model"), str) or not cfg["model"]:
         return
     source = cfg["model"]
     staged = f"{assets_dir(settings.work_dir)}/draft"
     asset = locate("draft", source, staged, origin, facts, hub=device == "neuron")
-    if asset is None or asset.fetch == "local":
+    if asset is None:
         return
     st.assets.append(asset)
+    if asset.fetch == "local":
+        return
     st.skip.add("speculative-config")
     st.flags += ["--speculative-config", json.dumps({**cfg, "model": asset.local}, sort_keys=True)]
 
@@ -129,12 +131,26 @@ def template_asset(settings: Settings, facts: HostFacts, st: Staged) -> None:
         return
     staged = f"{assets_dir(settings.work_dir)}/chat_template"
     asset = locate("chat_template", value, staged, setting.origin, facts, is_file=True, hub=False)
-    if asset is None:
-        return
+    if asset is None:  # a .jinja name on no path: vLLM fails at start when it cannot open it
+        raise ConfigError(
+            f"{setting.origin}={value}: no such file on this host (a chat template file is an s3:// URI "
+            "or an absolute path; the template text itself is passed as given)",
+            (setting.origin,),
+        )
     st.assets.append(asset)
     if asset.local != value:
         st.skip.add("chat-template")
         st.flags += ["--chat-template", asset.local]
+
+
+def keyed_graph(graph: dict[str, Any], st: Staged) -> dict[str, Any]:
+    """The compiled-graph description the cache key hashes: the override keys the plan set to local
+    asset paths are left out (the path depends on the work dir, the asset's identity is hashed apart),
+    so the same adapters give the same key under any NEURONSERVE_WORK_DIR."""
+    override = graph.get("override")
+    if not st.override or not isinstance(override, dict):
+        return graph
+    return {**graph, "override": {k: v for k, v in override.items() if k not in st.override}}
 
 
 def identity(assets: list[AssetSpec], facts: HostFacts) -> list[dict[str, Any]]:

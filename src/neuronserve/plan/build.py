@@ -227,7 +227,8 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         argv += engine.flags + staged.flags
         argv += _user_flags(settings, CONSUMED | staged.skip, device, res)
         identity = assets.identity(staged.assets, facts)
-        key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions, identity)
+        graph = assets.keyed_graph(engine.graph, staged)
+        key = cachekey.cache_key(model, model_facts, graph, facts.versions, identity)
         artifacts = _artifacts(settings, work_dir, key)
         if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
             res.warn(
