@@ -3,8 +3,9 @@ SM_VLLM_LORA_MODULES="name=s3://... other=/dir", vLLM's own `--lora-modules` syn
 {"name": ..., "path": ...}), staged like the model, and the plan writes the plugin's adapter list itself.
 
 How 0.2.2+lts builds LoRA (worker/neuronx_distributed_model_runner.py:155-192, `_get_nxdi_lora_config`):
-it pops `target_modules` and `lora_ckpt_json` from `additional_config["override_neuron_config"]` (:175-177,
-so the override must exist: the plan always renders one), takes max_loras / max_lora_rank /
+it pops `target_modules` and `lora_ckpt_json` from `additional_config["override_neuron_config"]`
+(:174-177, read with `.get(..., None)` and popped from at once: without an override the engine fails
+with AttributeError, so the plan always renders one), takes max_loras / max_lora_rank /
 max_cpu_loras from vLLM's LoRA config (:178, :183-187) and turns on `dynamic_multi_lora` when
 VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 or max_cpu_loras > 0 (:179-180). vLLM 0.11.0's LoRAConfig sets
 max_cpu_loras to max_loras when unset and refuses it below max_loras (config/lora.py
@@ -220,14 +221,18 @@ def request_support(
     LoRA config (:972-973) and otherwise reads `request_data.lora_request.lora_name` (:975). The caller
     passes every scheduled new request, with no filter on LoRA: `_prepare_continuous_batching_inputs`
     (:817-820) calls `_process_new_request_for_continuous_batching`, which appends that adapter id
-    (:865-866). vLLM puts the request's `lora_request` into NewRequestData as is
-    (v1/core/sched/output.py `NewRequestData.from_request`), and its OpenAI server gives a request
-    whose `model` is the base model's name `lora_request=None` (`_maybe_get_adapters` returns None for
-    a supported model name that is no adapter). So with LoRA on, a request naming no adapter raises
-    AttributeError on None inside the engine step, failing the batch it was scheduled with: the front
-    must refuse it before it reaches the engine. (The chunked-prefill path, :796-798, never appends
-    adapter ids.) On the CPU device vLLM serves the base model for such a request: adapters are listed,
-    not required.
+    (:865-866). vLLM's scheduler schedules a request without an adapter like any other (its LoRA
+    limit skips only requests that have one, v1/core/sched/scheduler.py:942-948) and copies the
+    request's `lora_request` into NewRequestData as is (`NewRequestData.from_request`,
+    vllm/v1/core/sched/output.py), and its OpenAI server gives a request whose `model` is the base
+    model's name `lora_request=None` (`OpenAIServing._maybe_get_adapters` returns None for a served
+    model name that is no adapter).
+    Read in the vLLM installed here (v1/core/sched/output.py:58-80, entrypoints/serve/engine/
+    serving.py:194-213) and in the 0.11-era serving_engine.py, which behave the same. So with LoRA on,
+    a request naming no adapter raises AttributeError on None inside the engine step, failing the
+    batch it was scheduled with: the front must refuse it before it reaches the engine. (The
+    chunked-prefill path, :796-798, never calls it and appends no adapter ids.) On the CPU device vLLM
+    serves the base model for such a request: adapters are listed, not required.
     """
     names = tuple(a.name for a in adapters)
     plugin = device == "neuron" and integration == "plugin"
