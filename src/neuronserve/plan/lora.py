@@ -112,18 +112,53 @@ def _module(tok: str, var: str) -> tuple[str, str]:
     return name.strip(), path.strip()
 
 
+def tail_modules(extra: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(name, path) of `--lora-modules` among the arguments after `--` (passed to vLLM as given)."""
+    out: list[str] = []
+    taking = False
+    for tok in extra:
+        if tok.startswith("--"):
+            taking = tok == "--lora-modules"
+            if tok.startswith("--lora-modules="):
+                out.append(tok.split("=", 1)[1])
+            continue
+        if taking:
+            out.append(tok)
+    return [_module(tok, "-- --lora-modules") for tok in out]
+
+
 def lora_assets(
     settings: Settings, facts: HostFacts, device: Device, res: Resolution, st: Staged
 ) -> list[Adapter]:
     """The adapters: each staged to `<work>/assets/lora/<name>` (a local directory is used in place; on
     CPU a hub id is left to vLLM, which downloads adapters itself), `--lora-modules` rendered with the
-    local paths, and on Neuron the adapter list written into `plan.files` and named by the override."""
+    local paths, and on Neuron the adapter list written into `plan.files` and named by the override.
+
+    Adapters named only after `--` (`-- --lora-modules`, with a user's own SM_NEURON_LORA_CKPT_JSON)
+    are served as given: not staged, but their names are what requests select. Both ways at once are
+    refused: vLLM keeps the last `--lora-modules`, which would drop the staged adapters."""
     named = modules(settings)
+    tail = tail_modules(settings.extra_args)
+    lora = settings.get("enable-lora") is True
+    if lora:
+        _check_rank(settings)
     if not named:
-        return []
+        if lora and device == "neuron" and not tail and "lora_ckpt_json" in res.override:
+            res.warn(
+                f"{res.origin('lora_ckpt_json')}: no adapter is named for vLLM, so no request can select "
+                "one (and on Neuron a request without an adapter fails the engine step): name them in "
+                "SM_VLLM_LORA_MODULES"
+            )
+        return [Adapter(name, path, path) for name, path in tail] if lora else []
     var = named[0][2]
+    if tail:
+        raise ConfigError(
+            f"{var} and `-- --lora-modules` both name adapters (vLLM keeps only the last list): keep "
+            f"{var}, which is staged",
+            (var, "--lora-modules"),
+        )
     lora_var = res.origins.get("enable-lora", "SM_VLLM_ENABLE_LORA")
-    if settings.get("enable-lora") is not True:
+    if not lora:
         raise ConfigError(
             f"{var} names LoRA adapters but LoRA is off: set SM_VLLM_ENABLE_LORA=true (or "
             f"OPTION_ENABLE_LORA=true), or unset {var}",
@@ -138,7 +173,6 @@ def lora_assets(
         adapters.append(Adapter(name, source, asset.local if asset is not None else source))
     st.skip.add("lora-modules")
     st.flags += ["--lora-modules", *(f"{a.name}={a.local}" for a in adapters)]
-    _check_rank(settings)
     if device == "neuron":
         _neuron_list(settings, adapters, var, res, st)
     return adapters

@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 from tests.support.builders import (
+    LLAMA_ENV,
     LORA_ENV,
     additional,
     asset_facts,
     asset_plan,
     asset_refusal,
     flag,
+    plan,
+    refusal,
 )
 from tests.unit.plan.test_build_vllm_cli import check_against_table
 
@@ -248,9 +251,22 @@ def test_lmi_names_map_onto_the_same_flags() -> None:
 
 
 def test_a_users_own_adapter_list_is_still_honoured_without_lora_modules() -> None:
-    p = asset_plan({"SM_VLLM_ENABLE_LORA": "true", "SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"})
+    own = {"SM_VLLM_ENABLE_LORA": "true", "SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"}
+    p = asset_plan(own)
     assert additional(p)["override_neuron_config"] == {"lora_ckpt_json": "/m/lora.json"}
     assert p.files == {} and "--lora-modules" not in p.argv
+    assert any("no adapter is named for vLLM" in w for w in p.warnings)
+    assert p.request_support.lora_adapters == () and p.request_support.adapter_required
+
+
+def test_adapters_named_after_the_separator_are_served_as_given() -> None:
+    own = {"SM_VLLM_ENABLE_LORA": "true", "SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"}
+    p = plan({**LLAMA_ENV, **own}, asset_facts(), extra=["--lora-modules", "x=/a/x", "y=/a/y", "--seed", "1"])
+    assert p.request_support.lora_adapters == ("x", "y")
+    assert list(p.argv[-5:]) == ["--lora-modules", "x=/a/x", "y=/a/y", "--seed", "1"]
+    assert not any("no adapter is named" in w for w in p.warnings)
+    err = refusal({**LLAMA_ENV, **LORA_ENV}, asset_facts(), extra=["--lora-modules=x=/a/x"])
+    assert err.variables == ("SM_VLLM_LORA_MODULES", "--lora-modules")
 
 
 # --- what requests must name ------------------------------------------------------------------------------
