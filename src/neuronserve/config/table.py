@@ -134,7 +134,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "revision",
         None,
         SM,
-        "Hub revision (hub models only; refused on Neuron: download it to a directory or S3)",
+        "Hub revision (hub models only; on Neuron the model is staged to a directory at that revision)",
         _SMV,
     ),
     Var("SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", False, SM, "Allow model code from the hub", _SMV),

@@ -83,7 +83,9 @@ def _split(text: str) -> list[str]:
     return [text] if text.startswith("{") else text.split()
 
 
-def _module(tok: str, var: str) -> tuple[str, str]:
+def _module(tok: str, var: str, as_given: bool = False) -> tuple[str, str]:
+    """One `name=path` or JSON module; `as_given`: passed to vLLM unchanged, so vLLM's own
+    base_model_name may stay (the plan renders SM_VLLM_LORA_MODULES as name=path, which would drop it)."""
     tok = tok.strip()
     if tok.startswith("{"):
         try:
@@ -100,7 +102,7 @@ def _module(tok: str, var: str) -> tuple[str, str]:
                 'array, e.g. [{"name": "a", "path": "s3://b/a/"}])',
                 (var,),
             )
-        extra = sorted(set(doc) - {"name", "path"})
+        extra = sorted(set(doc) - {"name", "path", *(["base_model_name"] if as_given else [])})
         if extra:
             raise ConfigError(f"{var}: {tok}: only name and path are read, not {', '.join(extra)}", (var,))
         return doc["name"].strip(), doc["path"].strip()
@@ -124,7 +126,7 @@ def tail_modules(extra: tuple[str, ...]) -> list[tuple[str, str]]:
             continue
         if taking:
             out.append(tok)
-    return [_module(tok, "-- --lora-modules") for tok in out]
+    return [_module(tok, "-- --lora-modules", as_given=True) for tok in out]
 
 
 def lora_assets(
