@@ -12,8 +12,9 @@ path that does not exist on disk with `AutoModelForCausalLM.from_pretrained(id)`
 into `./local-models/<id>` (worker/neuronx_distributed_model_loader.py:228-232, reached from :391-393),
 a full second copy of the weights; seed 000 reports that models with `tie_word_embeddings` (Qwen3-8B)
 fail there with "Cannot copy out of meta tensor". The draft is read with `load_pretrained_config` and
-`draft_model_path` (:293-301), and NxD Inference reads adapters from local directories only (its
-LoraServingConfig checks `os.path.exists` of each path).
+`draft_model_path` (:293-301), and NxD Inference reads adapters from local paths only (its
+LoraServingConfig refuses a path where `os.path.exists` fails: modules/lora_serving/config.py
+`_check_valid_path`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from neuronserve.plan.resolution import Resolution
 from neuronserve.types import AssetFetch, AssetSpec, Device, ModelSpec
 
 QUANTIZED_KEY = "quantized_checkpoints_path"
-# A quantized checkpoint given as one file (NxD Inference torch.load()s a file, reads a directory).
+# A quantized checkpoint named with one of these suffixes is one file (staged as such), else a directory.
 CHECKPOINT_FILES = (".pt", ".pth", ".bin", ".safetensors")
 # The fetch each ModelSpec source maps to (the SageMaker directory is a local directory).
 MODEL_FETCH: dict[str, AssetFetch] = {
