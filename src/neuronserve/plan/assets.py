@@ -158,11 +158,13 @@ def identity(assets: list[AssetSpec], facts: HostFacts) -> list[dict[str, Any]]:
     """What the cache key hashes for each asset besides the model (plan/cachekey.py): kind, name,
     source as given and revision; for a local one also what the host facts say of its content
     (config.json digest, sampled weights digest), since a path can hold new content. Never the local
-    path (it differs by work dir, not by content). The chat template is left out: vLLM's renderer
-    reads it, the compiled graph does not depend on it."""
+    path (it differs by work dir, not by content). Left out: the model (hashed apart), the draft (the
+    graph already holds the speculative config as given and a local draft's content, plan/neuron.py
+    `_graph`, so keys of launches with a draft stay what they were) and the chat template (vLLM's
+    renderer reads it; the compiled graph does not depend on it)."""
     out: list[dict[str, Any]] = []
     for a in assets:
-        if a.kind in ("model", "chat_template"):
+        if a.kind in ("model", "draft", "chat_template"):
             continue
         local = facts.paths.get(a.source) if a.fetch == "local" else None
         out.append(

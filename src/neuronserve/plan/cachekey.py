@@ -31,9 +31,9 @@ def key_inputs(
     """The exact document that is hashed (printed by tools that explain a cache miss).
 
     `assets`: the identity of everything else the engine reads from disk (plan/assets.py `identity`:
-    LoRA adapters, the draft, a quantized checkpoint; kind, name, source, revision and local content
-    digests). Hashed only when there is one, so the key of a launch without assets is the one it always
-    had and artifacts already in a cache are still found."""
+    LoRA adapters and a quantized checkpoint; kind, name, source, revision and local content digests;
+    the draft is in `graph`). Hashed only when there is one, so the key of a launch without them is
+    the one it always had and artifacts already in a cache are still found."""
     doc = {
         "schema": SCHEMA,
         # Model identity: where it comes from and its revision; for local dirs the config.json digest,

@@ -19,7 +19,7 @@ from tests.support.builders import (
 )
 
 from neuronserve.config.settings import parse_settings
-from neuronserve.plan.assets import local_candidates
+from neuronserve.plan.assets import identity, local_candidates
 from neuronserve.plan.cachekey import cache_key, key_inputs
 from neuronserve.plan.facts import ModelFacts
 
@@ -263,3 +263,13 @@ def test_a_launch_without_assets_keeps_its_key() -> None:
     doc = key_inputs(p.model, None, {}, {}, [{"kind": "lora"}])
     assert doc["assets"] == [{"kind": "lora"}]
     assert cache_key(p.model, None, {}, {}) != cache_key(p.model, None, {}, {}, [{"kind": "lora"}])
+
+
+def test_the_draft_and_the_template_add_no_asset_identity() -> None:
+    """The draft is in the compiled graph already (the speculative config and a local draft's content):
+    keys of launches with a draft stay what they were; the template is not compiled."""
+    env = {"SM_VLLM_SPECULATIVE_CONFIG": EAGLE % "/drafts/eagle", "SM_VLLM_CHAT_TEMPLATE": "/tpl/chat.jinja"}
+    p = asset_plan(env)
+    assert [a.kind for a in p.assets] == ["model", "draft", "chat_template"]
+    assert identity(list(p.assets), asset_facts()) == []
+    assert [d["kind"] for d in identity(list(asset_plan(LORA_ENV).assets), asset_facts())] == ["lora", "lora"]
