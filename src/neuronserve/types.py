@@ -140,6 +140,9 @@ class ServeOptions:
     min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
     sticky_sessions: bool = _SERVE["sticky_sessions"]
     session_ttl_s: float = _SERVE["session_ttl_s"]
+    # A replica restarted more than max_restarts times within restart_window_s ends the server.
+    max_restarts: int = _SERVE["max_restarts"]
+    restart_window_s: float = _SERVE["restart_window_s"]
 
 
 @dataclass(frozen=True)

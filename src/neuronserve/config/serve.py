@@ -29,6 +29,8 @@ _READ_ORDER = (
     "min_ready_replicas",
     "sticky_sessions",
     "session_ttl_s",
+    "max_restarts",
+    "restart_window_s",
 )
 
 
