@@ -23,7 +23,7 @@ except ImportError:  # run from a checkout without installing neuronserve
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from neuronserve.deploy import ecs
     from neuronserve.deploy.envfile import load_env
-from neuronserve.deploy.secrets import masked_json, masked_text, parse_secret_refs
+from neuronserve.deploy.secrets import masked_json, masked_text, parse_secret_refs, refuse_clear_secrets
 from neuronserve.errors import ConfigError, NeuronServeError
 
 
@@ -74,6 +74,7 @@ def render(args: argparse.Namespace) -> dict[str, object]:
     need("--image", "--instance-type")
     env = load_env(args.env_file, args.env)
     secrets = parse_secret_refs(args.secret)
+    refuse_clear_secrets(env, secrets)  # before the plan: its warnings are not worth printing then
     try:
         warnings = ecs.plan_check(env, args.instance_type)
     except ConfigError as err:

@@ -93,7 +93,7 @@ def refuse_clear_secrets(env: Mapping[str, str], references: Mapping[str, str]) 
         raise ConfigError(f"{', '.join(both)}: given both as --env and as --secret: keep only --secret")
     clear = clear_secrets(env)
     if clear:
-        first = clear[0]
+        first = "HF_TOKEN" if "HF_TOKEN" in clear else clear[0]
         raise ConfigError(
             f"{', '.join(clear)}: a secret value would be stored in plain text in the task definition's "
             f"environment; store it in Secrets Manager (or SSM Parameter Store) and pass "

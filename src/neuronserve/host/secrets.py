@@ -46,8 +46,9 @@ def check_arn(arn: str, name: str = ARN_VAR) -> str:
     """The region of a Secrets Manager secret ARN, or the ConfigError naming `name` and the shape."""
     m = SECRETS_MANAGER_ARN.fullmatch(arn)
     if m is None:
+        shown = repr(arn) if arn.startswith("arn:") else "(value not shown: it may be the secret itself)"
         raise ConfigError(
-            f"{name}={arn!r} is not a Secrets Manager secret ARN: expected "
+            f"{name}={shown} is not a Secrets Manager secret ARN: expected "
             "arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME (the secret's ARN from `aws secretsmanager "
             "describe-secret --secret-id NAME --query ARN`)",
             (name,),

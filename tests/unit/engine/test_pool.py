@@ -164,7 +164,10 @@ def test_too_many_deaths_in_the_window_are_fatal(tmp_path: object) -> None:
         fatal = pool.poll()  # the third death within 100 s: two restarts were allowed
         assert fatal is not None
         assert "replica 1's engine exited 3 times within 100 s" in fatal.message
-        assert "NEURONSERVE_MAX_RESTARTS=2" in fatal.message and "NEURONSERVE_RESTART_WINDOW_S=100" in fatal.message
+        assert (
+            "NEURONSERVE_MAX_RESTARTS=2" in fatal.message
+            and "NEURONSERVE_RESTART_WINDOW_S=100" in fatal.message
+        )
         assert victim.phase == RPhase.FAILED
     finally:
         pool.stop_all(grace_s=1)

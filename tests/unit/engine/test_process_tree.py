@@ -24,7 +24,8 @@ ENGINE = (
 FRONT = f"""
 import io, os, sys, time
 from neuronserve.engine import EngineProcess
-engine = EngineProcess((sys.executable, "-c", {ENGINE!r}), {{}}, sys.argv[1], dict(os.environ), out=io.StringIO())
+argv = (sys.executable, "-c", {ENGINE!r})
+engine = EngineProcess(argv, {{}}, sys.argv[1], dict(os.environ), out=io.StringIO())
 engine.start()
 print(engine.pid, flush=True)
 time.sleep(120)
@@ -83,7 +84,9 @@ def test_a_dead_engines_group_is_swept_when_its_exit_is_seen(tmp_path: Path) -> 
         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
         "sys.exit(3)\n"
     )
-    engine = EngineProcess((sys.executable, "-c", script), {}, str(tmp_path), dict(os.environ), out=io.StringIO())
+    engine = EngineProcess(
+        (sys.executable, "-c", script), {}, str(tmp_path), dict(os.environ), out=io.StringIO()
+    )
     engine.start()
     pid = engine.pid
     assert pid is not None
@@ -97,7 +100,11 @@ def test_a_dead_engines_group_is_swept_when_its_exit_is_seen(tmp_path: Path) -> 
 
 def test_an_orderly_stop_dismisses_the_watchdog(tmp_path: Path) -> None:
     engine = EngineProcess(
-        (sys.executable, "-c", "import time; time.sleep(60)"), {}, str(tmp_path), dict(os.environ), out=io.StringIO()
+        (sys.executable, "-c", "import time; time.sleep(60)"),
+        {},
+        str(tmp_path),
+        dict(os.environ),
+        out=io.StringIO(),
     )
     engine.start()
     watchdog = engine.watchdog_pid

@@ -32,7 +32,9 @@ def test_the_secret_is_the_token_or_a_json_object_holding_it(secret: str, token:
     assert token_from(secret, ARN) == token
 
 
-@pytest.mark.parametrize("secret", ["", "   ", json.dumps({"token": TOKEN}), "{not json", json.dumps({"HF_TOKEN": 1})])
+@pytest.mark.parametrize(
+    "secret", ["", "   ", json.dumps({"token": TOKEN}), "{not json", json.dumps({"HF_TOKEN": 1})]
+)
 def test_unusable_secrets_are_refused_without_echoing_them(secret: str) -> None:
     with pytest.raises(ConfigError, match="HF_TOKEN_SECRET_ARN") as err:
         token_from(secret, ARN)
