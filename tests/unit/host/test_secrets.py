@@ -161,3 +161,23 @@ def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
     missing = plain.rsplit(":", 1)[0] + ":no-such-secret-XyZ123"
     with pytest.raises(ConfigError, match="no secret " + missing):
         with_secrets({**base, "HF_TOKEN_SECRET_ARN": missing})
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("AWS_ACCESS_KEY_ID", True),
+        ("SM_VLLM_API_KEY", True),
+        ("DB_PASSWORD_FILE", True),
+        ("MY_SECRET", True),
+        ("HF_TOKEN_SECRET_ARN", False),  # a reference: shown, so a dry run says which secret is used
+        ("SM_VLLM_MAX_NUM_BATCHED_TOKENS", False),
+        ("SM_NEURON_TOKEN_GENERATION_BUCKETS", False),
+    ],
+)
+def test_one_rule_names_the_secrets(name: str, secret: bool) -> None:
+    from neuronserve.redact import is_secret_name
+
+    assert is_secret_name(name) is secret
