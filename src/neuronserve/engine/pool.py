@@ -205,8 +205,12 @@ class ReplicaPool:
                 r.restarts += 1
                 try:
                     self._start(r)
-                except Exception as err:  # cannot even exec: try again later
-                    self._schedule(r, now, f"restart failed: {err}")
+                except Exception as err:  # cannot even exec: try again later, within the limit
+                    why = f"restart failed: {err}"
+                    fatal = self._crash_loop(r, why, now, [], None)
+                    if fatal is not None:
+                        return fatal
+                    self._schedule(r, now, why)
         if not self.server_ready:
             alive = sum(1 for r in self.replicas if r.phase not in (RPhase.FAILED, RPhase.STOPPED))
             if alive < self.min_ready():
@@ -231,7 +235,7 @@ class ReplicaPool:
             what = "the engine" if len(self.replicas) == 1 else f"replica {r.index}'s engine"
             extra = "" if len(self.replicas) == 1 else " and no other replica is READY"
             return Fatal(f"{what} exited with code {rc}{extra}", lines, rc)
-        fatal = self._crash_loop(r, rc, now, lines)
+        fatal = self._crash_loop(r, f"engine exited with code {rc}", now, lines, rc)
         if fatal is not None:
             return fatal
         log.warning(
@@ -243,8 +247,8 @@ class ReplicaPool:
         self._schedule(r, now, f"engine exited with code {rc}")
         return None
 
-    def _crash_loop(self, r: Replica, rc: int, now: float, lines: list[str]) -> Fatal | None:
-        """Count this death in the window; a Fatal once the replica died more often than allowed."""
+    def _crash_loop(self, r: Replica, why: str, now: float, lines: list[str], rc: int | None) -> Fatal | None:
+        """Count this death (or failed restart) in the window; a Fatal once there were more than allowed."""
         if r.ready_since is not None and now - r.ready_since >= HEALTHY_RESET_S:
             r.streak = 0  # it served a good while: not a crash loop, the backoff starts over
         r.ready_since = None
@@ -253,9 +257,9 @@ class ReplicaPool:
         if len(r.deaths) <= allowed:
             return None
         r.phase = RPhase.FAILED
-        r.detail = f"engine exited with code {rc}, {len(r.deaths)} times in {window:g} s"
+        r.detail = f"{why}; {len(r.deaths)} failures in {window:g} s"
         return Fatal(
-            f"replica {r.index}'s engine exited {len(r.deaths)} times within {window:g} s (last code {rc}); "
+            f"replica {r.index}'s engine failed {len(r.deaths)} times within {window:g} s (last: {why}); "
             f"NEURONSERVE_MAX_RESTARTS={allowed} restarts are allowed within "
             f"NEURONSERVE_RESTART_WINDOW_S={window:g}: giving up instead of restarting it forever "
             "(its last lines follow; raise the limits only if the deaths are expected)",

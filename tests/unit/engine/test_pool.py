@@ -163,7 +163,10 @@ def test_too_many_deaths_in_the_window_are_fatal(tmp_path: object) -> None:
         _kill(victim)
         fatal = pool.poll()  # the third death within 100 s: two restarts were allowed
         assert fatal is not None
-        assert "replica 1's engine exited 3 times within 100 s" in fatal.message
+        assert (
+            "replica 1's engine failed 3 times within 100 s (last: engine exited with code -9)"
+            in fatal.message
+        )
         assert (
             "NEURONSERVE_MAX_RESTARTS=2" in fatal.message
             and "NEURONSERVE_RESTART_WINDOW_S=100" in fatal.message
@@ -193,5 +196,24 @@ def test_no_restarts_allowed_makes_the_first_death_fatal(tmp_path: object) -> No
         _kill(pool.replicas[0])
         fatal = pool.poll()
         assert fatal is not None and "NEURONSERVE_MAX_RESTARTS=0" in fatal.message
+    finally:
+        pool.stop_all(grace_s=1)
+
+
+def test_failed_restarts_count_against_the_limit(tmp_path: object) -> None:
+    """A replica whose engine cannot even be started again is not retried forever either."""
+    pool = _serving_pool(tmp_path, max_restarts=2)
+    clock = pool.clock
+    assert isinstance(clock, Clock)
+    try:
+        victim = pool.replicas[1]
+        _kill(victim)
+        assert pool.poll() is None
+        victim.spec = replace(victim.spec, argv=("/nonexistent/engine",))  # exec fails from now on
+        clock.now = victim.retry_at
+        assert pool.poll() is None and victim.phase == RPhase.RESTARTING  # 2 failures: allowed
+        clock.now = victim.retry_at
+        fatal = pool.poll()
+        assert fatal is not None and "failed 3 times" in fatal.message and "restart failed" in fatal.message
     finally:
         pool.stop_all(grace_s=1)
