@@ -14,6 +14,7 @@
 #      the vllm-neuron commit recorded by the build equals VLLM_NEURON_COMMIT (a loud warning if unpinned);
 #   2. `ldd` on every shared object under the venv reports nothing "not found";
 #   3. g++ and libpython are there for the compile path; `neuron-ls` and `neuronx-cc --version` run;
+#   3b. tini, the ENTRYPOINT's init, runs (`/usr/bin/tini --version`);
 #   4. `neuronserve plan --json` on a sample configuration exits 0;
 #   5. the entrypoint answers /ping 503 STAGING within SMOKE_PING_LIMIT_S (default 1 s) of its start, with
 #      an S3 model whose endpoint is a closed port on 127.0.0.1.
@@ -202,6 +203,13 @@ PY
   fi
 else
   skip "g++/libpython, neuronx-cc --version and neuron-ls (Neuron image only)"
+fi
+
+# ---- 3b. the init the ENTRYPOINT starts first ----------------------------------------------------
+if tini_version=$(/usr/bin/tini --version 2>&1); then
+  say "ok   $tini_version (the ENTRYPOINT's init)"
+else
+  fail "/usr/bin/tini --version: $tini_version"
 fi
 
 # ---- 4 and 5. the plan, and /ping while staging from an unreachable S3 ---------------------------

@@ -13,7 +13,6 @@ start is refused here (exit 2). See docs/DEPLOY.md, "ECS".
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ except ImportError:  # run from a checkout without installing neuronserve
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from neuronserve.deploy import ecs
     from neuronserve.deploy.envfile import load_env
+from neuronserve.deploy.secrets import masked_json, masked_text, parse_secret_refs, refuse_clear_secrets
 from neuronserve.errors import ConfigError, NeuronServeError
 
 
@@ -34,6 +34,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--instance-type", help="EC2 type, e.g. inf2.xlarge (task)")
     p.add_argument("--env-file")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=ARN",
+        help="a secret variable (HF_TOKEN, *_TOKEN, *_KEY, *_SECRET) from a Secrets Manager or SSM "
+        "parameter ARN: a task definition `secrets` entry; a secret value in --env is refused",
+    )
     p.add_argument("--family", default="neuronserve")
     p.add_argument("--region", default="us-east-1")
     p.add_argument("--log-group", default="/ecs/neuronserve")
@@ -65,8 +73,14 @@ def render(args: argparse.Namespace) -> dict[str, object]:
         )
     need("--image", "--instance-type")
     env = load_env(args.env_file, args.env)
-    for warning in ecs.plan_check(env, args.instance_type):
-        print(f"render: plan warning: {warning}", file=sys.stderr)
+    secrets = parse_secret_refs(args.secret)
+    refuse_clear_secrets(env, secrets)  # before the plan: its warnings are not worth printing then
+    try:
+        warnings = ecs.plan_check(env, args.instance_type)
+    except ConfigError as err:
+        raise ConfigError(masked_text(str(err), env), err.variables) from None
+    for warning in warnings:
+        print(f"render: plan warning: {masked_text(warning, env)}", file=sys.stderr)
     if not args.create_log_group:
         print(
             f"render: create the log group once: aws logs create-log-group --log-group-name {args.log_group} "
@@ -83,6 +97,7 @@ def render(args: argparse.Namespace) -> dict[str, object]:
         execution_role_arn=args.execution_role_arn,
         task_role_arn=args.task_role_arn,
         create_log_group=args.create_log_group,
+        secrets=secrets,
     )
 
 
@@ -93,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     except NeuronServeError as err:
         print(f"render: error: {err}", file=sys.stderr)
         return err.exit_code
-    print(json.dumps(doc, indent=2))
+    # No secret value reaches a task definition (refused above); masked all the same, by the one rule.
+    print(masked_json(doc, {}))
     return 0
 
 

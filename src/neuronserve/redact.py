@@ -14,16 +14,22 @@ MASK = "***"
 # AWS_SECRET_ACCESS_KEY, SM_VLLM_API_KEY, ..._PASSWORD), or before _ID (AWS_ACCESS_KEY_ID), or SECRET
 # anywhere. Whole words only: SM_NEURON_TOKEN_GENERATION_BUCKETS and SM_VLLM_MAX_NUM_BATCHED_TOKENS
 # are settings, and masking their values would also blank every equal number in the text.
+# PASSWORD/PASSWD and SECRET are secret anywhere as a word (DB_PASSWORD_FILE). A name ending in _ARN
+# holds a reference to a secret (HF_TOKEN_SECRET_ARN), which is not itself secret: it stays readable.
 _SECRET_NAME = re.compile(
-    r"(^|_)(TOKEN|PASSWORD|PASSWD|CREDENTIALS?|KEY|APIKEY)(_ID)?$|(^|_)SECRET(_|$)", re.I
+    r"(^|_)(TOKEN|CREDENTIALS?|KEY|APIKEY)(_ID)?$|(^|_)(SECRET|PASSWORD|PASSWD)(_|$)", re.I
 )
+_REFERENCE_NAME = re.compile(r"_ARN$", re.I)
 # Flags: whole words only, so --tokenizer or --max-num-batched-tokens stay readable.
 _SECRET_FLAG_WORD = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY)($|_)", re.I)
 _SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--ssl-keyfile-password"})
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name.replace("-", "_")))
+    """Whether a variable's value is secret: the one rule for plan output, logs, deploy dry runs and
+    the ECS task definition's `secrets`."""
+    name = name.replace("-", "_")
+    return bool(_SECRET_NAME.search(name)) and not _REFERENCE_NAME.search(name)
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -147,6 +147,9 @@ class ServeOptions:
     metrics_cache_s: float = _SERVE["metrics_cache_s"]
     max_sessions: int = _SERVE["max_sessions"]
     allow_prompt_embeds: bool = _SERVE["allow_prompt_embeds"]
+    # A replica restarted more than max_restarts times within restart_window_s ends the server.
+    max_restarts: int = _SERVE["max_restarts"]
+    restart_window_s: float = _SERVE["restart_window_s"]
 
 
 @dataclass(frozen=True)

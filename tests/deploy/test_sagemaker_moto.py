@@ -182,3 +182,30 @@ def test_patches_do_not_outlive_their_test() -> None:
     config = object.__new__(models.FakeEndpointConfig)
     with pytest.raises(Exception, match="instanceType"):
         config.validate_instance_type("ml.inf2.xlarge")
+
+
+def test_token_by_secret_arn_end_to_end(aws: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """deploy --hf-token-secret-arn: the model's Environment (read back from moto) holds the ARN and no
+    token; the container's start path resolves that Environment into HF_TOKEN from the same moto."""
+    import boto3
+
+    from neuronserve.host.secrets import with_secrets
+
+    token = "hf_moto_end_to_end_token_0123456789"
+    secrets = boto3.client("secretsmanager", region_name="us-east-1", endpoint_url=aws)
+    arn = secrets.create_secret(Name="ns-hf-token", SecretString=token)["ARN"]
+    code = run(
+        "deploy", "--name", "ns-secret", "--image", IMAGE, "--role", ROLE,
+        "--instance-type", "ml.inf2.xlarge", "--model-data", "s3://models/tinyllama/",
+        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", "--hf-token-secret-arn", arn,
+    )  # fmt: skip
+    streams = capsys.readouterr()
+    assert code == 0, streams.err
+    assert token not in streams.out + streams.err and "warning" not in streams.err
+    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=aws)
+    env = sm.describe_model(ModelName="ns-secret-model")["PrimaryContainer"]["Environment"]
+    assert env["HF_TOKEN_SECRET_ARN"] == arn and "HF_TOKEN" not in env
+    assert token not in json.dumps(env)
+    container = {**env, "AWS_ENDPOINT_URL_SECRETS_MANAGER": aws, "AWS_ACCESS_KEY_ID": "testing",
+                 "AWS_SECRET_ACCESS_KEY": "testing"}  # fmt: skip
+    assert with_secrets(container)["HF_TOKEN"] == token

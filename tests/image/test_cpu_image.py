@@ -72,7 +72,7 @@ def _inspect(engine: str, image: str) -> dict[str, Any]:
 
 def test_image_metadata(engine: str, cpu_image: str) -> None:
     config = _inspect(engine, cpu_image)
-    assert config["Entrypoint"] == ["serve"]
+    assert config["Entrypoint"] == ["/usr/bin/tini", "-s", "--", "serve"]
     assert "8080/tcp" in config["ExposedPorts"]
     assert config["Labels"]["com.amazonaws.sagemaker.capabilities.accept-bind-to-port"] == "true"
     assert config["User"] == "1000:1000"

@@ -139,7 +139,10 @@ def test_runtime_contract(kind: str) -> None:
     for inst in stage:
         by_name.setdefault(str(inst["instruction"]), []).append(str(inst["value"]))
     entry = by_name["ENTRYPOINT"][-1]
-    assert json.loads(entry) == ["serve"], "ENTRYPOINT must be exec form so PID 1 gets SIGTERM"
+    # Exec form, so PID 1 gets SIGTERM; PID 1 is tini (it reaps orphans and forwards the signal to serve).
+    assert json.loads(entry) == ["/usr/bin/tini", "-s", "--", "serve"], "ENTRYPOINT: tini, then serve"
+    runs = " ".join(v for v in by_name["RUN"] if "apt-get install" in v)
+    assert re.search(r"--no-install-recommends[^&]*\btini\b", runs), "tini installed in the final stage"
     assert "8080" in by_name["EXPOSE"][-1].split()
     health = by_name["HEALTHCHECK"][-1]
     assert "/ping" in health and "CMD" in health

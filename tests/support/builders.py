@@ -263,3 +263,35 @@ def resolution(
         speculation=Speculation.parse(spec),
         warnings=warnings if warnings is not None else [],
     )
+
+
+# --- assets: adapters, a draft, a checkpoint and a template on the /m Llama host ----------------------------
+
+# Local things the asset tests name: an adapter directory (with its sampled weights digest), an EAGLE
+# draft, a quantized checkpoint directory and a chat template file.
+ASSET_PATHS = {
+    "/adapters/b": ModelFacts("dir", None, None, weights_digest="wb"),
+    "/drafts/eagle": ModelFacts("dir", LLAMA, "e" * 64, True, weights_digest="we"),
+    "/ckpt/q": ModelFacts("dir", None, None, weights_digest="wq"),
+    "/tpl/chat.jinja": ModelFacts("file"),
+    "/tpl/model.tar.gz": ModelFacts("file"),
+}
+# Two adapters, one on S3 and one local (the multi-LoRA environment most LoRA tests start from).
+LORA_ENV = {"SM_VLLM_ENABLE_LORA": "true", "SM_VLLM_LORA_MODULES": "a=s3://bkt/a/ b=/adapters/b"}
+
+
+def asset_facts(**kw: Any) -> HostFacts:
+    """llama_facts() with the ASSET_PATHS (more or other paths: `paths=`)."""
+    return llama_facts(paths={**ASSET_PATHS, **kw.pop("paths", {})}, **kw)
+
+
+def asset_plan(env: Mapping[str, str], f: HostFacts | None = None, device: str | None = None) -> LaunchPlan:
+    """plan() of LLAMA_ENV updated with `env` on asset_facts() (Neuron unless `device`)."""
+    return plan({**LLAMA_ENV, **env}, f or asset_facts(), device=device)
+
+
+def asset_refusal(
+    env: Mapping[str, str], f: HostFacts | None = None, device: str | None = None
+) -> ConfigError:
+    """asset_plan()'s refusal."""
+    return refusal({**LLAMA_ENV, **env}, f or asset_facts(), device=device)

@@ -84,6 +84,25 @@ CONFIGS: list[dict[str, str]] = [
         "NEURON_LOGICAL_NC_CONFIG": "2",
         "SM_VLLM_CHAT_TEMPLATE": "{% for m in messages %}{{ m['content'] }}\n{% endfor %}",
     },
+    {
+        "SM_VLLM_MODEL": "/m",
+        "SM_VLLM_ENABLE_LORA": "true",
+        "SM_VLLM_LORA_MODULES": "a=s3://b/a/ c=s3://b/c.tar.gz",
+        "SM_VLLM_MAX_LORAS": "1",
+        "SM_VLLM_MAX_CPU_LORAS": "2",
+        "SM_VLLM_MAX_LORA_RANK": "32",
+        "SM_VLLM_CHAT_TEMPLATE": "s3://b/t/chat.jinja",
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+    },
+    {
+        "OPTION_MODEL_ID": "org/model",
+        "OPTION_ENABLE_LORA": "true",
+        "OPTION_MAX_LORA_RANK": "16",
+        "SM_VLLM_LORA_MODULES": '[{"name": "x", "path": "s3://b/x/"}, "y=s3://b/y/"]',
+        "OPTION_N_POSITIONS": "512",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "s3://b/draft/", '
+        '"num_speculative_tokens": 3}',
+    },
 ]
 
 # Options that exist in the image's vLLM 0.11.0 but not in the test engine's newer vLLM: checked

@@ -16,6 +16,7 @@ from typing import Any
 from neuronserve import logsetup
 from neuronserve.errors import EngineError
 from neuronserve.host.resolve import resolve_plan
+from neuronserve.host.secrets import with_secrets
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
 from neuronserve.types import LaunchPlan
 
@@ -55,6 +56,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     logsetup.setup(logsetup.parse_format(environ))
+    # HF_TOKEN_SECRET_ARN -> HF_TOKEN, before the plan: staging and the engine inherit the mapping.
+    environ = with_secrets(environ)
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
     log = logging.getLogger("neuronserve.serve")
     log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))

@@ -243,6 +243,33 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         "serve.engine_nice",
     ),
     Var(
+        "NEURONSERVE_MAX_RESTARTS",
+        "",
+        5,
+        NS,
+        "Restarts of one data-parallel replica allowed within NEURONSERVE_RESTART_WINDOW_S; one more "
+        "death there exits the server (0 = never restart)",
+        p.whole_number,
+        "serve.max_restarts",
+    ),
+    Var(
+        "NEURONSERVE_RESTART_WINDOW_S",
+        "",
+        600.0,
+        NS,
+        "Window in seconds over which NEURONSERVE_MAX_RESTARTS counts a replica's deaths",
+        p.seconds_above_zero,
+        "serve.restart_window_s",
+    ),
+    Var(
+        "HF_TOKEN_SECRET_ARN",
+        "",
+        None,
+        NS,
+        'Secrets Manager ARN whose secret (the token, or JSON {"HF_TOKEN": ...}) `serve` reads into '
+        "HF_TOKEN at start (host/secrets.py); the role needs secretsmanager:GetSecretValue on it",
+    ),
+    Var(
         "NEURONSERVE_LOG_FORMAT",
         "",
         "text",

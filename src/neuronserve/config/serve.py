@@ -34,6 +34,8 @@ _READ_ORDER = (
     "metrics_cache_s",
     "max_sessions",
     "allow_prompt_embeds",
+    "max_restarts",
+    "restart_window_s",
 )
 
 

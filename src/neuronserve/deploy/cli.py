@@ -59,7 +59,22 @@ def _spec(args: argparse.Namespace) -> Any:
         async_output_s3=args.async_output,
         async_failure_s3=args.async_failure,
         async_max_concurrent=args.async_max_concurrent,
+        hf_token_secret_arn=args.hf_token_secret_arn,
     )
+
+
+def _clear_secret_warning(action: str, spec: Any) -> None:
+    """Secrets given in clear end up in the Model's Environment, readable by sagemaker:DescribeModel."""
+    from neuronserve.deploy.secrets import clear_secrets
+
+    names = clear_secrets(spec.env)
+    if names:
+        print(
+            f"{action}: warning: {', '.join(names)} would be stored in plain text in the model's "
+            "Environment (anyone with sagemaker:DescribeModel reads it): store the Hugging Face token in "
+            "Secrets Manager and pass --hf-token-secret-arn ARN instead (docs/DEPLOY.md, 'Secrets')",
+            file=sys.stderr,
+        )
 
 
 def _driver_note() -> None:
@@ -74,17 +89,19 @@ def _driver_note() -> None:
 
 def _deploy(args: argparse.Namespace) -> int:
     from neuronserve.deploy.endpoint import deploy
+    from neuronserve.deploy.secrets import masked_json
     from neuronserve.deploy.spec import config_request, model_request, validate
 
     spec = _spec(args)
     tp = validate(spec)
+    _clear_secret_warning("deploy", spec)
     print(
         f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})",
         file=sys.stderr,
     )
     _driver_note()
     if args.dry_run:
-        print(json.dumps({"model": model_request(spec), "config": config_request(spec)}, indent=2))
+        print(masked_json({"model": model_request(spec), "config": config_request(spec)}, spec.env))
         return 0
     session = _session(args)
     deploy(spec, session=session, region=session.region_name, wait=args.wait, poll_s=args.poll_seconds)
@@ -94,10 +111,12 @@ def _deploy(args: argparse.Namespace) -> int:
 
 def _update(args: argparse.Namespace) -> int:
     from neuronserve.deploy.rollout import Rollout, update, update_request
+    from neuronserve.deploy.secrets import masked_json
     from neuronserve.deploy.spec import validate
 
     spec = _spec(args)
     validate(spec)
+    _clear_secret_warning("update", spec)
     rollout = Rollout(
         traffic=args.traffic,
         canary_percent=args.canary_percent,
@@ -106,7 +125,7 @@ def _update(args: argparse.Namespace) -> int:
         alarms=tuple(args.alarm),
     )
     if args.dry_run:
-        print(json.dumps(update_request(spec, rollout), indent=2))
+        print(masked_json(update_request(spec, rollout), spec.env))
         return 0
     session = _session(args)
     result = update(
@@ -181,6 +200,12 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-data", help="s3://bucket/prefix/ (uncompressed, ends with '/')")
     parser.add_argument("--env-file", help="KEY=VALUE file (samples in sagemaker/envs/)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="over the file")
+    parser.add_argument(
+        "--hf-token-secret-arn",
+        metavar="ARN",
+        help="Secrets Manager secret holding HF_TOKEN: the container reads it at start (the execution "
+        "role needs secretsmanager:GetSecretValue on it); keeps the token out of the model's Environment",
+    )
     parser.add_argument("--instance-count", type=int, default=1)
     parser.add_argument("--startup-timeout", type=int, default=3600, help="health-check timeout, s")
     parser.add_argument("--download-timeout", type=int, default=3600, help="model download timeout, s")

@@ -11,6 +11,8 @@ here instead, before anything is registered. Shapes: botocore ecs/2014-11-13/ser
 
 IAM: `executionRoleArn` is the role the ECS agent uses to pull from ECR and write the awslogs stream;
 `taskRoleArn` is the role the container's own calls use (the S3 model and NEURONSERVE_CACHE_URI).
+Secrets (HF_TOKEN, any *_TOKEN / *_KEY / *_SECRET) come as `secrets` entries whose `valueFrom` is an
+ARN, fetched by the agent with the execution role (secretsmanager:GetSecretValue / ssm:GetParameters).
 Without them both fall back to the container instance role. The log group is created once by the
 command the renderer prints (`aws logs create-log-group`), not by `awslogs-create-group`, which would
 need `logs:CreateLogGroup` at every task start and is missing from the default instance role
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.deploy.secrets import refuse_clear_secrets
 from neuronserve.errors import ConfigError
 
 CHIPS = {
@@ -94,8 +97,14 @@ def task_definition(
     execution_role_arn: str | None = None,
     task_role_arn: str | None = None,
     create_log_group: bool = False,
+    secrets: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """RegisterTaskDefinition's input. `secrets` maps variable names to Secrets Manager / SSM parameter
+    ARNs: the ECS agent resolves them at task start (`secrets[].valueFrom`, with the execution role), so
+    no secret value is stored in the task definition; a secret value in `env` is refused."""
     check_instance(instance_type)
+    secrets = dict(secrets or {})
+    refuse_clear_secrets(env, secrets)
     devices = [
         {"hostPath": f"/dev/neuron{i}", "containerPath": f"/dev/neuron{i}", "permissions": ["read", "write"]}
         for i in range(CHIPS[instance_type])
@@ -129,6 +138,7 @@ def task_definition(
                 "memoryReservation": MEMORY_MIB[instance_type],
                 "portMappings": [{"containerPort": 8080, "hostPort": 8080, "protocol": "tcp"}],
                 "environment": environment,
+                **_secrets_entry(secrets),
                 "linuxParameters": {
                     "devices": devices,
                     "capabilities": {"add": ["IPC_LOCK"]},
@@ -153,6 +163,13 @@ def task_definition(
             }
         ],
     }
+
+
+def _secrets_entry(secrets: Mapping[str, str]) -> dict[str, Any]:
+    """ContainerDefinition `secrets` (RegisterTaskDefinition's `Secret`: name, valueFrom), or nothing."""
+    if not secrets:
+        return {}
+    return {"secrets": [{"name": k, "valueFrom": v} for k, v in sorted(secrets.items())]}
 
 
 def service_request(

@@ -27,7 +27,11 @@ def parse_env_lines(lines: Iterable[str], source: str) -> dict[str, str]:
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not _KEY.fullmatch(key):
-            raise ConfigError(f"{source}:{number}: expected KEY=VALUE, got {raw.strip()!r}")
+            # The line is not echoed: it may be a secret typed without its `NAME=`.
+            raise ConfigError(
+                f"{source}:{number}: expected KEY=VALUE (KEY: letters, digits and '_', not starting "
+                "with a digit); the line is not shown, it may hold a secret"
+            )
         env[key] = value
     return env
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from neuronserve.deploy.instances import check_tensor_parallel
 from neuronserve.errors import ConfigError
+from neuronserve.host.secrets import ARN_VAR, TOKEN_VAR, check_arn
 
 # A first start may compile for a long time; SageMaker's ceiling for both is 3600 s.
 DEFAULT_STARTUP_TIMEOUT_S = 3600
@@ -78,6 +79,8 @@ class DeploySpec:
     async_output_s3: str | None = None
     async_failure_s3: str | None = None
     async_max_concurrent: int | None = None
+    # A Secrets Manager ARN the container reads HF_TOKEN from at start (Environment HF_TOKEN_SECRET_ARN).
+    hf_token_secret_arn: str | None = None
     # None: the base names `NAME-model` / `NAME-config`; `update` sets a content hash (`revision_of`).
     revision: str | None = None
 
@@ -123,6 +126,7 @@ def validate(spec: DeploySpec) -> int:
         _check_isolation,
         _check_tags,
         _check_async,
+        _check_secrets,
     ):
         check(spec)
     return check_tensor_parallel(spec.env, spec.instance_type)
@@ -229,13 +233,38 @@ def _check_async(spec: DeploySpec) -> None:
         raise ConfigError(f"--async-max-concurrent {spec.async_max_concurrent}: SageMaker accepts 1 to 1000")
 
 
+def _check_secrets(spec: DeploySpec) -> None:
+    """The token reference: a Secrets Manager ARN, not beside a clear HF_TOKEN, reachable."""
+    arn = spec.hf_token_secret_arn
+    in_env = spec.env.get(ARN_VAR)
+    if arn is not None:
+        check_arn(arn, "--hf-token-secret-arn")
+        if in_env and in_env != arn:
+            raise ConfigError(f"--hf-token-secret-arn and {ARN_VAR} in the environment differ: keep one")
+    elif in_env:
+        check_arn(in_env)
+    if (arn or in_env) and spec.env.get(TOKEN_VAR):
+        raise ConfigError(
+            f"{TOKEN_VAR} in the environment and a token secret ARN: drop {TOKEN_VAR} "
+            "(the container reads it from the secret)"
+        )
+    if (arn or in_env) and spec.network_isolation:
+        raise ConfigError(
+            "--network-isolation with a token secret ARN: an isolated container cannot reach Secrets "
+            "Manager; with --model-data the model needs no token (drop the ARN), or drop the isolation"
+        )
+
+
 def tag_list(spec: DeploySpec) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in sorted(spec.tags.items())]
 
 
 def container_request(spec: DeploySpec) -> dict[str, Any]:
     """The ContainerDefinition as SageMaker's API spells it (what the tests compare with describe_model)."""
-    container: dict[str, Any] = {"Image": spec.image_uri, "Environment": dict(spec.env)}
+    env = dict(spec.env)
+    if spec.hf_token_secret_arn:
+        env[ARN_VAR] = spec.hf_token_secret_arn
+    container: dict[str, Any] = {"Image": spec.image_uri, "Environment": env}
     if spec.model_data_s3 is not None:
         container["ModelDataSource"] = {
             "S3DataSource": {"S3Uri": spec.model_data_s3, "S3DataType": "S3Prefix", "CompressionType": "None"}

@@ -2,9 +2,15 @@
 
 Why restart instead of exiting: with several replicas one engine death should cost capacity, not the
 endpoint. A replica that dies after the server was READY is restarted on the same cores after a backoff
-(1 s, doubling, at most 30 s) while the others serve; the server gives up (exit non-zero) only when no
+(1 s, doubling, at most 30 s) while the others serve; the server gives up (exit non-zero) when no
 replica can serve. A replica that dies before it was ever READY is not restarted: that is almost always
 a configuration or memory problem that would repeat, and the start must fail fast with its log.
+
+Restarts are bounded: a replica that served for HEALTHY_RESET_S before it died starts its backoff
+again at 1 s (one crash a day must not wait 30 s forever after), and a replica that died more than
+NEURONSERVE_MAX_RESTARTS times within NEURONSERVE_RESTART_WINDOW_S ends the server with its last log
+lines: an engine that keeps crashing is broken (a bad request pattern, failing memory, a device
+fault), and a replaced instance serves better than one replica flapping forever.
 
 Compile once: on a Neuron cache miss only replica 0 starts; it compiles into the shared artifact
 directory and the others start after it is READY and the artifacts are marked complete, loading them
@@ -28,6 +34,8 @@ log = logging.getLogger("neuronserve.engine")
 
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
+# READY this long before a death: the death is not part of a crash loop, the backoff starts over.
+HEALTHY_RESET_S = 300.0
 
 
 class RPhase(enum.StrEnum):
@@ -49,6 +57,9 @@ class Replica:
     routed: int = 0  # requests routed here since start (the front's per-replica count)
     restarts: int = 0
     ever_ready: bool = False
+    streak: int = 0  # deaths since the replica last served HEALTHY_RESET_S: the backoff's exponent
+    ready_since: float | None = None  # clock time of the last READY
+    deaths: list[float] = field(default_factory=list)  # clock times of deaths after READY, in the window
     retry_at: float = 0.0
     detail: str = ""
     proc: EngineProcess | None = field(default=None, repr=False)
@@ -177,6 +188,7 @@ class ReplicaPool:
     def mark_ready(self, r: Replica) -> None:
         if r.phase == RPhase.LOADING:
             r.phase, r.healthy, r.ever_ready, r.detail = RPhase.READY, True, True, ""
+            r.ready_since = self.clock()
             log.info("replica %d READY (%d of %d)", r.index, self.ready_count(), len(self.replicas))
 
     def poll(self) -> Fatal | None:
@@ -193,8 +205,12 @@ class ReplicaPool:
                 r.restarts += 1
                 try:
                     self._start(r)
-                except Exception as err:  # cannot even exec: try again later
-                    self._schedule(r, now, f"restart failed: {err}")
+                except Exception as err:  # cannot even exec: try again later, within the limit
+                    why = f"restart failed: {err}"
+                    fatal = self._crash_loop(r, why, now, [], None)
+                    if fatal is not None:
+                        return fatal
+                    self._schedule(r, now, why)
         if not self.server_ready:
             alive = sum(1 for r in self.replicas if r.phase not in (RPhase.FAILED, RPhase.STOPPED))
             if alive < self.min_ready():
@@ -219,6 +235,9 @@ class ReplicaPool:
             what = "the engine" if len(self.replicas) == 1 else f"replica {r.index}'s engine"
             extra = "" if len(self.replicas) == 1 else " and no other replica is READY"
             return Fatal(f"{what} exited with code {rc}{extra}", lines, rc)
+        fatal = self._crash_loop(r, f"engine exited with code {rc}", now, lines, rc)
+        if fatal is not None:
+            return fatal
         log.warning(
             "replica %d: engine exited with code %d; the other replicas serve; its last lines:\n%s",
             r.index,
@@ -228,8 +247,29 @@ class ReplicaPool:
         self._schedule(r, now, f"engine exited with code {rc}")
         return None
 
+    def _crash_loop(self, r: Replica, why: str, now: float, lines: list[str], rc: int | None) -> Fatal | None:
+        """Count this death (or failed restart) in the window; a Fatal once there were more than allowed."""
+        if r.ready_since is not None and now - r.ready_since >= HEALTHY_RESET_S:
+            r.streak = 0  # it served a good while: not a crash loop, the backoff starts over
+        r.ready_since = None
+        window, allowed = self.plan.serve.restart_window_s, self.plan.serve.max_restarts
+        r.deaths = [t for t in r.deaths if now - t < window] + [now]
+        if len(r.deaths) <= allowed:
+            return None
+        r.phase = RPhase.FAILED
+        r.detail = f"{why}; {len(r.deaths)} failures in {window:g} s"
+        return Fatal(
+            f"replica {r.index}'s engine failed {len(r.deaths)} times within {window:g} s (last: {why}); "
+            f"NEURONSERVE_MAX_RESTARTS={allowed} restarts are allowed within "
+            f"NEURONSERVE_RESTART_WINDOW_S={window:g}: giving up instead of restarting it forever "
+            "(its last lines follow; raise the limits only if the deaths are expected)",
+            lines,
+            rc,
+        )
+
     def _schedule(self, r: Replica, now: float, why: str) -> None:
-        delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**r.restarts)
+        delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**r.streak)
+        r.streak += 1
         r.phase, r.retry_at = RPhase.RESTARTING, now + delay
         r.detail = f"{why}; restart on cores {r.spec.cores or '-'} in {delay:.0f} s"
         log.warning("replica %d: %s", r.index, r.detail)

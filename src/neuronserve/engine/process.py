@@ -1,8 +1,21 @@
 """Supervise the engine process: start it in its own process group, stream its log, stop it cleanly.
 
 Why a process group: vLLM forks workers; SIGTERM/SIGKILL to the group reaches all of them, so a stop
-never leaves an orphan holding the device (or 3 GB of RAM on the CPU). The last log lines are kept in a
-ring buffer so that an engine death can be explained in one message when the server exits.
+never leaves an orphan holding the device (or 3 GB of RAM on the CPU). When the engine's main process
+exits on its own, the group is swept at once (`returncode`): its EngineCore and workers die with it.
+The last log lines are kept in a ring buffer so that an engine death can be explained in one message
+when the server exits.
+
+The engine dies with the front, even when the front is SIGKILLed (outside a container nothing else
+would stop it: inside one, the container's end does). A watchdog does it: a tiny process started beside
+each engine, in a session of its own, that blocks reading a pipe whose only writer is the front. The
+kernel closes that pipe whatever way the front dies; the watchdog then SIGKILLs the engine's whole
+process group. On an orderly stop the front writes one byte first and the watchdog exits quietly.
+Why not only a parent-death signal (prctl PR_SET_PDEATHSIG): it reaches only the engine's main process
+(vLLM's EngineCore and its workers, in the same group, would be orphaned and keep the device and the
+memory), it fires when the *thread* that forked exits rather than the process, and setting it needs a
+`preexec_fn`, which Python documents as unsafe in a process with threads (the front runs several).
+The watchdog costs one small Python process (about 10 MB) per engine.
 """
 
 from __future__ import annotations
@@ -23,6 +36,18 @@ from neuronserve.logsetup import engine_line
 from neuronserve.redact import redact_text, secret_values
 
 LOG_LINES_KEPT = 100
+# The watchdog (see the module docstring): EOF on stdin (the front is gone) kills the engine's group;
+# one byte (an orderly stop) ends it quietly. Only the standard library, `-S -E`: starts in ~20 ms.
+_WATCHDOG = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "if not os.read(0, 1):\n"
+    "    try:\n"
+    "        os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
 _QUIET = '"GET /health HTTP/1.1" 200'
 
 
@@ -51,6 +76,9 @@ class EngineProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._pump: threading.Thread | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._watchdog_fd: int | None = None  # the pipe's write end: held by the front alone
+        self._swept = False
 
     @property
     def pid(self) -> int | None:
@@ -71,8 +99,42 @@ class EngineProcess:
         except OSError as err:
             raise EngineError(f"cannot start the {self._label} ({self._argv[0]}): {err}") from err
         self._lower_priority(self._nice)
+        self._start_watchdog(self._proc.pid)
         self._pump = threading.Thread(target=self._pump_log, name=f"{self._label}-log", daemon=True)
         self._pump.start()
+
+    def _start_watchdog(self, pgid: int) -> None:
+        """The process that kills the engine's group when the front dies (module docstring)."""
+        read_fd, write_fd = os.pipe()  # not inheritable (PEP 446): no other child holds the write end
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-S", "-E", "-c", _WATCHDOG, str(pgid)],
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a terminal's Ctrl-C or a group signal must not reach it
+            )
+        except OSError:
+            os.close(write_fd)  # no watchdog: the engine still stops with an orderly stop
+        else:
+            self._watchdog_fd = write_fd
+        finally:
+            os.close(read_fd)
+
+    def _dismiss_watchdog(self) -> None:
+        """An orderly stop: the watchdog exits without killing (the group may be a new one by now)."""
+        fd, self._watchdog_fd = self._watchdog_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"q")
+            os.close(fd)
+        if self._watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._watchdog.wait(timeout=2.0)
+
+    @property
+    def watchdog_pid(self) -> int | None:
+        return self._watchdog.pid if self._watchdog is not None else None
 
     def _lower_priority(self, nice: int) -> None:
         """Run the engine below the front's priority (docs/RELIABILITY.md, "/ping under saturation").
@@ -106,8 +168,15 @@ class EngineProcess:
                 pass
 
     def returncode(self) -> int | None:
-        """None while running (cheap: a non-blocking waitpid)."""
-        return None if self._proc is None else self._proc.poll()
+        """None while running (cheap: a non-blocking waitpid). The first time the main process is
+        seen dead, its group is swept: workers it left behind die now, not at the next stop."""
+        if self._proc is None:
+            return None
+        rc = self._proc.poll()
+        if rc is not None and not self._swept:
+            self._swept = True
+            self._signal_group(signal.SIGKILL)
+        return rc
 
     def last_lines(self, n: int = 40) -> list[str]:
         if self._pump is not None:
@@ -126,10 +195,13 @@ class EngineProcess:
                 time.sleep(0.05)
         # Workers may outlive the main process: always sweep the group.
         self._signal_group(signal.SIGKILL)
+        self._swept = True
         try:
             return proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             return None
+        finally:
+            self._dismiss_watchdog()
 
     def _signal_group(self, sig: signal.Signals) -> None:
         assert self._proc is not None

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.host import facts as hostfacts
 from neuronserve.host import properties
+from neuronserve.plan import assets
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
 from neuronserve.types import LaunchPlan
@@ -35,7 +36,7 @@ def _local_candidates(settings: Settings) -> list[str]:
         cfg = None
     if isinstance(cfg, dict) and isinstance(cfg.get("model"), str):
         paths.append(cfg["model"])
-    return paths
+    return paths + assets.local_candidates(settings)
 
 
 def resolve_plan(

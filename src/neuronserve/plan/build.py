@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import cachekey, fit, guards, replicas, rules, support
+from neuronserve.plan import assets, cachekey, fit, guards, lora, replicas, support
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
@@ -199,32 +199,43 @@ def _refuse_extra_override(extra: tuple[str, ...]) -> None:
                 )
 
 
+def _model_argv(settings: Settings, facts: HostFacts, model: ModelSpec) -> list[str]:
+    """The engine command up to its listen address: the model it reads, its revision when the engine
+    fetches it, and the name it serves under (a staged hub model keeps its id as its name)."""
+    argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
+    if model.revision and model.local_path is None:
+        argv += ["--revision", model.revision]
+    served = settings.engine.get("served-model-name")
+    if served is not None and not served.origin.startswith("-- "):
+        argv += flag_tokens("served-model-name", served.value)
+    elif model.source == "hub" and model.local_path and served is None:
+        argv += ["--served-model-name", model.uri]
+    return [*argv, "--host", ENGINE_HOST, "--port", str(settings.engine_port)]
+
+
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     """The whole launch decision, computed from its two inputs only."""
     res = Resolution.of(settings)
     device = choose_device(settings, facts)
     work_dir = settings.work_dir
-    model = choose_model(settings, facts, work_dir, res)
+    model = assets.stage_hub_model(choose_model(settings, facts, work_dir, res), device, work_dir)
     guards.check_tool_calling(settings)
     model_facts: ModelFacts | None = facts.paths.get(model.uri) if model.local_path == model.uri else None
-    argv = [facts.python, "-m", facts.vllm_module, "--model", model.local_path or model.uri]
-    if model.revision:
-        argv += ["--revision", model.revision]
-    served = settings.engine.get("served-model-name")
-    if served is not None and not served.origin.startswith("-- "):
-        argv += flag_tokens("served-model-name", served.value)
-    argv += ["--host", ENGINE_HOST, "--port", str(settings.engine_port)]
+    staged, adapters = assets.plan_assets(settings, facts, model, device, res)
+    argv = _model_argv(settings, facts, model)
     if device == "neuron":
         _refuse_extra_override(settings.extra_args)
-        revision_var = settings.origin("revision", "SM_VLLM_REVISION")
-        rules.check_hub_revision(model.source, model.revision, revision_var)
+        res.override.update(staged.override)  # local paths of assets named by override keys
+        res.origins.update(staged.origins)
         engine = neuron_engine(settings, facts, model.uri, model_facts, res)
         instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, res)
         memory = estimate.as_json() if estimate else None
         instance_doc = instance.as_json() if instance else None
-        argv += engine.flags
-        argv += _user_flags(settings, CONSUMED, device, res)
-        key = cachekey.cache_key(model, model_facts, engine.graph, facts.versions)
+        argv += engine.flags + staged.flags
+        argv += _user_flags(settings, CONSUMED | staged.skip, device, res)
+        identity = assets.identity(staged.assets, facts)
+        graph = assets.keyed_graph(engine.graph, staged)
+        key = cachekey.cache_key(model, model_facts, graph, facts.versions, identity)
         artifacts = _artifacts(settings, work_dir, key)
         if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
             res.warn(
@@ -235,16 +246,19 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
         override, integration = engine.override, engine.integration
         slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
-        rendered = engine.flags
+        rendered = engine.flags + staged.flags
     else:
         _cpu_warnings(settings, res)
-        argv += _user_flags(settings, frozenset({"additional-config"}), device, res)
+        argv += staged.flags
+        argv += _user_flags(settings, frozenset({"additional-config"}) | staged.skip, device, res)
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, res)
-        rendered = []
+        rendered = staged.flags
+    if model.revision and model.local_path:
+        rendered = [*rendered, "--revision"]  # staged at that revision: the engine reads a directory
     argv += replicas.strip_dp_args(_engine_tail(settings.extra_args, rendered, res))
     specs = replicas.build(
         device,
@@ -272,5 +286,14 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         memory=memory,
         instance=instance_doc,
         replicas=specs,
-        request_support=support.request_support(device, integration, override),
+        assets=tuple(staged.assets),
+        files=staged.files,
+        request_support=lora.request_support(
+            support.request_support(device, integration, override),
+            adapters,
+            lora=settings.get("enable-lora") is True,
+            device=device,
+            integration=integration,
+            plugin_version=facts.versions.get("vllm-neuron"),
+        ),
     )

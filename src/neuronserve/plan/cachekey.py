@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuronserve.counts import positive
@@ -85,9 +85,15 @@ def key_inputs(
     model_facts: ModelFacts | None,
     graph: Mapping[str, Any],
     versions: Mapping[str, str | None],
+    assets: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The exact document that is hashed (printed by tools that explain a cache miss)."""
-    return {
+    """The exact document that is hashed (printed by tools that explain a cache miss).
+
+    `assets`: the identity of everything else the engine reads from disk (plan/assets.py `identity`:
+    LoRA adapters and a quantized checkpoint; kind, name, source, revision and local content digests;
+    the draft is in `graph`). Hashed only when there is one, so the key of a launch without them is
+    the one it always had and artifacts already in a cache are still found."""
+    doc = {
         "schema": SCHEMA,
         # Model identity: where it comes from and its revision; for local dirs the config.json digest,
         # because /opt/ml/model is the same path for every model, and the sampled weights digest
@@ -104,6 +110,9 @@ def key_inputs(
         "graph": dict(graph),
         "versions": {name: versions.get(name) for name in KEY_VERSIONS},
     }
+    if assets:
+        doc["assets"] = [dict(a) for a in assets]
+    return doc
 
 
 def cache_key(
@@ -111,6 +120,8 @@ def cache_key(
     model_facts: ModelFacts | None,
     graph: Mapping[str, Any],
     versions: Mapping[str, str | None],
+    assets: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    doc = json.dumps(key_inputs(model, model_facts, graph, versions), sort_keys=True, separators=(",", ":"))
+    inputs = key_inputs(model, model_facts, graph, versions, assets)
+    doc = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(doc.encode("utf-8")).hexdigest()[:32]

@@ -148,20 +148,25 @@ def check_chunked_config(seqs: int, res: Resolution) -> None:
 
 
 LORA_KEYS = ("lora_ckpt_json", "target_modules", "lora_modules")
+LORA_FROM = (0, 2, 2)  # the first vllm-neuron that builds LoRA
 
 
 def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
-    """LoRA by plugin version.
+    """LoRA by plugin version, read from the plugin's source.
 
-    vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
-    runner.py:152-154 and 178-181). The image's 0.2.2+lts builds NxD Inference's LoraServingConfig from
-    vLLM's LoRA settings plus the override keys target_modules and lora_ckpt_json (the adapter list,
-    compiled in); AWS's Neuron 2.27 multi-LoRA guide serves with --enable-lora and
-    override_neuron_config.lora_ckpt_json. Its source could not be read here (the vllm-neuron snapshot
-    has tags 0.1.0 and 0.2.0 only); this rule follows those two descriptions: refused before 0.2.2,
-    accepted from 0.2.2 (or an unknown version: the image pins 0.2.2+lts) when lora_ckpt_json names the
-    adapters. LoRA keys without --enable-lora are refused: without a LoRA config the plugin never pops
-    them and NxD Inference gets unknown keys.
+    - vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
+      runner.py:152-154 and 178-181): refused before 0.2.2.
+    - 0.2.2+lts builds NxD Inference's LoraServingConfig in `_get_nxdi_lora_config`
+      (worker/neuronx_distributed_model_runner.py:155-192): it pops `target_modules` and
+      `lora_ckpt_json` from override_neuron_config (:175-177) and takes max_loras / max_lora_rank /
+      max_cpu_loras from vLLM (:178-187). An unknown version is taken as the image's 0.2.2+lts.
+    - The adapters must be in the `lora_ckpt_json` list: NxD Inference compiles and loads only those,
+      and the runner maps a request's adapter name to their index (:975-976). The plan writes that list
+      from SM_VLLM_LORA_MODULES (plan/lora.py) and puts its path in the override before this rule runs;
+      a user's own SM_NEURON_LORA_CKPT_JSON (without SM_VLLM_LORA_MODULES) is still honoured as given.
+      LoRA on with neither is refused.
+    - LoRA keys with LoRA off are refused: `_get_nxdi_lora_config` runs only with a LoRA config
+      (:217-220), so the keys would stay in the override and reach NxD Inference as unknown keys.
     """
     override = res.override
     var = res.origins["enable-lora"]
@@ -174,7 +179,7 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
                 (key_var, var),
             )
         return
-    if not _at_least(plugin_version, (0, 2, 2)):
+    if not at_least(plugin_version, LORA_FROM):
         raise ConfigError(
             f"{var}: LoRA raises NotImplementedError in vllm-neuron {plugin_version} (0.2.2+lts adds it): "
             f"unset {var}, or use the image's vllm-neuron 0.2.2+lts",
@@ -182,14 +187,27 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
         )
     if not isinstance(override.get("lora_ckpt_json"), str):
         raise ConfigError(
-            f"{var}=true on vllm-neuron 0.2.2 needs the adapters compiled in: set "
-            "SM_NEURON_LORA_CKPT_JSON=/path/to/lora_adapters.json (and SM_NEURON_TARGET_MODULES if the "
-            "adapters do not name theirs)",
-            (var, "SM_NEURON_LORA_CKPT_JSON"),
+            f"{var}=true on vllm-neuron 0.2.2 needs its adapters named: set "
+            'SM_VLLM_LORA_MODULES="name=s3://bucket/adapter/ other=/local/dir" (staged, and the plan '
+            "writes the plugin's lora_ckpt_json from them)",
+            (var, "SM_VLLM_LORA_MODULES"),
         )
 
 
-def _at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+def check_lora_modules(modules_var: str, res: Resolution) -> None:
+    """SM_VLLM_LORA_MODULES and a user's own lora_ckpt_json name the adapters twice: the plan writes the
+    plugin's list from the staged adapters (plan/lora.py), and a second list could name other adapters
+    or paths the engine cannot read, so the two together are refused."""
+    if "lora_ckpt_json" in res.override:
+        key_var = res.origin("lora_ckpt_json")
+        raise ConfigError(
+            f"{modules_var} and {key_var} both name the LoRA adapters: keep {modules_var} (the plan "
+            f"stages them and writes lora_ckpt_json itself) and remove {key_var}",
+            (modules_var, key_var),
+        )
+
+
+def at_least(version: str | None, floor: tuple[int, ...]) -> bool:
     if not version:
         return True
     parts: list[int] = []

@@ -341,27 +341,3 @@ def check_eagle(draft: ModelFacts | None, res: Resolution) -> None:
             f"lm_head.weight into the draft checkpoint",
             (origin,),
         )
-
-
-def check_hub_revision(source: str, revision: str | None, origin: str) -> None:
-    """The hub revision: a hub model's revision never reaches what the plugin compiles.
-
-    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:714-718 passes only
-    model_config.model (the id) to load_weights; the config is read with NxD Inference's
-    load_pretrained_config(model) (:165-167, nxdi utils/hf_adapter.py:33-36: no revision argument), and
-    for a hub id (not an existing path, :391-393) the weights are fetched with
-    AutoModelForCausalLM.from_pretrained(model) and saved to ./local-models (:228-232), again without
-    the revision. vLLM's tokenizer would follow --revision while the graph and weights come from
-    the default branch: a silent mix. Staging the revision ourselves would need the hub at plan/stage
-    time (not reachable from many deployments and not from this project's tests), so the combination is
-    refused with the way to do it: put the revision's files in S3 or a local directory and point the
-    model there (`huggingface-cli download ID --revision REV --local-dir DIR`).
-    """
-    if source == "hub" and revision:
-        raise ConfigError(
-            f"{origin}={revision}: vllm-neuron 0.2.x compiles and loads hub models without the revision "
-            "(the default branch would be compiled): download that revision "
-            "(`huggingface-cli download ID --revision REV --local-dir DIR`, then upload DIR to S3 if needed) "
-            "and set SM_VLLM_MODEL to the directory or s3:// prefix, or unset the revision",
-            (origin, "SM_VLLM_MODEL"),
-        )

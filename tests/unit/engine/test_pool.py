@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 
 import pytest
 from tests.support.replicas import Clock, make_plan
 
-from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
+from neuronserve.engine.pool import BACKOFF_MAX_S, HEALTHY_RESET_S, Replica, ReplicaPool, RPhase
 
 
 @pytest.fixture
@@ -103,3 +104,116 @@ def test_min_ready_setting_applies_at_start(tmp_path: object) -> None:
         assert default.enough_ready()  # then one
     finally:
         p.stop_all(grace_s=1)
+
+
+def _serving_pool(tmp_path: object, **serve: object) -> ReplicaPool:
+    plan = make_plan(2, str(tmp_path))
+    plan = replace(plan, serve=replace(plan.serve, **serve))
+    p = ReplicaPool(plan, {"PATH": os.environ.get("PATH", "")}, clock=Clock())
+    p.start_initial(compile_first=False)
+    for r in p.replicas:
+        p.mark_ready(r)
+    p.server_ready = True
+    return p
+
+
+def _die_and_restart(pool: ReplicaPool, r: Replica) -> object:
+    """Kill `r`, let the pool see it, wait out its backoff, restart it and mark it READY."""
+    _kill(r)
+    fatal = pool.poll()
+    if fatal is not None:
+        return fatal
+    clock = pool.clock
+    assert isinstance(clock, Clock)
+    clock.now = r.retry_at
+    pool.poll()
+    assert r.phase == RPhase.LOADING
+    pool.mark_ready(r)
+    return None
+
+
+def test_backoff_starts_over_after_a_healthy_period(tmp_path: object) -> None:
+    pool = _serving_pool(tmp_path, max_restarts=100)
+    clock = pool.clock
+    assert isinstance(clock, Clock)
+    try:
+        victim = pool.replicas[1]
+        for _ in range(6):  # a crash loop: 1, 2, 4, 8, 16, 30 s
+            assert _die_and_restart(pool, victim) is None
+        _kill(victim)
+        pool.poll()
+        assert victim.retry_at - clock.now == pytest.approx(BACKOFF_MAX_S)
+        clock.now = victim.retry_at
+        pool.poll()
+        pool.mark_ready(victim)
+        clock.now += HEALTHY_RESET_S  # it served a good while, then died once more
+        _kill(victim)
+        pool.poll()
+        assert victim.retry_at - clock.now == pytest.approx(1.0)  # back to the first step, not 30 s
+    finally:
+        pool.stop_all(grace_s=1)
+
+
+def test_too_many_deaths_in_the_window_are_fatal(tmp_path: object) -> None:
+    pool = _serving_pool(tmp_path, max_restarts=2, restart_window_s=100.0)
+    try:
+        victim = pool.replicas[1]
+        assert _die_and_restart(pool, victim) is None
+        assert _die_and_restart(pool, victim) is None
+        _kill(victim)
+        fatal = pool.poll()  # the third death within 100 s: two restarts were allowed
+        assert fatal is not None
+        assert (
+            "replica 1's engine failed 3 times within 100 s (last: engine exited with code -9)"
+            in fatal.message
+        )
+        assert (
+            "NEURONSERVE_MAX_RESTARTS=2" in fatal.message
+            and "NEURONSERVE_RESTART_WINDOW_S=100" in fatal.message
+        )
+        assert victim.phase == RPhase.FAILED
+    finally:
+        pool.stop_all(grace_s=1)
+
+
+def test_deaths_outside_the_window_do_not_count(tmp_path: object) -> None:
+    pool = _serving_pool(tmp_path, max_restarts=1, restart_window_s=100.0)
+    clock = pool.clock
+    assert isinstance(clock, Clock)
+    try:
+        victim = pool.replicas[1]
+        assert _die_and_restart(pool, victim) is None
+        clock.now += 150.0  # the first death is out of the window now
+        assert _die_and_restart(pool, victim) is None
+        assert victim.restarts == 2
+    finally:
+        pool.stop_all(grace_s=1)
+
+
+def test_no_restarts_allowed_makes_the_first_death_fatal(tmp_path: object) -> None:
+    pool = _serving_pool(tmp_path, max_restarts=0)
+    try:
+        _kill(pool.replicas[0])
+        fatal = pool.poll()
+        assert fatal is not None and "NEURONSERVE_MAX_RESTARTS=0" in fatal.message
+    finally:
+        pool.stop_all(grace_s=1)
+
+
+def test_failed_restarts_count_against_the_limit(tmp_path: object) -> None:
+    """A replica whose engine cannot even be started again is not retried forever either."""
+    pool = _serving_pool(tmp_path, max_restarts=2)
+    clock = pool.clock
+    assert isinstance(clock, Clock)
+    try:
+        victim = pool.replicas[1]
+        _kill(victim)
+        assert pool.poll() is None
+        victim.spec = replace(victim.spec, argv=("/nonexistent/engine",))  # exec fails from now on
+        clock.now = victim.retry_at
+        assert pool.poll() is None and victim.phase == RPhase.RESTARTING  # 2 failures: allowed
+        clock.now = victim.retry_at
+        fatal = pool.poll()
+        assert fatal is not None and "failed 3 times" in fatal.message and "restart failed" in fatal.message
+    finally:
+        pool.stop_all(grace_s=1)

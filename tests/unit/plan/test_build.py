@@ -3,7 +3,7 @@ container reads, and each names the variables to change (ConfigError.variables).
 mutation testing (scripts/mutation, docs/TESTING.md) showed messages and names no test checked.
 
 The second half (from mutation testing of plan/build.py, docs/TESTING.md) pins the rest: which model wins
-and what the warning names, the variable a hub-revision refusal names, what the CPU plan drops and keeps,
+and what the warning names, where a hub revision goes, what the CPU plan drops and keeps,
 and the plan fields later phases read (engine host, work dir, integration). Each test states what a user or
 a later phase would notice if it changed.
 """
@@ -16,7 +16,6 @@ import pytest
 from tests.support.builders import HUB_MODEL, facts, plan, refusal
 
 from neuronserve.config.settings import parse_settings
-from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.types import LaunchPlan
@@ -200,9 +199,19 @@ def test_keyed_artifacts_without_sharded_checkpoints_are_warned_about() -> None:
     assert p.env["NEURON_COMPILED_ARTIFACTS"] == p.artifacts.local_dir
 
 
-def test_a_hub_revision_on_neuron_is_refused_naming_its_variable() -> None:
-    err = refusal({**HUB_MODEL, "SM_VLLM_REVISION": "abc123"})
-    assert err.variables == ("SM_VLLM_REVISION", "SM_VLLM_MODEL")
+def test_a_hub_model_on_neuron_is_staged_at_its_revision() -> None:
+    """The plugin compiles whatever directory it reads (loader.py:391-393 would download the default
+    branch of a hub id): the plan stages the revision and the engine gets the directory, no --revision."""
+    p = plan({**HUB_MODEL, "SM_VLLM_REVISION": "abc123"})
+    assert p.model.local_path == "/tmp/neuronserve/model" and p.model.revision == "abc123"
+    assert p.argv[p.argv.index("--model") + 1] == "/tmp/neuronserve/model"
+    assert "--revision" not in p.argv
+    assert p.assets[0].as_json() == {
+        "kind": "model",
+        "source": HUB_MODEL["SM_VLLM_MODEL"],
+        "local": "/tmp/neuronserve/model",
+    }
+    assert (p.assets[0].fetch, p.assets[0].revision) == ("hub", "abc123")
 
 
 def test_the_cpu_plan_passes_additional_config_once_as_sorted_json() -> None:
@@ -247,21 +256,18 @@ def test_a_model_after_the_separator_names_sm_vllm_model_as_ignored_once() -> No
 
 
 @pytest.mark.parametrize(
-    ("env", "extra", "var"),
+    ("env", "extra"),
     [
-        ({"HF_REVISION": "abc123"}, [], "HF_REVISION"),
-        ({}, ["--revision", "abc123"], "-- --revision"),
+        ({"HF_REVISION": "abc123"}, []),
+        ({}, ["--revision", "abc123"]),
     ],
 )
-def test_a_hub_revision_on_neuron_is_refused_naming_the_variable_that_set_it(
-    env: dict[str, str], extra: list[str], var: str
-) -> None:
-    """The refusal names the revision's own source (HF_REVISION, `-- --revision`), not the default
-    SM_VLLM_REVISION, so the user unsets the one they actually set."""
-    with pytest.raises(ConfigError) as err:
-        build_plan(parse_settings({**HUB_MODEL, **env}, extra_args=extra), facts())
-    assert str(err.value).startswith(f"{var}=abc123: vllm-neuron 0.2.x compiles and loads hub models without")
-    assert err.value.variables == (var, "SM_VLLM_MODEL")
+def test_a_hub_revision_from_any_source_is_staged_on_neuron(env: dict[str, str], extra: list[str]) -> None:
+    """HF_REVISION and `-- --revision` reach the staged hub asset, and the argument after `--` is not
+    passed on (the engine reads the staged directory)."""
+    p = build_plan(parse_settings({**HUB_MODEL, **env}, extra_args=extra), facts())
+    assert p.assets[0].revision == "abc123" and p.assets[0].fetch == "hub"
+    assert "--revision" not in p.argv and "abc123" not in p.argv
 
 
 def test_a_model_that_is_not_from_the_hub_without_a_revision_gets_no_revision_warning() -> None:

@@ -32,6 +32,8 @@ def test_tinyllama_tp2_contiguous() -> None:
     assert list(p.argv) == [
         *HEAD,
         "--model",
+        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
+        "--served-model-name",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         *ENGINE,
         "--tensor-parallel-size",
@@ -48,7 +50,7 @@ def test_tinyllama_tp2_contiguous() -> None:
     ]
     assert any("SM_VLLM_BLOCK_SIZE ignored" in w for w in p.warnings)
     assert p.env["NEURON_RT_VISIBLE_CORES"] == "0-1"
-    assert p.model.source == "hub" and p.model.local_path is None
+    assert p.model.source == "hub" and p.model.local_path == "/tmp/neuronserve/model"
 
 
 def test_tinyllama_tp2_prefix_block32() -> None:
@@ -65,6 +67,8 @@ def test_tinyllama_tp2_prefix_block32() -> None:
     assert list(p.argv) == [
         *HEAD,
         "--model",
+        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
+        "--served-model-name",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         *ENGINE,
         "--tensor-parallel-size",
@@ -99,6 +103,8 @@ def test_llama31_8b_tp32_no_bucketing() -> None:
     assert list(p.argv) == [
         *HEAD,
         "--model",
+        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
+        "--served-model-name",
         "meta-llama/Llama-3.1-8B-Instruct",
         *ENGINE,
         "--tensor-parallel-size",
@@ -146,6 +152,8 @@ def test_prefix_caching_4096_blocks_of_32() -> None:
     assert list(p.argv) == [
         *HEAD,
         "--model",
+        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
+        "--served-model-name",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         *ENGINE,
         "--tensor-parallel-size",
@@ -182,6 +190,8 @@ def test_in_tree_transformers_neuronx_dialect() -> None:
     assert list(p.argv) == [
         *HEAD,
         "--model",
+        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
+        "--served-model-name",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         *ENGINE,
         "--device",

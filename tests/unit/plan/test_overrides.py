@@ -12,6 +12,7 @@ from neuronserve.plan.overrides import (
     check_chunked_config,
     check_launch_duplicates,
     check_lora,
+    check_lora_modules,
     check_sampling,
     json_text,
 )
@@ -210,15 +211,28 @@ def test_lora_before_0_2_2_is_refused(version: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["0.2.2+lts", "0.2.10", "0.3", "1.0.0", None, "0.2.2rc1"])
-def test_lora_from_0_2_2_needs_its_adapters_compiled_in(version: str | None) -> None:
+def test_lora_from_0_2_2_needs_its_adapters_named(version: str | None) -> None:
     check_lora(True, version, resolution(LORA, override={"lora_ckpt_json": "/a.json"}))
     err = raised(check_lora, True, version, resolution(LORA, override={}))
     assert str(err) == (
-        "SM_VLLM_ENABLE_LORA=true on vllm-neuron 0.2.2 needs the adapters compiled in: set "
-        "SM_NEURON_LORA_CKPT_JSON=/path/to/lora_adapters.json (and SM_NEURON_TARGET_MODULES if the adapters "
-        "do not name theirs)"
+        "SM_VLLM_ENABLE_LORA=true on vllm-neuron 0.2.2 needs its adapters named: set "
+        'SM_VLLM_LORA_MODULES="name=s3://bucket/adapter/ other=/local/dir" (staged, and the plan writes the '
+        "plugin's lora_ckpt_json from them)"
     )
-    assert err.variables == ("SM_VLLM_ENABLE_LORA", "SM_NEURON_LORA_CKPT_JSON")
+    assert err.variables == ("SM_VLLM_ENABLE_LORA", "SM_VLLM_LORA_MODULES")
+
+
+def test_a_users_adapter_list_with_lora_modules_is_a_conflict() -> None:
+    check_lora_modules("SM_VLLM_LORA_MODULES", resolution(LORA, override={}))
+    err = raised(
+        check_lora_modules, "SM_VLLM_LORA_MODULES", resolution(LORA, override={"lora_ckpt_json": "/a"})
+    )
+    assert str(err) == (
+        "SM_VLLM_LORA_MODULES and SM_NEURON_LORA_CKPT_JSON both name the LoRA adapters: keep "
+        "SM_VLLM_LORA_MODULES (the plan stages them and writes lora_ckpt_json itself) and remove "
+        "SM_NEURON_LORA_CKPT_JSON"
+    )
+    assert err.variables == ("SM_VLLM_LORA_MODULES", "SM_NEURON_LORA_CKPT_JSON")
 
 
 def test_a_launch_key_of_another_type_is_not_the_same_value() -> None:

@@ -211,22 +211,27 @@ def test_8_sampling_refusals_and_neighbours() -> None:
     assert "NEURON_ON_DEVICE_SAMPLING_DISABLED" in llama_refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
 
 
-# 9. LoRA: 0.2.2+lts with the adapters JSON passes; 0.2.0 and a missing JSON are refused.
+# 9. LoRA: 0.2.2+lts with the adapters named (SM_VLLM_LORA_MODULES, or a user's own adapters JSON)
+# passes; 0.2.0 and LoRA with no adapters are refused (tests/unit/plan/test_lora.py has the rest).
 def test_9_lora() -> None:
     lora = {"SM_VLLM_ENABLE_LORA": "true", "SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"}
     assert override(lora)["lora_ckpt_json"] == "/m/lora.json"
-    assert "SM_NEURON_LORA_CKPT_JSON" in llama_refused({"SM_VLLM_ENABLE_LORA": "true"})
+    named = {"SM_VLLM_ENABLE_LORA": "true", "SM_VLLM_LORA_MODULES": "a=s3://b/a/"}
+    assert override(named)["lora_ckpt_json"] == "/tmp/neuronserve/assets/lora-ckpt.json"
+    assert "SM_VLLM_LORA_MODULES" in llama_refused({"SM_VLLM_ENABLE_LORA": "true"})
     base = llama_facts()
     old = dataclasses.replace(base, versions={**base.versions, "vllm-neuron": "0.2.0"})
     assert "0.2.0" in llama_refused(lora, old)
     assert "SM_VLLM_ENABLE_LORA=true" in llama_refused({"SM_NEURON_LORA_CKPT_JSON": "/m/lora.json"})
 
 
-# 11. Hub revision: refused on Neuron (the plugin compiles the default branch); a staged dir passes.
+# 11. Hub revision: the plugin compiles the default branch of a hub id it downloads itself
+# (loader.py:391-393), so on Neuron the plan stages the hub model at its revision and passes the directory.
 def test_11_hub_revision() -> None:
     env = {"SM_VLLM_MODEL": "org/model", "SM_VLLM_REVISION": "abc123"}
-    msg = llama_refused(env)
-    assert "SM_VLLM_REVISION=abc123" in msg and "--local-dir" in msg
+    p = llama_plan(env)
+    assert flag(p, "--model") == "/tmp/neuronserve/model" and "--revision" not in p.argv
+    assert (p.assets[0].source, p.assets[0].fetch, p.assets[0].revision) == ("org/model", "hub", "abc123")
     llama_plan({"SM_VLLM_MODEL": "org/model"})
     p = llama_plan({"SM_VLLM_REVISION": "abc123"})  # a local dir: the revision is ignored with a warning
     assert any("SM_VLLM_REVISION ignored" in w for w in p.warnings)

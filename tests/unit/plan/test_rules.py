@@ -358,20 +358,6 @@ def test_eagle_drafts() -> None:
     assert (str(err), err.variables) == (f"{origin} must be a JSON object", (origin,))
 
 
-def test_hub_revision() -> None:
-    rules.check_hub_revision("hub", None, "SM_VLLM_REVISION")
-    rules.check_hub_revision("s3", "abc", "SM_VLLM_REVISION")
-    err = raised(rules.check_hub_revision, "hub", "abc", "SM_VLLM_REVISION")
-    assert (str(err), err.variables) == (
-        "SM_VLLM_REVISION=abc: vllm-neuron 0.2.x compiles and loads hub models without the revision (the "
-        "default "
-        "branch would be compiled): download that revision (`huggingface-cli download ID --revision REV "
-        "--local-dir DIR`, then upload DIR to S3 if needed) and set SM_VLLM_MODEL to the directory or s3:// "
-        "prefix, or unset the revision",
-        ("SM_VLLM_REVISION", "SM_VLLM_MODEL"),
-    )
-
-
 # --- edge cases found by mutation testing ---------------------------------------------------------
 
 
