@@ -1,8 +1,11 @@
 """The compiled-artifact cache key: a stable hash of everything that changes the compiled Neuron graph.
 
-The plugin loads whatever NEURON_COMPILED_ARTIFACTS holds without checking it matches the settings, so
-the key is our only guard: same inputs, same key on any machine (canonical JSON, no paths that differ
-between hosts, no timestamps); any change to the graph inputs or the compiler stack, a new key.
+The plugin loads whatever NEURON_COMPILED_ARTIFACTS holds without checking it matches the settings
+(vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:198-199 returns the variable as the
+artifacts path, ahead of the config-hash path of :200-212; :185-188 and :214-226 load it and ignore the
+override, compiling into it only when the load fails, :189-194), so the key is our only guard: same inputs,
+same key on any machine (canonical JSON, no paths that differ between hosts, no timestamps); any change to the
+graph inputs or the compiler stack, a new key.
 """
 
 from __future__ import annotations

@@ -159,9 +159,9 @@ def valid_tp_degrees(instance: InstanceFacts) -> list[int]:
     replicas tile it) that either fit inside one chip or span whole chips.
 
     This is neuronserve's rule, not a list read from NxD Inference: NxD pads heads to any TP
-    (modules/attention/gqa.py:100-120 at v0.7.14366) and vllm-neuron 0.2.x skips vLLM's head check
-    (vllm_neuron/platform.py:58-100), so the limits left are the collectives' topology, which rings
-    within and across whole chips.
+    (modules/attention/gqa.py:100-120 at v0.7.14366) and vllm-neuron 0.2.2+lts skips vLLM's head check
+    (platform.py:108 installs platform_overrides.py:16-38), so the limits left are the collectives'
+    topology, which rings within and across whole chips.
     """
     per_chip = instance.cores // instance.chips
     return [

@@ -22,8 +22,8 @@ def choose_integration(settings: Settings, facts: HostFacts, res: Resolution) ->
 
     In-tree needs a vLLM that still has a Neuron device: 0.9/0.10. vLLM 0.11.0 has no `--device` flag
     at all (/work/shared/vllm-0.11.0-cli.json) and no in-tree Neuron platform (Neuron is an
-    out-of-tree plugin from then on, vllm_neuron/platform.py:26-27 `PlatformEnum.OOT`), so an in-tree
-    plan there (chosen by NEURONSERVE_INTEGRATION=in-tree, or by a transformers-neuronx /
+    out-of-tree plugin from then on, vllm-neuron 0.2.2+lts platform.py:26-27 `PlatformEnum.OOT`), so an
+    in-tree plan there (chosen by NEURONSERVE_INTEGRATION=in-tree, or by a transformers-neuronx /
     optimum-neuron VLLM_NEURON_FRAMEWORK) would start vLLM with a flag it rejects: refused, naming
     the setting that chose it. An unknown vLLM version is the image's 0.11.0.
     """

@@ -1,18 +1,20 @@
-"""The KV-cache layout, planned the way vllm-neuron 0.2.x will really run it .
+"""The KV-cache layout, planned the way vllm-neuron 0.2.2+lts will really run it.
 
-Three layouts reach NxD Inference (vllm-neuron 0.2.0 loader.py:775-782, platform.py:146-210):
+Three layouts reach NxD Inference (vllm-neuron 0.2.2+lts
+worker/neuronx_distributed_model_loader.py:778-785, platform.py:214-282):
 - contiguous: no prefix caching, no chunked prefill, no is_block_kv_layout: one max_model_len slot per
   sequence; --block-size/--num-gpu-blocks-override mean nothing to it.
 - prefix: --enable-prefix-caching with --block-size B and --num-gpu-blocks-override N.
 - block without prefix caching (is_block_kv_layout in the override, or chunked prefill). Under the
-  plugin's custom scheduler (the default) platform.py:203-207 sets block_size = max_model_len whenever
+  plugin's custom scheduler (the default) platform.py:275-279 sets block_size = max_model_len whenever
   prefix caching is off, so the blocks are max_model_len long and a --block-size never reaches the
   graph. Chunked prefill runs vLLM's native scheduler (DISABLE_NEURON_CUSTOM_SCHEDULER=1), which keeps
-  --block-size (and asserts one is set, platform.py:169-175).
-Whatever the flag says, the plugin adds one null block (platform.py:149-159) and NxD Inference
-allocates pa_num_blocks = N + 1 blocks of pa_block_size tokens (loader.py:741-745, 806-815). The plan
-records those compiled numbers in kv (block_size, num_blocks = the flag, pa_num_blocks = what is
-allocated, kv_tokens = the KV cache's token capacity) for the cache key and the memory estimate.
+  --block-size (and asserts one is set, platform.py:241-247).
+Whatever the flag says, the plugin adds one null block (platform.py:220-230) and NxD Inference
+allocates pa_num_blocks = N + 1 blocks of pa_block_size tokens
+(worker/neuronx_distributed_model_loader.py:744-748, 809-818). The plan records those compiled numbers
+in kv (block_size, num_blocks = the flag, pa_num_blocks = what is allocated, kv_tokens = the KV cache's
+token capacity) for the cache key and the memory estimate.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ DEFAULT_BLOCK_SIZE = 32
 
 
 def native_scheduler(settings: Settings) -> bool:
-    """platform.py:146-147: DISABLE_NEURON_CUSTOM_SCHEDULER (the plan sets it for chunked prefill)."""
+    """platform.py:214-215: DISABLE_NEURON_CUSTOM_SCHEDULER (the plan sets it for chunked prefill)."""
     chunked = settings.get("enable-chunked-prefill") is True
     return chunked or settings.passthrough_env.get("DISABLE_NEURON_CUSTOM_SCHEDULER", "").strip() == "1"
 
@@ -89,7 +91,8 @@ def kv_layout(
 
 
 def _check_prefix_keys(override: dict[str, Any], prefix: bool, origins: dict[str, str]) -> None:
-    """loader.py:837-839 asserts both keys true with prefix caching; is_prefix_caching alone is refused."""
+    """worker/neuronx_distributed_model_loader.py:840-842 asserts both keys true with prefix caching;
+    is_prefix_caching alone is refused."""
     if override.get("is_prefix_caching") is True and not prefix:
         var = origins.get("is_prefix_caching", "SM_NEURON_IS_PREFIX_CACHING")
         raise ConfigError(
@@ -112,15 +115,16 @@ def _contiguous(
     native: bool,
     res: Resolution,
 ) -> tuple[list[str], dict[str, Any]]:
-    """Contiguous cache. With the native scheduler the plugin asserts a block size (platform.py:169-175)
+    """Contiguous cache. With the native scheduler the plugin asserts a block size (platform.py:241-247)
     that a contiguous cache cannot have (max_model_len is not a --block-size choice): refused. The
-    block-count keys are not read without the block layout (loader.py:704-706): warned, not refused."""
+    block-count keys are not read without the block layout
+    (worker/neuronx_distributed_model_loader.py:707-709): warned, not refused."""
     if native:
         raise ConfigError(
             "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill or a block KV layout: vLLM's native "
-            "scheduler needs a block size (vllm-neuron 0.2.0 platform.py:169-175) and the contiguous cache "
-            "has none: unset DISABLE_NEURON_CUSTOM_SCHEDULER, or set SM_VLLM_ENABLE_CHUNKED_PREFILL=true "
-            "(or SM_VLLM_ENABLE_PREFIX_CACHING=true)",
+            "scheduler needs a block size (vllm-neuron 0.2.2+lts platform.py:241-247) and the contiguous "
+            "cache has none: unset DISABLE_NEURON_CUSTOM_SCHEDULER, or set "
+            "SM_VLLM_ENABLE_CHUNKED_PREFILL=true (or SM_VLLM_ENABLE_PREFIX_CACHING=true)",
             ("DISABLE_NEURON_CUSTOM_SCHEDULER", "SM_VLLM_ENABLE_CHUNKED_PREFILL"),
         )
     for key, value in zip(("block-size", "num-gpu-blocks-override"), given, strict=True):
@@ -151,8 +155,8 @@ def _max_len_blocks(
         if blocks is not None and blocks > seqs:
             raise ConfigError(
                 f"{n_var}={blocks} looks sized for {b_var}={block}, but without prefix caching the plugin's "
-                f"custom scheduler makes every block max_model_len = {length} tokens (vllm-neuron 0.2.0 "
-                f"platform.py:203-207): NxD Inference would allocate {blocks + 1} blocks of {length} tokens "
+                f"custom scheduler makes every block max_model_len = {length} tokens (vllm-neuron 0.2.2+lts "
+                f"platform.py:275-279): NxD Inference would allocate {blocks + 1} blocks of {length} tokens "
                 f"({length // block}x the planned KV memory): set "
                 f"{n_var}={seqs} (one block per sequence), or SM_VLLM_ENABLE_PREFIX_CACHING=true to keep "
                 f"blocks of {block}",
@@ -167,7 +171,8 @@ def _max_len_blocks(
     if blocks < seqs:
         raise ConfigError(
             f"{n_var}={blocks} blocks of max_model_len {length} cannot hold max_num_seqs {seqs} sequences "
-            f"(loader.py:845-859): set {n_var}={seqs} or more",
+            f"(vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:848-862): "
+            f"set {n_var}={seqs} or more",
             (n_var,),
         )
     if blocks > seqs:

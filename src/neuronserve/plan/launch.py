@@ -14,7 +14,7 @@ from typing import Any
 from neuronserve.config.settings import Settings, env_name
 from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
-from neuronserve.plan import nxdi, rules
+from neuronserve.plan import multimodal, nxdi, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.resolution import Resolution
@@ -43,6 +43,7 @@ class Launch:
     max_context: int = 0
     buckets: list[int] = field(default_factory=list)
     draft: ModelFacts | None = None
+    additional: dict[str, Any] = field(default_factory=dict)  # keys the plan adds to --additional-config
 
     @property
     def chunked(self) -> bool:
@@ -160,9 +161,10 @@ def logical_nc(n: Launch, res: Resolution) -> None:
 def batched_tokens(n: Launch, res: Resolution) -> None:
     """max_num_batched_tokens is compiled only under chunked prefill, so it is chosen here then.
 
-    vllm-neuron 0.2.0 loader.py:734-736: with chunked prefill it becomes max_context_length (the chunk
-    the graph is traced for), so leaving it to vLLM's default would compile a number nobody chose.
-    Without chunked prefill the custom scheduler overwrites it with 131072 (platform.py:187-188): a
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:737-739: with chunked prefill it
+    becomes max_context_length (the chunk the graph is traced for), so leaving it to vLLM's default
+    would compile a number nobody chose.
+    Without chunked prefill the custom scheduler overwrites it with 131072 (platform.py:259-260): a
     configured value is dropped with a warning. NxD Inference asserts max_context_length <= seq_len
     (nxdi config.py:136), and vLLM needs it >= max_num_seqs.
     """
@@ -192,24 +194,85 @@ def batched_tokens(n: Launch, res: Resolution) -> None:
 
 def max_context(n: Launch, res: Resolution) -> None:
     """The longest prefill NxD Inference compiles (nxdi.max_context_length); an override of it must fit
-    seq_len (nxdi config.py:136) and, shorter than max_model_len, limits prompts (said)."""
+    seq_len (nxdi config.py:136) and, shorter than max_model_len, limits prompts.
+
+    A prompt longer than it raises ValueError inside the engine step, which stops the engine
+    (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_runner.py:848-858, continuous batching),
+    unless additional_config has max_prompt_length: vLLM's OpenAI server then answers it with a 400
+    (platform.py:217-218, platform_overrides.py:62-77 and 83-98). So when the override shortens the
+    prefill the plan adds max_prompt_length itself (n.additional) and says so; the user's own
+    max_prompt_length is checked in prompt_length.
+    """
     override, length = res.override, n.length
-    value = nxdi.max_context_length(override, length, n.chunked, n.batched)
+    prompt = prompt_length(n, res)
+    value = nxdi.max_context_length(override, length, n.chunked, n.batched, prompt)
     var = res.origins.get("max_context_length", "SM_NEURON_MAX_CONTEXT_LENGTH")
-    if "max_context_length" in override and not n.chunked:
-        if not isinstance(override["max_context_length"], int) or not 0 < value <= length:
-            raise ConfigError(
-                f"{var}={override['max_context_length']} must be a positive integer <= "
-                f"max_model_len {length}",
-                (var, res.origins["max-model-len"]),
+    given = override.get("max_context_length")
+    if given is not None and not n.chunked and (not json_int(given) or not 0 < value <= length):
+        raise ConfigError(
+            f"{var}={given} must be a positive integer <= max_model_len {length}",
+            (var, res.origins["max-model-len"]),
+        )
+    if value < length and not n.chunked:
+        if prompt is not None:
+            res.warn(f"{PROMPT_VAR} max_prompt_length={value}: prompts longer than {value} tokens get a 400")
+        elif n.integration == "plugin" and not multimodal.nested(n.model):  # nested: refused there
+            n.additional["max_prompt_length"] = value
+            res.warn(
+                f"{var}={value}: prompts longer than {value} tokens cannot be prefilled; max_prompt_length "
+                f"{value} added to --additional-config so they get a 400 instead of stopping the engine"
             )
-        if value < length:
+        else:
             res.warn(f"{var}={value}: prompts longer than {value} tokens cannot be prefilled")
     n.max_context = value
 
 
+PROMPT_VAR = "SM_VLLM_ADDITIONAL_CONFIG"
+
+
+def prompt_length(n: Launch, res: Resolution) -> int | None:
+    """additional_config max_prompt_length, which vllm-neuron 0.2.2+lts compiles as max_context_length.
+
+    platform.py:217-218 reads it; the loader raises ValueError when the override's max_context_length
+    differs from it, then writes it there (worker/neuronx_distributed_model_loader.py:926-940), which
+    :880 merges over the launch's own (:737-742). So it must be a whole number within max_model_len
+    (nxdi config.py:136), agree with an override max_context_length, and under chunked prefill, where
+    max_context_length is the chunk vLLM schedules (max_num_batched_tokens), equal that chunk; a
+    different one is refused. Only the plugin reads it (the in-tree integration has no additional_config).
+    """
+    given = n.settings.additional_config.get("max_prompt_length")
+    if n.integration != "plugin" or given is None:
+        return None
+    m_var = res.origins["max-model-len"]
+    if not json_int(given) or not 0 < given <= n.length:
+        raise ConfigError(
+            f"{PROMPT_VAR} max_prompt_length={given} must be a positive integer <= max_model_len {n.length}",
+            (PROMPT_VAR, m_var),
+        )
+    context = res.override.get("max_context_length")
+    if context is not None and context != given:
+        c_var = res.origins.get("max_context_length", "SM_NEURON_MAX_CONTEXT_LENGTH")
+        raise ConfigError(
+            f"{PROMPT_VAR} max_prompt_length={given} and {c_var}={context} disagree: vllm-neuron 0.2.2+lts "
+            "raises at load when they differ (worker/neuronx_distributed_model_loader.py:929-938): "
+            f"remove {c_var}, or give both one value",
+            (PROMPT_VAR, c_var),
+        )
+    if n.chunked and given != n.batched:
+        b_var = res.origins["max-num-batched-tokens"]
+        raise ConfigError(
+            f"{PROMPT_VAR} max_prompt_length={given}: with chunked prefill vllm-neuron 0.2.2+lts compiles it "
+            f"as the chunk, but vLLM schedules chunks of {b_var}={n.batched}: remove max_prompt_length, or "
+            f"set {b_var}={given}",
+            (PROMPT_VAR, b_var),
+        )
+    res.origins.setdefault("max_context_length", PROMPT_VAR)
+    return given
+
+
 def launch_keys(n: Launch, res: Resolution) -> dict[str, tuple[Any, str]]:
-    """neuron_config keys the plugin derives from the launch (vllm-neuron 0.2.0 loader.py:751-791),
+    """neuron_config keys the plugin derives from the launch (vllm-neuron 0.2.2+lts
+    worker/neuronx_distributed_model_loader.py:754-794),
     each with the setting that decides it (for overrides.check_launch_duplicates)."""
     origins = res.origins
     batch = 1 if n.chunked else n.seqs

@@ -4,8 +4,8 @@ How NxD Inference 0.7 (v0.7.14366, the SDK 2.27 release) lays a decoder out over
 
 - Attention heads are padded up to a multiple of TP (modules/attention/gqa.py:100-120, via
   neuronx_distributed's get_number_of_extra_heads), so every core holds ceil(heads / TP) query heads
-  and their share of o_proj. vllm-neuron 0.2.x removes vLLM's "heads divisible by TP" check
-  (vllm_neuron/platform.py:58-100 on release-0.2.x), so any TP is accepted.
+  and their share of o_proj. vllm-neuron 0.2.2+lts replaces vLLM's "heads divisible by TP" check
+  (platform.py:108 installs platform_overrides.py:16-38), so any TP is accepted.
 - KV heads (gqa.py:84-97 and 100-120): when KV heads < TP or do not divide by TP, they are replicated
   up to TP (one KV head per core) if TP is a multiple of them, else the model is converted to MHA
   (KV heads = padded attention heads). The KV cache manager sizes each core's cache with that count
@@ -14,10 +14,10 @@ How NxD Inference 0.7 (v0.7.14366, the SDK 2.27 release) lays a decoder out over
   modeling_llama.py:389-417, 1344-1364): ceil(dim / TP) per core. A tied lm_head is still a separate
   device tensor: NxD copies embed_tokens into lm_head (modeling_llama.py:1503-1504).
 - KV cache tokens: the contiguous cache (prefix caching off) is max_num_seqs x max_model_len
-  (kv_cache_manager.py:190-230; the plugin sets block_size = max_model_len, platform.py:203-206).
+  (kv_cache_manager.py:190-230; the plugin sets block_size = max_model_len, platform.py:275-278).
   The block layout is pa_num_blocks x block_size, plus 1 reserved block with prefix caching (modules/
   kvcache/block_kv_cache_manager.py:21, 62-87), and the plugin adds 1 null block to
-  --num-gpu-blocks-override (platform.py:149-158), so N requested blocks cost N + 2 with prefix
+  --num-gpu-blocks-override (platform.py:220-229), so N requested blocks cost N + 2 with prefix
   caching and N + 1 for chunked prefill.
 
 The overhead (runtime reservation, compiled graphs' I/O and scratch buffers, sampling buffers) has no

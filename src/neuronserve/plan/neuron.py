@@ -2,7 +2,7 @@
 
 The plugin compiles one graph for (tp, max_model_len, max_num_seqs, dtype, KV layout, override); any
 of them left implicit becomes a plugin default nobody chose. So every one is decided here, said in a
-warning when derived, and rendered either for vllm-neuron 0.2.x (`--additional-config`) or for the
+warning when derived, and rendered either for vllm-neuron 0.2.2+lts (`--additional-config`) or for the
 older in-tree integration (`--device neuron --override-neuron-config`, VLLM_NEURON_FRAMEWORK).
 
 The shape is resolve -> checks -> render: STEPS is the ordered table of steps, each resolving one
@@ -225,7 +225,7 @@ def render(n: Launch, res: Resolution) -> NeuronEngine:
     if n.integration == "plugin":
         flags += [
             "--additional-config",
-            _json({**settings.additional_config, "override_neuron_config": override}),
+            _json({**settings.additional_config, **n.additional, "override_neuron_config": override}),
         ]
     else:
         flags = ["--device", "neuron", *flags]
@@ -255,7 +255,7 @@ def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, An
         "chunked_prefill": n.chunked,
         "max_num_batched_tokens": n.batched,
         "override": override,
-        "additional_config": dict(settings.additional_config),
+        "additional_config": {**settings.additional_config, **n.additional},
         "neuron_cc_flags": settings.passthrough_env.get("NEURON_CC_FLAGS"),
         "speculative_config": settings.get("speculative-config"),
         "draft": {"config_sha256": draft.config_sha256, "weights": draft.weights_digest} if draft else None,

@@ -1,10 +1,11 @@
-"""What vllm-neuron 0.2.x and NxD Inference 0.7 will really do with a configuration, as pure functions.
+"""What vllm-neuron 0.2.2+lts and NxD Inference 0.7 will really do with a configuration, as pure functions.
 
 The rules in rules.py, overrides.py and kv.py check the plan against these derivations, so each one
 is written down once, with the source line it mirrors. Sources read for them (git tags):
-- vllm-neuron 0.2.0 (tag 0.2.0, a967125; release-0.2.x): vllm_neuron/platform.py (below "platform.py"),
-  vllm_neuron/worker/neuronx_distributed_model_loader.py ("loader.py"),
-  vllm_neuron/worker/neuronx_distributed_model_runner.py ("runner.py").
+- vllm-neuron 0.2.2+lts, the image's (the public fork whn09/vllm-neuron, commit ad82965376f1, tree
+  7b76c544): vllm_neuron/platform.py, platform_overrides.py, worker/neuronx_distributed_model_loader.py
+  and worker/neuronx_distributed_model_runner.py, cited by those paths. What only 0.2.0 did (tag
+  0.2.0, a967125) is cited as "0.2.0 loader.py" / "0.2.0 runner.py".
 - neuronx-distributed-inference v0.7.14366: src/neuronx_distributed_inference/models/config.py
   ("nxdi config.py"), modules/autobucketing.py ("autobucketing.py"), models/model_base.py,
   utils/constants.py.
@@ -21,15 +22,18 @@ from neuronserve.plan.jsonint import json_int
 
 # NxD Inference 0.7 utils/constants.py:41-51 MODEL_TYPES: model key -> task -> class.
 NXDI_MODEL_TYPES = ("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe")
-# loader.py:672-674 raises for this architecture before any lookup.
+# 0.2.0 loader.py:672-674 raises for this architecture before any lookup (0.2.2+lts builds it:
+# worker/neuronx_distributed_model_loader.py:679-680; rules.check_architecture).
 PLUGIN_REFUSED_ARCHITECTURES = {"LlavaForConditionalGeneration": "Pixtral/LLaVA is not yet supported"}
-# constants.py:4-7 of the plugin: these read text_config for heads/head_dim (loader.py:620-621).
+# constants.py:4-7 of the plugin: these read text_config for heads/head_dim
+# (worker/neuronx_distributed_model_loader.py:627-628).
 MULTI_MODAL_ARCHITECTURES = (
     "MllamaForConditionalGeneration",
     "LlavaForConditionalGeneration",
     "Llama4ForConditionalGeneration",
 )
-# runner.py:73-74 (_MAX_NEURON_SAMPLING_TOP_K) and :1107-1113: the device never samples above 256.
+# worker/neuronx_distributed_model_runner.py:76-77 (_MAX_NEURON_SAMPLING_TOP_K) and :1245-1251: the
+# device never samples above 256.
 MAX_DEVICE_TOPK = 256
 # nxdi config.py:931-941 OnDeviceSamplingConfig pops exactly these; anything else is silently dropped.
 SAMPLING_KEYS = frozenset(
@@ -45,21 +49,23 @@ SAMPLING_KEYS = frozenset(
         "top_k_kernel_enabled",
     }
 )
-# loader.py:731-732: the plugin's own default, replaced WHOLE by an override (loader.py:877 dict.update).
+# worker/neuronx_distributed_model_loader.py:734-735: the plugin's own default, replaced WHOLE by an
+# override (:880 dict.update).
 PLUGIN_SAMPLING_DEFAULT = {"dynamic": True, "deterministic": False}
 # nxdi config.py:944-959 ChunkedPrefillConfig pops exactly these; max_num_seqs defaults to 0.
 CHUNKED_KEYS = frozenset({"max_num_seqs", "tkg_model_enabled", "kernel_q_tile_size", "kernel_kv_tile_size"})
-# platform.py:187-188: the custom scheduler overwrites max_num_batched_tokens with this.
+# platform.py:259-260: the custom scheduler overwrites max_num_batched_tokens with this.
 CUSTOM_SCHEDULER_TOKENS = 131072
 
 
 def plugin_model_key(architecture: str) -> tuple[str, str] | None:
     """(model key, task) the plugin looks up in MODEL_TYPES for `architectures[0]`.
 
-    vllm-neuron 0.2.0 loader.py:639-659 (_get_neuron_model_cls): split at the first "For", lower-case
-    the model part (only qwen3moe is mapped, to qwen3_moe; Llava to pixtral), kebab-case the task
-    part with ConditionalGeneration read as CausalLM. So GptOssForCausalLM looks up "gptoss", which
-    NxD Inference names "gpt_oss" (constants.py:42): GPT-OSS cannot load through 0.2.x.
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:646-666 (_get_neuron_model_cls):
+    split at the first "For", lower-case the model part (only qwen3moe is mapped, to qwen3_moe; Llava
+    to pixtral), kebab-case the task part with ConditionalGeneration read as CausalLM. So
+    GptOssForCausalLM looks up "gptoss", which NxD Inference names "gpt_oss" (constants.py:42): GPT-OSS
+    cannot load through 0.2.2+lts.
     None when the name has no "For" (the plugin raises then too).
     """
     if "For" not in architecture:
@@ -77,7 +83,8 @@ def plugin_model_key(architecture: str) -> tuple[str, str] | None:
 
 
 def heads_known(config: dict[str, Any], architecture: str) -> bool:
-    """loader.py:612-631: num_key_value_heads and a head_dim (or heads + hidden size) must be present."""
+    """worker/neuronx_distributed_model_loader.py:619-638: num_key_value_heads and a head_dim (or heads
+    + hidden size) must be present."""
     cfg = (config.get("text_config") or {}) if architecture in MULTI_MODAL_ARCHITECTURES else config
     head_dim = cfg.get("head_dim") or (cfg.get("hidden_size") and cfg.get("num_attention_heads"))
     return bool(cfg.get("num_key_value_heads")) and bool(head_dim)
@@ -94,7 +101,8 @@ def context_buckets(override: dict[str, Any], max_context: int, prefix: bool, ch
     """The prefill (context-encoding) sequence lengths NxD Inference traces.
 
     autobucketing.py:149-200 (generate_buckets_for_cte): the user's context_encoding_buckets when
-    bucketing is on (the plugin turns it on, loader.py:762-763), else 128..max_context_length
+    bucketing is on (the plugin turns it on,
+    worker/neuronx_distributed_model_loader.py:765-766), else 128..max_context_length
     (512.. with prefix caching), or only max_context_length when enable_bucketing is false.
     Chunked prefill uses chunk-size buckets (autobucketing.py:101-146): only max_context_length is
     returned for it here, the one length every chunk configuration traces.
@@ -109,9 +117,14 @@ def context_buckets(override: dict[str, Any], max_context: int, prefix: bool, ch
     return generate_buckets(512 if prefix else 128, max_context) if max_context >= 128 else [max_context]
 
 
-def max_context_length(override: dict[str, Any], length: int, chunked: bool, batched: int | None) -> int:
-    """neuron_config max_context_length: loader.py:734-739 (max_num_batched_tokens under chunked
-    prefill, else max_model_len), replaced by an override key of that name (loader.py:877)."""
+def max_context_length(
+    override: dict[str, Any], length: int, chunked: bool, batched: int | None, prompt: int | None = None
+) -> int:
+    """neuron_config max_context_length: worker/neuronx_distributed_model_loader.py:737-742
+    (max_num_batched_tokens under chunked prefill, else max_model_len), replaced by an override key of
+    that name (:880), which additional_config max_prompt_length (`prompt`) replaces first (:926-940)."""
+    if prompt is not None:
+        return prompt
     value = override.get("max_context_length")
     if json_int(value):
         return value

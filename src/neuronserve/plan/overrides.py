@@ -1,11 +1,11 @@
 """Rules on override_neuron_config itself: keys that shadow the launch, and nested configs NxD Inference
 reads key by key (sampling, chunked prefill, LoRA).
 
-The plugin merges the override over its defaults with a plain dict.update (vllm-neuron 0.2.0
-loader.py:870-877), one level deep. So a top-level key replaces the launch's own number, and a nested
-object replaces the plugin's whole default object; NxD Inference then pops the keys it knows from the
-nested object and silently drops the rest (nxdi config.py:931-959). Each rule here turns one of those
-silent outcomes into a refusal (or a rewrite the plan says out loud).
+The plugin merges the override over its defaults with a plain dict.update (vllm-neuron 0.2.2+lts
+worker/neuronx_distributed_model_loader.py:873-880), one level deep. So a top-level key replaces the launch's
+own number, and a nested object replaces the plugin's whole default object; NxD Inference then pops the keys
+it knows from the nested object and silently drops the rest (nxdi config.py:931-959). Each rule here turns one
+of those silent outcomes into a refusal (or a rewrite the plan says out loud).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ def check_launch_duplicates(launch: dict[str, tuple[Any, str]], res: Resolution)
     """Launch duplicates: an override key that duplicates a launch setting must agree with it.
 
     `launch` maps neuron_config keys to (the value the plugin derives from the vLLM flags, the setting
-    that decides it), as in vllm-neuron 0.2.0 loader.py:751-791 (tp_degree <- tensor_parallel_size,
-    batch_size <- max_num_seqs or 1 with chunked prefill, seq_len <- max_model_len, torch_dtype <- dtype,
-    speculation keys <- speculative_config). Because loader.py:877 applies the override after those
-    defaults, a disagreeing key would compile the override's number while vLLM schedules for the flag's,
-    and every later rule would check the wrong number. Agreement passes (it changes nothing).
+    that decides it), as in vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:754-794
+    (tp_degree <- tensor_parallel_size, batch_size <- max_num_seqs or 1 with chunked prefill, seq_len <-
+    max_model_len, torch_dtype <- dtype, speculation keys <- speculative_config). Because :880 applies the
+    override after those defaults, a disagreeing key would compile the override's number while vLLM schedules
+    for the flag's, and every later rule would check the wrong number. Agreement passes (it changes nothing).
     """
     override = res.override
     for key, (expected, setting) in launch.items():
@@ -38,9 +38,9 @@ def check_launch_duplicates(launch: dict[str, tuple[Any, str]], res: Resolution)
             var = res.origin(key)
             raise ConfigError(
                 f"{var} sets {key}={json_text(given)} but the launch gives {key}={json_text(expected)} "
-                f"({setting}); the plugin merges the override over its own value (vllm-neuron 0.2.0 "
-                f"loader.py:877), so the compiled graph and vLLM would disagree: remove {var}, or change "
-                f"{setting.split('=')[0]} instead",
+                f"({setting}); the plugin merges the override over its own value (vllm-neuron 0.2.2+lts "
+                f"worker/neuronx_distributed_model_loader.py:880), so the compiled graph and vLLM would "
+                f"disagree: remove {var}, or change {setting.split('=')[0]} instead",
                 (var, setting.split("=")[0]),
             )
 
@@ -57,17 +57,20 @@ def json_text(value: Any) -> str:
 def check_sampling(res: Resolution) -> None:
     """On-device sampling as the plugin and NxD Inference run it.
 
-    - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value)) (loader.py:67-70) and the path it
-      enables is broken in 0.2.x: a non-zero integer is refused, 0 is harmless and passes, a
-      non-integer would raise ValueError in the worker and is refused.
+    - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value))
+      (worker/neuronx_distributed_model_loader.py:67-70) and only builds a Sampler that nothing in
+      vllm-neuron 0.2.2+lts calls, so sampling stays on the device: the switch is broken. A non-zero
+      integer is refused, 0 is harmless and passes, a non-integer would raise ValueError in the worker
+      and is refused.
     - A partial on_device_sampling_config replaces the plugin's default OnDeviceSamplingConfig(dynamic=
-      True, deterministic=False) whole (loader.py:731-732, 877), and NxD Inference defaults dynamic to
-      False (nxdi config.py:937): every request would be sampled with the config's fixed parameters,
-      i.e. greedily by default. The plan fills in the plugin's dynamic/deterministic defaults for keys
-      the user left out, and says so.
-    - global_topk outside 1..256: the runner caps it at 256 (runner.py:219-227, 1107-1113), so a larger
-      value compiles a bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256)
-      are clamped by the runner (runner.py:1119-1122): said as a warning with the number.
+      True, deterministic=False) whole (worker/neuronx_distributed_model_loader.py:734-735, 880), and
+      NxD Inference defaults dynamic to False (nxdi config.py:937): every request would be sampled with
+      the config's fixed parameters, i.e. greedily by default. The plan fills in the plugin's
+      dynamic/deterministic defaults for keys the user left out, and says so.
+    - global_topk outside 1..256: the runner caps it at 256
+      (worker/neuronx_distributed_model_runner.py:259-267, 1245-1251), so a larger value compiles a
+      bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256) are clamped by the
+      runner (:1257-1260): said as a warning with the number.
     - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
     The config as checked (completed) is res.sampling.
     """

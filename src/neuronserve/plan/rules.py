@@ -17,7 +17,7 @@ from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.multimodal import PIXTRAL, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
-# What loads through vllm-neuron 0.2.x into NxD Inference 0.7 (see check_architecture).
+# What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture).
 SUPPORTED_ARCHITECTURES = (
     "LlamaForCausalLM",
     "Llama4ForCausalLM",
@@ -68,7 +68,14 @@ def check_dtype(dtype: str, origin: str) -> None:
 
 
 def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Resolution) -> None:
-    """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks."""
+    """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks.
+
+    vllm-neuron 0.2.2+lts pads each block table to max_model_len // block_size entries
+    (worker/neuronx_distributed_model_runner.py:886, 951), so a block size that does not divide it
+    leaves the last partial block out; the loader asserts the user's --num-gpu-blocks-override (the flag
+    less the null block platform.py:220-230 adds) is at least ceil(max_model_len / block_size) *
+    max_num_seqs (worker/neuronx_distributed_model_loader.py:848-862).
+    """
     origins = res.origins
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
     if block not in BLOCK_SIZES:
@@ -97,10 +104,11 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Res
 def check_pa_keys(block: int | None, blocks: int | None, res: Resolution) -> None:
     """Paged-attention keys: pa_num_blocks / pa_block_size in the override must match their flags.
 
-    vllm-neuron 0.2.0 loader.py:796-831 (_handle_pa_num_blocks, block layout only): pa_num_blocks must
-    equal the --num-gpu-blocks-override the user gave, exactly (the plugin compares it with the flag's
-    value before its own +1 for the null block, platform.py:149-159, and raises otherwise), and without
-    that flag the key raises. pa_block_size replaces the block size the plugin passes (loader.py:777-778).
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:799-834 (_handle_pa_num_blocks,
+    block layout only): pa_num_blocks must equal the --num-gpu-blocks-override the user gave, exactly
+    (the plugin compares it with the flag's value before its own +1 for the null block,
+    platform.py:220-230, and raises otherwise), and without that flag the key raises. pa_block_size
+    replaces the block size the plugin passes (worker/neuronx_distributed_model_loader.py:780-781).
     """
     override = res.override
     origins = res.origins
@@ -203,8 +211,9 @@ def _context_var(origins: dict[str, str]) -> str:
 def check_chunked(chunked: bool, seqs: int, res: Resolution) -> None:
     """Rule 7: chunked prefill needs its config, block layout and the custom scheduler off.
 
-    vllm-neuron 0.2.0 loader.py:841-843 asserts chunked_prefill_config and is_block_kv_layout;
-    platform.py:176-183 turns chunked prefill off unless DISABLE_NEURON_CUSTOM_SCHEDULER=1.
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:844-846 asserts
+    chunked_prefill_config and is_block_kv_layout; platform.py:248-255 turns chunked prefill off unless
+    DISABLE_NEURON_CUSTOM_SCHEDULER=1 (read at platform.py:214-215).
     The native scheduler without chunked prefill is decided in kv.py (it needs a block size).
     """
     override = res.override
@@ -255,7 +264,8 @@ def check_sequence_parallel(buckets: list[int], tp: int, res: Resolution) -> Non
 
 
 def check_task(task: Any, runner: Any, res: Resolution) -> None:
-    """Rule 8: only text generation (the plugin's runner has no pooling path)."""
+    """Rule 8: only text generation (the plugin's runner has no pooling path: it answers every step
+    with `pooler_output=[]`, vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_runner.py:485)."""
     for key, value in (("task", task), ("runner", runner)):
         if value not in (None, "generate", "auto"):
             var = res.origins[key]
@@ -271,13 +281,14 @@ def check_architecture(
 ) -> None:
     """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
 
-    vllm-neuron 0.2.0 loader.py:612-631 reads architectures[0] (not model_type) and the head counts;
-    loader.py:672-674 refuses LLaVA/Pixtral; loader.py:639-659 maps the name (nxdi.plugin_model_key) into
+    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:619-638 reads architectures[0] (not
+    model_type) and the head counts; :646-666 maps the name (nxdi.plugin_model_key) into
     NxD Inference 0.7 MODEL_TYPES (utils/constants.py:41-51), which only has causal-lm classes. So a
     LlamaForSequenceClassification (model_type llama) fails, and GptOssForCausalLM looks up "gptoss".
     0.2.2+lts builds Pixtral from `LlavaForConditionalGeneration` (worker/neuronx_distributed_model_loader.py
-    :656-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
-    before; another class mapping to "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
+    :657-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
+    before (0.2.0 loader.py:672-674 raised NotImplementedError for it); another class mapping to
+    "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
     config = facts.config if facts else None
     if not config:
         res.warn(

@@ -4,7 +4,7 @@ vllm-neuron 0.2.2+lts answers some request fields by silently ignoring them; the
 request that needs one (front/, from this object), so the plan decides here, once, which ones:
 
 - on device (the default: the loader's OnDeviceSamplingConfig(dynamic=True, deterministic=False),
-  worker/neuronx_distributed_model_loader.py:731-732): get_nxd_sampling_params passes only top_k,
+  worker/neuronx_distributed_model_loader.py:734-735): get_nxd_sampling_params passes only top_k,
   top_p and temperature to the device (worker/neuronx_distributed_model_runner.py:1244-1278), so
   presence/frequency/repetition penalties and min_p are dropped; the device sample returns
   `logprobs_tensors=None` (loader :367-375), so the output's logprobs are None (runner :473-475).

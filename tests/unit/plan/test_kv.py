@@ -82,7 +82,7 @@ def test_the_native_scheduler_without_a_block_layout_is_refused() -> None:
     err = layout_refusal({"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "})
     assert str(err) == (
         "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill or a block KV layout: vLLM's native "
-        "scheduler needs a block size (vllm-neuron 0.2.0 platform.py:169-175) and the contiguous cache "
+        "scheduler needs a block size (vllm-neuron 0.2.2+lts platform.py:241-247) and the contiguous cache "
         "has none: unset DISABLE_NEURON_CUSTOM_SCHEDULER, or set SM_VLLM_ENABLE_CHUNKED_PREFILL=true "
         "(or SM_VLLM_ENABLE_PREFIX_CACHING=true)"
     )
@@ -159,7 +159,7 @@ def test_blocks_sized_for_small_blocks_are_refused_under_the_custom_scheduler() 
     assert str(err) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=100 looks sized for SM_VLLM_BLOCK_SIZE=32, but without prefix "
         "caching the plugin's custom scheduler makes every block max_model_len = 2048 tokens "
-        "(vllm-neuron 0.2.0 platform.py:203-207): NxD Inference would allocate 101 blocks of 2048 tokens "
+        "(vllm-neuron 0.2.2+lts platform.py:275-279): NxD Inference would allocate 101 blocks of 2048 tokens "
         "(64x the planned KV memory): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 (one block per sequence), or "
         "SM_VLLM_ENABLE_PREFIX_CACHING=true to keep blocks of 32"
     )
@@ -170,7 +170,8 @@ def test_too_few_max_len_blocks_are_refused() -> None:
     err = layout_refusal({"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "2"}, {"is_block_kv_layout": True})
     assert str(err) == (
         "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=2 blocks of max_model_len 2048 cannot hold max_num_seqs 4 sequences "
-        "(loader.py:845-859): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 or more"
+        "(vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:848-862): "
+        "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 or more"
     )
     assert err.variables == ("SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE",)
 

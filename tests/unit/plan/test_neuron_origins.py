@@ -26,7 +26,8 @@ BASE = {
     "SM_VLLM_MAX_NUM_SEQS": "4",
 }
 LOADER = (
-    "the plugin merges the override over its own value (vllm-neuron 0.2.0 loader.py:877), so the compiled "
+    "the plugin merges the override over its own value (vllm-neuron 0.2.2+lts "
+    "worker/neuronx_distributed_model_loader.py:880), so the compiled "
     "graph and vLLM would disagree"
 )
 EAGLE = '{"model": "d", "num_speculative_tokens": 3, "method": "eagle"}'
@@ -287,7 +288,8 @@ def test_max_context_length_in_the_override_json_is_named_by_it() -> None:
 
 def test_a_max_context_length_of_one_token_is_allowed_and_said() -> None:
     p = plan({**BASE, "SM_NEURON_MAX_CONTEXT_LENGTH": "1"})
-    assert "SM_NEURON_MAX_CONTEXT_LENGTH=1: prompts longer than 1 tokens cannot be prefilled" in p.warnings
+    said = "SM_NEURON_MAX_CONTEXT_LENGTH=1: prompts longer than 1 tokens"
+    assert any(w.startswith(said) for w in p.warnings)
 
 
 def test_engine_json_is_rendered_with_sorted_keys() -> None:

@@ -92,3 +92,9 @@ def test_context_buckets(
 )
 def test_max_context_length(override: dict[str, Any], chunked: bool, batched: int | None, want: int) -> None:
     assert nxdi.max_context_length(override, 4096, chunked, batched) == want
+
+
+def test_max_prompt_length_replaces_max_context_length() -> None:
+    """vllm-neuron 0.2.2+lts writes additional_config max_prompt_length over the override's key."""
+    assert nxdi.max_context_length({"max_context_length": 2048}, 4096, False, None, 1024) == 1024
+    assert nxdi.max_context_length({}, 4096, True, 512, 512) == 512

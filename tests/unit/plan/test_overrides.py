@@ -40,7 +40,8 @@ def test_a_disagreeing_launch_key_names_both_settings() -> None:
     assert str(err) == (
         f"{OV} sets tp_degree=8 but the launch gives tp_degree=2 (SM_VLLM_TENSOR_PARALLEL_SIZE=2); "
         "the plugin "
-        "merges the override over its own value (vllm-neuron 0.2.0 loader.py:877), so the compiled graph and "
+        "merges the override over its own value (vllm-neuron 0.2.2+lts "
+        "worker/neuronx_distributed_model_loader.py:880), so the compiled graph and "
         f"vLLM would disagree: remove {OV}, or change SM_VLLM_TENSOR_PARALLEL_SIZE instead"
     )
     assert err.variables == (OV, "SM_VLLM_TENSOR_PARALLEL_SIZE")

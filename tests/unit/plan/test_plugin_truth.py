@@ -1,4 +1,4 @@
-"""Each configuration vllm-neuron 0.2.x / NxD Inference 0.7 would reject (or run
+"""Each configuration vllm-neuron 0.2.2+lts / NxD Inference 0.7 would reject (or run
 differently than planned) is refused or rewritten the way the plugin runs it, and its accepted neighbour
 passes. The source lines each rule mirrors are in the docstrings of plan/kv.py, overrides.py, rules.py."""
 
