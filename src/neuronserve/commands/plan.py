@@ -50,6 +50,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "replicas": [_replica_doc(r) for r in plan.replicas],
         "assets": [a.as_json() for a in plan.assets],
         "request_support": plan.request_support.as_json(),
+        "stack": dict(plan.stack),
     }
 
 

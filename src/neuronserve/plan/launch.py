@@ -17,6 +17,8 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import multimodal, nxdi, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.lanes import DEFAULT as DEFAULT_LANE
+from neuronserve.plan.lanes import Lane
 from neuronserve.plan.resolution import Resolution
 
 DEFAULT_MAX_NUM_SEQS = 8
@@ -44,6 +46,7 @@ class Launch:
     buckets: list[int] = field(default_factory=list)
     draft: ModelFacts | None = None
     additional: dict[str, Any] = field(default_factory=dict)  # keys the plan adds to --additional-config
+    lane: Lane = DEFAULT_LANE  # the stack lane: rules that differ per lane read it (plan/lanes.py)
 
     @property
     def chunked(self) -> bool:

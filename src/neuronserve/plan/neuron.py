@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, guards, launch, multimodal, nxdi, overrides, rules
+from neuronserve.plan import cachekey, guards, launch, multimodal, native, nxdi, overrides, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.plan.kv import kv_layout
+from neuronserve.plan.lanes import DEFAULT as DEFAULT_LANE
+from neuronserve.plan.lanes import Lane
 from neuronserve.plan.launch import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS, Launch
 from neuronserve.plan.resolution import Resolution
 
@@ -65,6 +67,14 @@ class NeuronEngine:
     env: dict[str, str]
     integration: str  # "plugin" | "in-tree"
     graph: dict[str, Any]  # everything that changes the compiled graph (for the cache key)
+    # The engine environment that points it at the compiled-artifact directory (plan/build.py gives it
+    # the local directory); None: NEURON_COMPILED_ARTIFACTS=<dir>, as vllm-neuron 0.2.x/0.4.x read it.
+    cache_env: Callable[[str], dict[str, str]] | None = None
+
+    def artifacts_env(self, local_dir: str) -> dict[str, str]:
+        if self.cache_env is None:
+            return {"NEURON_COMPILED_ARTIFACTS": local_dir}
+        return self.cache_env(local_dir)
 
 
 Step = Callable[[Launch, Resolution], None]
@@ -196,10 +206,20 @@ STEPS: tuple[Step, ...] = (
 
 
 def neuron_engine(
-    settings: Settings, facts: HostFacts, model_uri: str, model: ModelFacts | None, res: Resolution
+    settings: Settings,
+    facts: HostFacts,
+    model_uri: str,
+    model: ModelFacts | None,
+    res: Resolution,
+    *,
+    lane: Lane = DEFAULT_LANE,
 ) -> NeuronEngine:
-    """Resolve and check the Neuron engine settings (pure), then render them."""
-    n = Launch(settings, facts, model_uri, model)
+    """Resolve and check the Neuron engine settings (pure), then render them: NxD Inference lanes
+    through STEPS (the rules read `Launch.lane` where the lanes differ), the rewritten plugin's lane
+    through its own renderer (plan/native.py)."""
+    if lane.generation == "native":
+        return native.native_engine(settings, facts, model_uri, model, res, lane=lane)
+    n = Launch(settings, facts, model_uri, model, lane=lane)
     for step in STEPS:
         step(n, res)
     return render(n, res)
