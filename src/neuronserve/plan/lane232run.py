@@ -87,6 +87,15 @@ def neuron_engine(
 
 
 def _refuse_settings(settings: Settings) -> None:
+    """Settings lane 2.27 takes and this lane must not: LoRA; --quantization neuron_quant, which
+    reference:117-121 says to leave unset (Neuron quantization is neuron_config `quantization`)."""
+    if settings.get("quantization") == "neuron_quant":
+        var = settings.origin("quantization", "SM_VLLM_QUANTIZATION")
+        raise ConfigError(
+            f"{var}=neuron_quant is {lane232.NOT_IN_LANE} ({lane232.REF}:117-121): unset it and set "
+            "SM_NEURON_QUANTIZATION (mxfp4, mxfp8), or serve a checkpoint with FP8 scales",
+            (var,),
+        )
     if settings.get("enable-lora") is True:
         var = settings.origin("enable-lora", "SM_VLLM_ENABLE_LORA")
         raise ConfigError(

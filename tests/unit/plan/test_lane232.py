@@ -5,6 +5,7 @@ compile cache's environment, the sampling mode and what requests may ask."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,6 +227,12 @@ def test_speculation_needs_on_device_sampling_and_keys_the_draft() -> None:
     assert build(env, paths=other).cache_key != p.cache_key
 
 
+def test_neuron_quant_is_refused_naming_the_neuron_config_field() -> None:
+    err = refused({"SM_VLLM_QUANTIZATION": "neuron_quant"})
+    assert "not in this lane (2.32)" in str(err) and "SM_NEURON_QUANTIZATION" in str(err)
+    assert err.variables == ("SM_VLLM_QUANTIZATION",)
+
+
 def test_lora_is_refused_not_in_this_lane() -> None:
     err = refused({"SM_VLLM_ENABLE_LORA": "true"})
     assert "LoRA is not in this lane (2.32)" in str(err) and "NEURONSERVE_STACK=2.28" in str(err)
@@ -269,6 +276,31 @@ def test_a_local_neuron_compiled_artifacts_is_refused_and_s3_is_staged_into_the_
     assert p.artifacts.local_dir.endswith("/" + lane232cache.COMPILE_CACHE_SUBDIR)
 
 
+CLI = json.loads((Path(__file__).resolve().parents[3] / "tests/data/vllm-0.24.0-cli.json").read_text())[
+    "options"
+]
+
+
+def check_cli(argv: list[str]) -> None:
+    """Each token an option of vLLM 0.24.0 (its committed CLI table), with a value where it takes one."""
+    i = 0
+    while i < len(argv):
+        name = argv[i]
+        assert name.startswith("--") and name in CLI, f"{name} is not an option of vLLM 0.24.0: {argv}"
+        i += 1
+        if CLI[name]["takes_value"]:
+            assert i < len(argv) and not argv[i].startswith("--"), f"{name} needs a value: {argv}"
+            choices = CLI[name]["choices"]
+            assert not choices or argv[i] in {str(c) for c in choices}, f"{name} {argv[i]} not in {choices}"
+            i += 1
+
+
+def test_the_cli_check_can_fail() -> None:
+    for bad in (["--device", "neuron"], ["--override-neuron-config", "{}"], ["--block-size"]):
+        with pytest.raises(AssertionError):
+            check_cli(bad)
+
+
 @pytest.mark.parametrize(
     "env",
     [
@@ -276,8 +308,10 @@ def test_a_local_neuron_compiled_artifacts_is_refused_and_s3_is_staged_into_the_
         {"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"all_greedy": true}'},
         {"SM_VLLM_ENABLE_PREFIX_CACHING": "false", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "256"},
         {"SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[128, 1024]", "SM_VLLM_BLOCK_SIZE": "64"},
+        {"SM_VLLM_ENABLE_CHUNKED_PREFILL": "true", "SM_VLLM_KV_CACHE_DTYPE": "fp8"},
     ],
 )
 def test_the_argv_is_valid_against_vllm_0_24_0s_cli(env: dict[str, str]) -> None:
-    cli = pytest.importorskip("tests.support.vllm_cli", reason="vLLM 0.24.0's CLI table is not merged yet")
-    cli.check_argv(list(build(env).argv), "0.24.0")
+    argv = list(build(env).argv)
+    assert argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    check_cli(argv[3:])
