@@ -239,14 +239,16 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         graph = assets.keyed_graph(engine.graph, staged)
         key = cachekey.cache_key(model, model_facts, graph, facts.versions, identity, lane=lane.lane)
         artifacts = _artifacts(settings, work_dir, key)
-        if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+        if engine.artifacts_subdir and artifacts.local_dir:
+            artifacts = replace(artifacts, local_dir=f"{artifacts.local_dir}/{engine.artifacts_subdir}")
+        elif artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
             res.warn(
                 "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
                 "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
                 "(larger upload, faster start)"
             )
         env = {**engine.env, **engine.artifacts_env(artifacts.local_dir or "")}
-        override, integration = engine.override, engine.integration
+        override, integration, lane_support = engine.override, engine.integration, engine.support
         slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
         rendered = engine.flags + staged.flags
     else:
@@ -256,6 +258,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
+        lane_support = None
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, res)
         rendered = staged.flags
@@ -291,7 +294,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         assets=tuple(staged.assets),
         files=staged.files,
         request_support=lora.request_support(
-            support.request_support(device, integration, override, pluginrules.of(lane.lane)),
+            lane_support or support.request_support(device, integration, override, pluginrules.of(lane.lane)),
             adapters,
             lora=settings.get("enable-lora") is True,
             device=device,

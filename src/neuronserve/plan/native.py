@@ -30,7 +30,11 @@ def native_engine(
     *,
     lane: Lane,
 ) -> NeuronEngine:
-    """Render the Neuron engine for a "native" lane (the renderer module replaces this body)."""
+    """Render the Neuron engine for a "native" lane: lane 2.32's renderer (plan/lane232run.py)."""
+    if lane.lane == "2.32":
+        from neuronserve.plan import lane232run  # noqa: PLC0415 (plan/neuron.py imports this module)
+
+        return lane232run.neuron_engine(settings, facts, model_uri, model, res, lane=lane)
     raise ConfigError(
         f"lane {lane.lane} (vllm-neuron {lane.vllm_neuron}) has no renderer in this build: "
         "use NEURONSERVE_STACK=2.28 or 2.27",

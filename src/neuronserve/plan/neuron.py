@@ -29,6 +29,7 @@ from neuronserve.plan.lanes import DEFAULT as DEFAULT_LANE
 from neuronserve.plan.lanes import Lane
 from neuronserve.plan.launch import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS, Launch
 from neuronserve.plan.resolution import Resolution
+from neuronserve.types import RequestSupport
 
 # The defaults are read from here by the settings table's documentation test.
 __all__ = [
@@ -70,6 +71,11 @@ class NeuronEngine:
     # The engine environment that points it at the compiled-artifact directory (plan/build.py gives it
     # the local directory); None: NEURON_COMPILED_ARTIFACTS=<dir>, as vllm-neuron 0.2.x/0.4.x read it.
     cache_env: Callable[[str], dict[str, str]] | None = None
+    # Where the lane's engine compiles, under the keyed artifact directory ("" = that directory itself;
+    # lane 2.32: neuron/compile_cache under VLLM_CACHE_ROOT, plan/lane232cache.py).
+    artifacts_subdir: str = ""
+    # The lane's own request support (None: plan/support.py's, from the rendered override).
+    support: RequestSupport | None = None
 
     def artifacts_env(self, local_dir: str) -> dict[str, str]:
         if self.cache_env is None:
