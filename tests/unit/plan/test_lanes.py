@@ -235,3 +235,15 @@ def test_2_28_plans_lora_without_named_adapters_and_says_how_they_arrive() -> No
     assert "needs its adapters named" in str(refusal({**env, "NEURONSERVE_STACK": "2.27"}, laptop()))
     p = plan({**env, "NEURONSERVE_STACK": "2.28"}, laptop())
     assert any("loads them at run time" in w for w in p.warnings)
+
+
+def test_eagle3_on_2_28_is_planned_with_what_the_plugin_source_wires() -> None:
+    spec = {**EAGLE, "method": "eagle3"}
+    env = {"SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec)}
+    for lane, said in (("2.27", False), ("2.28", True)):
+        base = {**CONFIGS["eagle"], **env}
+        p = plan(
+            {**HUB_MODEL, **base, "SM_VLLM_MAX_MODEL_LEN": "128", "NEURONSERVE_STACK": lane},
+            facts(versions=dict(NO_PLUGIN), paths=PATHS),
+        )
+        assert any("method eagle3 on vllm-neuron 0.4.1" in w for w in p.warnings) is said
