@@ -13,6 +13,8 @@ Read and found the SAME in 0.4.1 (no per-lane rule needed):
   multimodal model's override still accepts only the two nested objects
   (0.4.1 loader :1283-1289 asserted from :596-598): plan/launch.py and plan/multimodal.py hold for both.
 - chunked prefill still asserts chunked_prefill_config and the block layout (0.4.1 loader :1180-1182).
+- vLLM's --quantization is still never read: only the override's quantization keys are (0.4.1 loader
+  :1225-1240), so plan/guards.py's refusal holds.
 - LoRA still reads `lora_ckpt_json` and `target_modules` by popping them from
   override_neuron_config (0.4.1 worker/neuronx_distributed_model_runner.py:481-485), so an override is
   still always rendered; and a request without an adapter still fails the runner when LoRA is on:
