@@ -68,6 +68,7 @@ def render_text(plan: LaunchPlan) -> str:
         f"model:       {plan.model.uri} ({plan.model.source}"
         + (f", read from {plan.model.local_path})" if plan.model.local_path else ")"),
         f"cache key:   {plan.cache_key or '-'}",
+        *_stack_line(plan),
         f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
         f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
         *_replica_lines(plan),
@@ -84,6 +85,16 @@ def render_text(plan: LaunchPlan) -> str:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in doc["warnings"]]
     return "\n".join(lines)
+
+
+def _stack_line(plan: LaunchPlan) -> list[str]:
+    stack = plan.stack
+    if not stack:
+        return []
+    return [
+        f"stack:       lane {stack['lane']} (Neuron SDK {stack['sdk']}, vllm-neuron {stack['vllm_neuron']}, "
+        f"vLLM {stack['vllm']})"
+    ]
 
 
 def _replica_lines(plan: LaunchPlan) -> list[str]:

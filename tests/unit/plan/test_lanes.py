@@ -7,6 +7,7 @@ import json
 import pytest
 from tests.support.builders import ASSET_PATHS, HUB_MODEL, facts, model_config, plan, refusal
 from tests.support.vllm_cli import check_argv
+from tests.unit.plan.test_build_vllm_cli import run_cli
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan import lanes
@@ -247,3 +248,20 @@ def test_eagle3_on_2_28_is_planned_with_what_the_plugin_source_wires() -> None:
             facts(versions=dict(NO_PLUGIN), paths=PATHS),
         )
         assert any("method eagle3 on vllm-neuron 0.4.1" in w for w in p.warnings) is said
+
+
+def test_the_plan_command_reports_the_lane_and_refuses_what_it_owes() -> None:
+    """`neuronserve plan` end to end (its own process reads the environment and this host's facts)."""
+    env = {"SM_VLLM_MODEL": "a/b", "SM_VLLM_MAX_MODEL_LEN": "64", "NEURONSERVE_STACK": "2.28"}
+    r = run_cli(["--json", "--device", "cpu"], env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["stack"] == lanes.LANE_2_28.stack_json()
+    text = run_cli(["--device", "cpu"], env)
+    assert "stack:       lane 2.28 (Neuron SDK 2.28, vllm-neuron 0.4.1, vLLM 0.13.0)" in text.stdout
+    bad = run_cli(["--device", "cpu"], {**env, "NEURONSERVE_STACK": "2.99"})
+    assert bad.returncode == 2 and "NEURONSERVE_STACK" in bad.stderr and "2.32" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    inf2 = run_cli(
+        ["--device", "cpu"], {**env, "NEURONSERVE_STACK": "2.32", "NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge"}
+    )
+    assert inf2.returncode == 2 and "use lane 2.28" in inf2.stderr and "Traceback" not in inf2.stderr
