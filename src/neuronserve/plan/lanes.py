@@ -85,8 +85,6 @@ LANE_2_32 = Lane(
 )
 LANES: dict[str, Lane] = {lane.lane: lane for lane in (LANE_2_27, LANE_2_28, LANE_2_32)}
 DEFAULT = LANE_2_27
-# The newest lane that still runs an instance family, for the refusal's pointer.
-_LAST_FOR = {"inf2": "2.28", "trn1": "2.28", "trn1n": "2.28"}
 
 
 def lane_of_plugin(version: str | None) -> Lane | None:
@@ -146,6 +144,12 @@ def instance_family(instance_type: str | None, facts: HostFacts) -> tuple[tuple[
     return None
 
 
+def _newest_running(families: list[str]) -> str:
+    """The newest lane that runs every one of `families` (2.28 for inf2/trn1, 2.32 for trn3)."""
+    running = [each for each in LANES.values() if all(f in each.families for f in families)]
+    return max(running or [DEFAULT], key=lambda each: tuple(int(p) for p in each.lane.split("."))).lane
+
+
 def check_instance(lane: Lane, instance_type: str | None, facts: HostFacts) -> None:
     """Refuse, before any download, an instance the lane cannot run (inf2/trn1 on 2.32: the rewritten
     plugin supports Trn2 and Trn3 only), pointing to the newest lane that runs it."""
@@ -157,7 +161,7 @@ def check_instance(lane: Lane, instance_type: str | None, facts: HostFacts) -> N
     refused = [f for f in families if f in known and f not in lane.families]
     if not refused:
         return
-    pointer = sorted({_LAST_FOR.get(f, DEFAULT.lane) for f in refused})[-1]
+    pointer = _newest_running(refused)
     raise ConfigError(
         f"{source}: lane {lane.lane} (vllm-neuron {lane.vllm_neuron}) runs on "
         f"{', '.join(lane.families)} only, not {'/'.join(refused)}: use lane {pointer} "

@@ -61,6 +61,14 @@ def test_lane_2_32_refuses_inf2_and_trn1_pointing_to_2_28(instance: str) -> None
     assert "use lane 2.28" in text and "NEURONSERVE_STACK=2.28" in text
 
 
+def test_lanes_2_27_and_2_28_refuse_trn3_pointing_to_2_32() -> None:
+    for stack in ("2.27", "2.28"):
+        err = refusal(
+            {**HUB_MODEL, "NEURONSERVE_STACK": stack, "NEURONSERVE_INSTANCE_TYPE": "trn3.x"}, laptop()
+        )
+        assert f"lane {stack}" in str(err) and "not trn3: use lane 2.32" in str(err)
+
+
 def test_lane_2_32_refuses_detected_neuroncore_v2_devices() -> None:
     err = refusal({**HUB_MODEL, "NEURONSERVE_STACK": "2.32"}, laptop(neuron_devices=1, physical_cores=2))
     assert "detected devices" in str(err) and "use lane 2.28" in str(err)
