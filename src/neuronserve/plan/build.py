@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import assets, cachekey, fit, guards, lanes, lora, replicas, support
+from neuronserve.plan import assets, cachekey, fit, guards, lanes, lora, pluginrules, replicas, support
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
@@ -294,7 +294,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         assets=tuple(staged.assets),
         files=staged.files,
         request_support=lora.request_support(
-            lane_support or support.request_support(device, integration, override),
+            lane_support or support.request_support(device, integration, override, pluginrules.of(lane.lane)),
             adapters,
             lora=settings.get("enable-lora") is True,
             device=device,

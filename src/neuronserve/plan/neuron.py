@@ -95,7 +95,7 @@ def _task(n: Launch, res: Resolution) -> None:
 
 
 def _architecture(n: Launch, res: Resolution) -> None:
-    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"))
+    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"), n.rules)
 
 
 def _guards(n: Launch, res: Resolution) -> None:
@@ -109,11 +109,11 @@ def _guards(n: Launch, res: Resolution) -> None:
 
 def _multimodal_keys(n: Launch, res: Resolution) -> None:
     """Before any rule adds a key: a multimodal model's override holds only its nested objects."""
-    multimodal.check_user_keys(n.model, res)
+    multimodal.check_user_keys(n.model, res, n.rules)
 
 
 def _multimodal_launch(n: Launch, res: Resolution) -> None:
-    multimodal.check_launch(n.model, n.settings, n.seqs, n.length, res)
+    multimodal.check_launch(n.model, n.settings, n.seqs, n.length, res, n.rules)
 
 
 def _speculation_edge(n: Launch, res: Resolution) -> None:
@@ -121,11 +121,11 @@ def _speculation_edge(n: Launch, res: Resolution) -> None:
 
 
 def _multimodal_conflicts(n: Launch, res: Resolution) -> None:
-    multimodal.check_conflicts(n.model, res)
+    multimodal.check_conflicts(n.model, res, n.rules)
 
 
 def _lora(n: Launch, res: Resolution) -> None:
-    overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res)
+    overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res, n.rules)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
@@ -239,7 +239,7 @@ def render(n: Launch, res: Resolution) -> NeuronEngine:
     """The engine flags, environment and compiled-graph description of a resolved launch."""
     settings, override = n.settings, res.override
     if n.integration == "plugin":
-        override = multimodal.nest(n.model, override)  # Llama 4 / Pixtral: under text_neuron_config
+        override = multimodal.nest(n.model, override, n.rules)  # Llama 4, Pixtral (Qwen VL in 2.28)
     flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
     flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, *n.kv_flags]
     if n.chunked:
