@@ -295,3 +295,23 @@ def test_the_argv_is_valid_against_vllm_0_24_0s_cli(env: dict[str, str]) -> None
 def test_the_cli_check_refuses_the_flags_this_lane_must_not_render() -> None:
     bad = vllm_cli.check_argv(["--device", "neuron", "--override-neuron-config", "{}"], "0.24.0")
     assert len(bad) == 2
+
+
+def test_token_generation_buckets_of_only_max_model_len_leave_context_bucketing_off() -> None:
+    cfg = neuron_config(build({"SM_NEURON_TOKEN_GENERATION_BUCKETS": "[1024]"}))
+    assert cfg["decode_context_length_buckets"] is None
+
+
+def test_the_2_27_sampling_switch_is_refused_unless_zero() -> None:
+    err = refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
+    assert "not in this lane (2.32)" in str(err)
+    assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
+    assert build({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "0"}).env["VLLM_CACHE_ROOT"]
+
+
+def test_a_disabled_plugin_cache_with_an_s3_cache_is_said() -> None:
+    p = build({"NEURONSERVE_CACHE_URI": "s3://bucket/cache", lane232cache.DISABLE_CACHE_VAR: "1"})
+    assert any(
+        w.startswith(f"{lane232cache.DISABLE_CACHE_VAR} is set: the engine writes no") for w in p.warnings
+    )
+    assert lane232cache.NO_COMPILE_VAR not in p.env
