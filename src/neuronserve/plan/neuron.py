@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, guards, launch, multimodal, native, nxdi, overrides, rules
+from neuronserve.plan import cachekey, guards, launch, multimodal, native, nxdi, overrides, pluginrules, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.plan.kv import kv_layout
@@ -176,6 +176,9 @@ def _sampling(n: Launch, res: Resolution) -> None:
 
 
 def _eagle(n: Launch, res: Resolution) -> None:
+    said = pluginrules.check_eagle3(res.speculation.method, res.origins["speculative-config"], n.rules)
+    if said:
+        res.warn(said)
     cfg = res.speculation.config
     n.draft = n.facts.paths.get(str(cfg.get("model"))) if cfg is not None else None
     rules.check_eagle(n.draft, res)

@@ -48,6 +48,8 @@ class PluginRules:
     - `structured_outputs_on_cpu`: CPU sampling applies the grammar bitmask.
     - `adapters_at_start`: LoRA needs its adapters named at start (lora_ckpt_json); False: the
       adapters may also arrive at run time.
+    - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
+      (`check_eagle3`); off for 2.27, whose plans stay as they were.
     """
 
     plugin: str
@@ -60,6 +62,7 @@ class PluginRules:
     pixtral_max_seqs: int | None
     structured_outputs_on_cpu: bool
     adapters_at_start: bool
+    warn_eagle3: bool = False
 
 
 PIXTRAL = "LlavaForConditionalGeneration"
@@ -117,6 +120,10 @@ V0_2 = PluginRules(
 #   lora_model_manager serves the adapters (:538-539), dynamic multi-LoRA is on with
 #   VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 or max_cpu_loras > 0 (:487-490), and the worker's
 #   add_lora/remove_lora reach the runner (0.4.1 worker/neuron_worker.py:204-208).
+# - EAGLE3: AWS lists EAGLE3 for Llama 3.1 8B in 2.28, but 0.4.1 turns on NxD Inference's EAGLE path
+#   only for method "eagle" (loader :1117-1118, as 0.2.2+lts :793-794); what is new is the draft's
+#   own class, detected from its config.json with the target's as fallback (:355-409), and a
+#   `draft_overrides` override key (:184). So "eagle3" is planned with a warning (check_eagle3).
 V0_4 = PluginRules(
     plugin="vllm-neuron 0.4.1",
     family="vllm-neuron 0.4.x",
@@ -133,7 +140,20 @@ V0_4 = PluginRules(
     pixtral_max_seqs=None,
     structured_outputs_on_cpu=True,
     adapters_at_start=False,
+    warn_eagle3=True,
 )
+
+
+def check_eagle3(method: str, origin: str, rules: PluginRules) -> str | None:
+    """The warning a speculative method "eagle3" gets on a lane whose plugin source does not wire it."""
+    if not rules.warn_eagle3 or method.lower() != "eagle3":
+        return None
+    return (
+        f"{origin}: method eagle3 on {rules.plugin}, which turns on NxD Inference's EAGLE path only for "
+        'method "eagle" (it compiles eagle3 as a plain fused draft unless NxD Inference detects it from '
+        "the draft's config.json); AWS lists EAGLE3 for Llama 3.1 8B in this SDK: check the compile log"
+    )
+
 
 BY_LANE: dict[str, PluginRules] = {"2.27": V0_2, "2.28": V0_4}
 
