@@ -12,7 +12,7 @@ an unknown neuron_config field is not documented, so the plan never finds out at
 Sources (no plugin source is public), in aws-neuron/aws-neuron-sdk at the Neuron 2.32.0 release
 (a3247f5b), under vllm-neuron/docs/, cited as page:line:
 - guides/reference-configuration.md ("reference", dated 2026-08-13): the neuron_config fields (:46-51,
-  :79, :115), vision_neuron_config and mm_language_model_only siblings (:14-16, :158-176), the KV
+  :79, :115), vision_neuron_config and mm_language_model_only siblings (:14-16, :154-176), the KV
   options as vLLM flags (:57-66), the environment (:190-200).
 - getting-started/migration-nxdi-to-vllm-neuron.md ("migration"): context_encoding_buckets ->
   num_batched_tokens_buckets (:99-106, :115-117), no --device / VLLM_NEURON_FRAMEWORK (:89-93,
@@ -65,7 +65,7 @@ FIELDS = frozenset(
         "quantization",
     }
 )
-# Top-level additional_config keys of 2.32 besides neuron_config (reference:14-16, :158-176).
+# Top-level additional_config keys of 2.32 besides neuron_config (reference:14-16, :154-176).
 TOP_LEVEL = frozenset({"neuron_config", "vision_neuron_config", "mm_language_model_only"})
 SAMPLING_KEYS = frozenset({"temperature", "top_k", "top_p", "all_greedy"})  # reference:79
 SEGMENT_SIZES = frozenset({512, 1024, 2048, 4096, 8192})  # reference:50
@@ -244,7 +244,7 @@ def _check_top_level(additional: dict[str, Any]) -> None:
     if unknown:
         raise ConfigError(
             f"SM_VLLM_ADDITIONAL_CONFIG sets {', '.join(unknown)}: {NOT_IN_LANE}; vllm-neuron 0.24's "
-            f"additional_config takes {', '.join(sorted(TOP_LEVEL))} ({REF}:14-16, :158-176)",
+            f"additional_config takes {', '.join(sorted(TOP_LEVEL))} ({REF}:14-16, :154-176)",
             ("SM_VLLM_ADDITIONAL_CONFIG",),
         )
 

@@ -212,7 +212,7 @@ def request_support(cfg: dict[str, Any]) -> RequestSupport:
       logprobs and penalties are refused; structured outputs work, the grammar mask is applied on the
       device (features:619-625, structured-outputs-and-tool-calling.md:25-35).
     - On the CPU (this lane's plan default): the runner's sampler computes logprobs when asked
-      (vllm-integration-design-reference.md:691-694) and applies the logits processors (:682-683);
+      (vllm-integration-design-reference.md:692-694) and applies the logits processors (:682-683);
       the grammar mask is never applied and structured outputs raise NotImplementedError
       (structured-outputs-and-tool-calling.md:242, :313; features:704-707), so they are refused.
       That penalties (presence/frequency/repetition, min_p) are among the CPU path's processors is

@@ -5,10 +5,10 @@ compile cache's environment, the sampling mode and what requests may ask."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import vllm_cli
 from tests.support.builders import facts, plan, refusal
 
 from neuronserve.plan import lane232, lane232cache
@@ -276,31 +276,6 @@ def test_a_local_neuron_compiled_artifacts_is_refused_and_s3_is_staged_into_the_
     assert p.artifacts.local_dir.endswith("/" + lane232cache.COMPILE_CACHE_SUBDIR)
 
 
-CLI = json.loads((Path(__file__).resolve().parents[3] / "tests/data/vllm-0.24.0-cli.json").read_text())[
-    "options"
-]
-
-
-def check_cli(argv: list[str]) -> None:
-    """Each token an option of vLLM 0.24.0 (its committed CLI table), with a value where it takes one."""
-    i = 0
-    while i < len(argv):
-        name = argv[i]
-        assert name.startswith("--") and name in CLI, f"{name} is not an option of vLLM 0.24.0: {argv}"
-        i += 1
-        if CLI[name]["takes_value"]:
-            assert i < len(argv) and not argv[i].startswith("--"), f"{name} needs a value: {argv}"
-            choices = CLI[name]["choices"]
-            assert not choices or argv[i] in {str(c) for c in choices}, f"{name} {argv[i]} not in {choices}"
-            i += 1
-
-
-def test_the_cli_check_can_fail() -> None:
-    for bad in (["--device", "neuron"], ["--override-neuron-config", "{}"], ["--block-size"]):
-        with pytest.raises(AssertionError):
-            check_cli(bad)
-
-
 @pytest.mark.parametrize(
     "env",
     [
@@ -314,4 +289,29 @@ def test_the_cli_check_can_fail() -> None:
 def test_the_argv_is_valid_against_vllm_0_24_0s_cli(env: dict[str, str]) -> None:
     argv = list(build(env).argv)
     assert argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
-    check_cli(argv[3:])
+    assert vllm_cli.check_argv(argv, "0.24.0") == []
+
+
+def test_the_cli_check_refuses_the_flags_this_lane_must_not_render() -> None:
+    bad = vllm_cli.check_argv(["--device", "neuron", "--override-neuron-config", "{}"], "0.24.0")
+    assert len(bad) == 2
+
+
+def test_token_generation_buckets_of_only_max_model_len_leave_context_bucketing_off() -> None:
+    cfg = neuron_config(build({"SM_NEURON_TOKEN_GENERATION_BUCKETS": "[1024]"}))
+    assert cfg["decode_context_length_buckets"] is None
+
+
+def test_the_2_27_sampling_switch_is_refused_unless_zero() -> None:
+    err = refused({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"})
+    assert "not in this lane (2.32)" in str(err)
+    assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
+    assert build({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "0"}).env["VLLM_CACHE_ROOT"]
+
+
+def test_a_disabled_plugin_cache_with_an_s3_cache_is_said() -> None:
+    p = build({"NEURONSERVE_CACHE_URI": "s3://bucket/cache", lane232cache.DISABLE_CACHE_VAR: "1"})
+    assert any(
+        w.startswith(f"{lane232cache.DISABLE_CACHE_VAR} is set: the engine writes no") for w in p.warnings
+    )
+    assert lane232cache.NO_COMPILE_VAR not in p.env
