@@ -1,4 +1,4 @@
-"""Keep the Dockerfiles' ARG defaults equal to docker/versions.env, and versions.env equal to the default lane.
+"""Keep the Dockerfiles' ARG defaults equal to docker/versions.env, and versions.env to the default lane.
 
 Every pin of a Neuron image lane is in docker/lanes/<lane>.env (2.27, the default; 2.28; 2.32), cited from
 AWS's DLC Dockerfile for that SDK. docker/versions.env repeats the default lane's pins (plus the CPU image's
@@ -92,13 +92,16 @@ def load_lane(lane: str) -> dict[str, str]:
 def constraints(pins: dict[str, str]) -> str:
     """The pip constraints the Neuron build generates from a lane's pins (its Dockerfile's pin() step):
     every pinned package of NEURON_STACK, then vLLM and the plugin, whose sources are checked out."""
-    lines = [f"{name}=={pins[key]}" for name, key in NEURON_STACK.items() if pins[key] not in ("none", "unpinned")]
+    lines = [
+        f"{name}=={pins[key]}" for name, key in NEURON_STACK.items() if pins[key] not in ("none", "unpinned")
+    ]
     lines += [f"{name}=={pins[key]}" for name, key in SOURCE_PINS.items()]
     return "\n".join(lines) + "\n"
 
 
 def lane_args(lane: str) -> dict[str, str]:
-    """Every build argument of a Neuron build of `lane`: versions.env's (the wheel stage's too), then the lane's."""
+    """Every build argument of a Neuron build of `lane`: versions.env's (the wheel stage's too), then
+    the lane's, then LANE itself."""
     return {**load_versions(), **load_lane(lane), "LANE": lane}
 
 
