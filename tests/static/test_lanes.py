@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,7 @@ def test_versions_check_catches_versions_env_drifting_from_the_default_lane(
 @pytest.mark.parametrize("lane", LANES)
 def test_hadolint_passes_on_the_dockerfile_as_each_lane_renders_it(lane: str) -> None:
     rendered = subprocess.run(
-        ["python3", str(ROOT / "docker" / "versions.py"), "--lane", lane, "--render"],
+        [sys.executable, str(ROOT / "docker" / "versions.py"), "--lane", lane, "--render"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     pins = versions_mod.load_lane(lane)
@@ -167,7 +168,7 @@ def test_hadolint_passes_on_the_dockerfile_as_each_lane_renders_it(lane: str) ->
 
 def test_render_is_the_dockerfile_itself_for_the_default_lane() -> None:
     out = subprocess.run(
-        ["python3", str(ROOT / "docker" / "versions.py"), "--lane", "2.27", "--render"],
+        [sys.executable, str(ROOT / "docker" / "versions.py"), "--lane", "2.27", "--render"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     assert out == NEURON
@@ -224,6 +225,64 @@ def test_resolver_refuses_a_malformed_lane_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode != 0
     assert "expected KEY=VALUE without spaces, got 'TORCH_VERSION = 2.9.0'" in result.stderr
+
+
+def run_resolve_step(
+    tmp_path: Path, env: dict[str, str], lane_texts: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The os stage's own RUN that resolves the lane, with /tmp/lanes (what its COPYs bring: docker/lane.sh
+    and docker/lanes/, or `lane_texts` in place of a lane's file) and /opt/neuronserve moved under tmp,
+    and the stage's ARGs as its environment."""
+    runs = [
+        str(i["value"])
+        for i in DockerfileParser(fileobj=io.BytesIO(NEURON.encode())).structure
+        if i["instruction"] == "RUN" and "lane.sh" in str(i["value"])
+    ]
+    assert len(runs) == 1
+    lanes = tmp_path / "lanes"
+    lanes.mkdir(parents=True)
+    (lanes / "lane.sh").write_text((ROOT / "docker" / "lane.sh").read_text())
+    for lane in LANES:
+        text = (lane_texts or {}).get(lane) or (LANES_DIR / f"{lane}.env").read_text()
+        (lanes / f"{lane}.env").write_text(text)
+    script = runs[0].replace("/tmp/lanes", str(lanes)).replace("/opt/neuronserve", str(tmp_path / "ns"))
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        env={"PATH": os.environ["PATH"], **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return result, tmp_path / "ns" / "lane.env"
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_resolve_step_of_the_dockerfile_writes_the_lane_into_the_image(tmp_path: Path, lane: str) -> None:
+    result, written = run_resolve_step(tmp_path, {**stage_args(NEURON, "os"), "LANE": lane})
+    assert result.returncode == 0, result.stderr
+    assert versions_mod.load_versions(written) == {**versions_mod.load_lane(lane), "LANE": lane}
+    assert not (tmp_path / "lanes").exists(), "the lane files are not left in the image"
+
+
+def test_resolve_step_stops_a_lane_whose_base_image_the_build_did_not_use(tmp_path: Path) -> None:
+    """FROM is evaluated before the lane file is read: a lane on another base, built without that base
+    as --build-arg, stops with the flag to add; with it, the build goes on."""
+    moved = (
+        (LANES_DIR / "2.28.env")
+        .read_text()
+        .replace("NEURON_BASE_IMAGE=ubuntu:24.04", "NEURON_BASE_IMAGE=ubuntu:26.04")
+    )
+    env = {**stage_args(NEURON, "os"), "LANE": "2.28"}
+    result, _ = run_resolve_step(tmp_path / "a", env, {"2.28": moved})
+    assert result.returncode != 0
+    assert (
+        "lane 2.28 builds FROM ubuntu:26.04, this build is FROM ubuntu:24.04: "
+        "pass --build-arg NEURON_BASE_IMAGE=<that image>"
+    ) in result.stderr
+    env["NEURON_BASE_IMAGE"] = "ubuntu:26.04"
+    result, written = run_resolve_step(tmp_path / "b", env, {"2.28": moved})
+    assert result.returncode == 0, result.stderr
+    assert versions_mod.load_versions(written)["NEURON_BASE_IMAGE"] == "ubuntu:26.04"
 
 
 # ---- the Dockerfile's pin() step, run for each lane ------------------------------------------------
