@@ -17,6 +17,7 @@ SHELL_SCRIPTS = [
     ROOT / "scripts" / "image-deps",
     ROOT / "scripts" / "deploy-venv",
     ROOT / "scripts" / "mutation",
+    ROOT / "scripts" / "vllm-cli-table",
     ROOT / "docker" / "smoke.sh",
 ]
 
