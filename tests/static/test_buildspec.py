@@ -22,9 +22,11 @@ def test_release_steps_in_order() -> None:
     steps = [
         "aws ecr get-login-password",
         "docker/versions.py --check",
-        "docker build -f docker/Dockerfile $(python3 docker/versions.py --build-args)",
+        "--render | hadolint --no-color --failure-threshold info -",
+        'docker build -f docker/Dockerfile $(python3 docker/versions.py --lane "$lane" --build-args)',
+        '/opt/smoke/smoke.sh "/opt/smoke/lanes/${lane}.env"',
+        'docker tag "neuronserve:${GIT_SHA}-neuron-lane${DEFAULT_LANE}" "neuronserve:${GIT_SHA}-neuron"',
         "docker build -f docker/Dockerfile.cpu",
-        '--entrypoint bash "neuronserve:${GIT_SHA}-neuron" /opt/smoke/smoke.sh',
         "plan --json",
         "pytest -q -p no:cacheprovider tests/unit",
         "-m image tests/image",

@@ -8,6 +8,7 @@ recorders on PATH and the variables the earlier phases export.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -49,6 +50,9 @@ def run_post_build(tmp_path: Path, succeeding: str) -> tuple[int, list[str]]:
         "CODEBUILD_BUILD_SUCCEEDING": succeeding,
         "GIT_SHA": "0123456789ab",
         "NEURON_TAG": "0.1.0-vllm0.11.0-neuron-sdk2.27.1",
+        "NS_VERSION": "0.1.0",
+        "DEFAULT_LANE": "2.27",
+        "LANES": "2.27 2.28 2.32",
         "CPU_TAG": "0.1.0-vllm-cpu0.32.0",
         "REGISTRY": "123456789012.dkr.ecr.us-east-1.amazonaws.com",
         "ECR_REPOSITORY": "neuronserve",
@@ -68,11 +72,31 @@ def test_nothing_is_tagged_or_pushed_after_a_failed_build(tmp_path: Path) -> Non
 
 def test_a_succeeding_build_tags_and_pushes_every_image(tmp_path: Path) -> None:
     code, calls = run_post_build(tmp_path, succeeding="1")
-    assert code == 0
+    assert code == 0, calls
     pushed = [c.split()[-1] for c in calls if c.startswith("docker push")]
-    assert len(pushed) == 4 and all(
-        p.startswith("123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:") for p in pushed
-    )
+    repo = "123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:"
+    assert all(p.startswith(repo) for p in pushed)
+    tags = [p.removeprefix(repo) for p in pushed]
+    # Today's four tags, then two per lane: the default lane keeps its tags and gets the lane's too.
+    assert tags[:4] == [
+        "0123456789ab-neuron",
+        "0.1.0-vllm0.11.0-neuron-sdk2.27.1",
+        "0123456789ab-cpu",
+        "0.1.0-vllm-cpu0.32.0",
+    ]
+    for lane in ("2.27", "2.28", "2.32"):
+        assert f"0123456789ab-neuron-lane{lane}" in tags and f"0.1.0-lane{lane}" in tags
+    assert len(tags) == 10
+    scanned = [c for c in calls if "image-scan-complete" in c]
+    assert [c.split("imageTag=")[1] for c in scanned] == [
+        "0.1.0-lane2.27",
+        "0.1.0-lane2.28",
+        "0.1.0-lane2.32",
+    ]
+    uris = json.loads((tmp_path / "image-uris.json").read_text())
+    assert uris["neuron"] == repo + "0.1.0-vllm0.11.0-neuron-sdk2.27.1"
+    assert uris["lanes"] == {lane: f"{repo}0.1.0-lane{lane}" for lane in ("2.27", "2.28", "2.32")}
+    assert json.loads((tmp_path / "scan.json").read_text()) == {}  # the default lane's counts, as before
 
 
 def test_python_runtime_is_pinned_to_one_with_tomllib() -> None:

@@ -128,7 +128,8 @@ def test_vllm_neuron_from_its_git_branch_with_nxdi_explicit() -> None:
     # Cloned from its branch, then checked out at VLLM_NEURON_COMMIT (test_neuron_image runs that step).
     assert 'git clone --quiet --single-branch --branch "${VLLM_NEURON_REF}" "${VLLM_NEURON_REPO}"' in text
     assert VERSIONS["VLLM_NEURON_REPO"] == "https://github.com/vllm-project/vllm-neuron.git"
-    assert '"neuronx-distributed-inference==${NEURONX_DISTRIBUTED_INFERENCE_VERSION}"' in text
+    # Named through pin() (test_neuron_image): the plugins do not pull NxD Inference themselves.
+    assert 'pin neuronx-distributed-inference "${NEURONX_DISTRIBUTED_INFERENCE_VERSION}"' in text
     assert "pip.repos.neuron.amazonaws.com" in VERSIONS["NEURON_PIP_INDEX"]
 
 

@@ -162,9 +162,13 @@ class Handlers:
         """Front series always (also while STAGING/LOADING); the engine's once it runs, never waiting
         more than ENGINE_SCRAPE_TIMEOUT_S on a saturated engine; a few scrapes at once, the engine's
         text cached for NEURONSERVE_METRICS_CACHE_S (metrics.Scrapes)."""
-        metrics = self.metrics
-        front = metrics.render if metrics is not None else bytes
+        metrics, client = self.metrics, self.client
         engine = self.state.phase in (Phase.READY, Phase.DRAINING)
+
+        def front() -> bytes:
+            own = metrics.render() if metrics is not None else b""
+            return own + client.replica_counts() if engine else own
+
         return Response(await self.scrapes.body(front, engine), media_type=CONTENT_TYPE)
 
     async def ping(self, _: Request) -> Response:

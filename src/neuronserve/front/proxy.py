@@ -104,6 +104,10 @@ class EngineClient:
 
         return await engine_metrics(self.session(), self.base_url)
 
+    def replica_counts(self) -> bytes:
+        """The front's per-replica series: none for one engine (front/router.py has several)."""
+        return b""
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()

@@ -111,17 +111,26 @@ class Router(EngineClient):
                 )
 
     async def engine_metrics(self) -> bytes:
-        """Every routable replica's /metrics merged with a `replica` label, then per-replica counts.
-        One replica keeps the engine's text as it is (nothing to tell apart)."""
+        """Every routable replica's /metrics merged with a `replica` label. One replica keeps the
+        engine's text as it is (nothing to tell apart)."""
         if len(self.fleet.replicas) == 1:
             return await super().engine_metrics()
         from neuronserve.front.metrics import engine_metrics  # noqa: PLC0415
-        from neuronserve.front.replica_metrics import front_counts, merge  # noqa: PLC0415
+        from neuronserve.front.replica_metrics import merge  # noqa: PLC0415
 
         live = [r for r in self.fleet.replicas if routable(r)]
         texts = await asyncio.gather(*(engine_metrics(self.session(), r.base_url) for r in live))
         merged = merge({r.index: t.decode("utf-8", "replace") for r, t in zip(live, texts, strict=True)})
-        return (merged + front_counts(self.fleet.replicas)).encode()
+        return merged.encode()
+
+    def replica_counts(self) -> bytes:
+        """The front's own per-replica counts (routed, outstanding, restarts): read live on every
+        scrape, unlike the engines' text, which /metrics caches (metrics.Scrapes)."""
+        if len(self.fleet.replicas) == 1:
+            return b""
+        from neuronserve.front.replica_metrics import front_counts  # noqa: PLC0415
+
+        return front_counts(self.fleet.replicas).encode()
 
     def _choose(self, route: RequestRoute | None, tried: list[Replica]) -> Replica:
         if route is not None and route.pinned is not None:
