@@ -50,7 +50,8 @@ class Lane:
         return {"lane": self.lane, "sdk": self.sdk, "vllm_neuron": self.vllm_neuron, "vllm": self.vllm}
 
 
-# Pins from AWS's release notes and DLC Dockerfiles (docs/LANES.md); the plugin sources are under
+# Pins from AWS's release notes and DLC Dockerfiles, equal to docker/lanes/<lane>.env's NEURON_SDK_VERSION,
+# VLLM_NEURON_VERSION and VLLM_VERSION (tests/unit/plan/test_lanes.py); the plugin sources are under
 # whn09/vllm-neuron (ad82965 for 0.2.2+lts, 4fac6b7 for 0.4.1) and the 2.32 plugin's docs under
 # aws-neuron/aws-neuron-sdk vllm-neuron/docs/. 0.1.x and 0.2.0 plugins are planned as 2.27, as before.
 LANE_2_27 = Lane(
@@ -65,7 +66,7 @@ LANE_2_27 = Lane(
 )
 LANE_2_28 = Lane(
     "2.28",
-    "2.28",
+    "2.28.0",
     "0.4.1",
     "0.13.0",
     "nxdi",
@@ -75,7 +76,7 @@ LANE_2_28 = Lane(
 )
 LANE_2_32 = Lane(
     "2.32",
-    "2.32",
+    "2.32.0",
     "0.24.0.1.1.0",
     "0.24.0",
     "native",

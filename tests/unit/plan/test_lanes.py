@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from tests.support.builders import ASSET_PATHS, HUB_MODEL, facts, model_config, plan, refusal
@@ -15,6 +16,7 @@ from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
 NO_PLUGIN = {"vllm": None, "vllm-neuron": None}
+LANE_FILES = Path(__file__).resolve().parents[3] / "docker" / "lanes"
 
 
 def laptop(**kw: object) -> HostFacts:
@@ -33,13 +35,29 @@ def test_the_installed_plugin_chooses_the_lane(version: str | None, lane: str) -
 
 def test_neuronserve_stack_chooses_the_lane_on_a_laptop() -> None:
     p = plan({**HUB_MODEL, "NEURONSERVE_STACK": "2.28"}, laptop())
-    assert p.stack == {"lane": "2.28", "sdk": "2.28", "vllm_neuron": "0.4.1", "vllm": "0.13.0"}
+    assert p.stack == {"lane": "2.28", "sdk": "2.28.0", "vllm_neuron": "0.4.1", "vllm": "0.13.0"}
 
 
 def test_a_stack_that_disagrees_with_the_plugin_is_refused_naming_both() -> None:
     err = refusal({**HUB_MODEL, "NEURONSERVE_STACK": "2.28"})
     assert "NEURONSERVE_STACK=2.28" in str(err) and "vllm-neuron 0.2.2+lts (lane 2.27)" in str(err)
     assert err.variables == ("NEURONSERVE_STACK",)
+
+
+@pytest.mark.parametrize("lane", sorted(lanes.LANES))
+def test_each_lanes_pins_are_its_build_files(lane: str) -> None:
+    """The stack the plan reports is the one docker/lanes/<lane>.env builds."""
+    env = dict(
+        line.split("=", 1)
+        for line in (LANE_FILES / f"{lane}.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    pins = lanes.LANES[lane]
+    assert (pins.sdk, pins.vllm_neuron, pins.vllm) == (
+        env["NEURON_SDK_VERSION"],
+        env["VLLM_NEURON_VERSION"],
+        env["VLLM_VERSION"],
+    )
 
 
 def test_an_unknown_stack_is_refused_listing_the_lanes() -> None:
@@ -265,7 +283,7 @@ def test_the_plan_command_reports_the_lane_and_refuses_what_it_owes() -> None:
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["stack"] == lanes.LANE_2_28.stack_json()
     text = run_cli(["--device", "cpu"], env)
-    assert "stack:       lane 2.28 (Neuron SDK 2.28, vllm-neuron 0.4.1, vLLM 0.13.0)" in text.stdout
+    assert "stack:       lane 2.28 (Neuron SDK 2.28.0, vllm-neuron 0.4.1, vLLM 0.13.0)" in text.stdout
     bad = run_cli(["--device", "cpu"], {**env, "NEURONSERVE_STACK": "2.99"})
     assert bad.returncode == 2 and "NEURONSERVE_STACK" in bad.stderr and "2.32" in bad.stderr
     assert "Traceback" not in bad.stderr
