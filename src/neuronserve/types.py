@@ -193,6 +193,8 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)
     # What requests may ask for (the front refuses what the engine would silently ignore).
     request_support: RequestSupport = field(default_factory=RequestSupport)
+    # The stack lane planned for (plan/lanes.py Lane.stack_json): {"lane", "sdk", "vllm_neuron", "vllm"}.
+    stack: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

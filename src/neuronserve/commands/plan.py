@@ -50,6 +50,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "replicas": [_replica_doc(r) for r in plan.replicas],
         "assets": [a.as_json() for a in plan.assets],
         "request_support": plan.request_support.as_json(),
+        "stack": dict(plan.stack),
     }
 
 
@@ -67,6 +68,7 @@ def render_text(plan: LaunchPlan) -> str:
         f"model:       {plan.model.uri} ({plan.model.source}"
         + (f", read from {plan.model.local_path})" if plan.model.local_path else ")"),
         f"cache key:   {plan.cache_key or '-'}",
+        *_stack_line(plan),
         f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
         f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
         *_replica_lines(plan),
@@ -83,6 +85,16 @@ def render_text(plan: LaunchPlan) -> str:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in doc["warnings"]]
     return "\n".join(lines)
+
+
+def _stack_line(plan: LaunchPlan) -> list[str]:
+    stack = plan.stack
+    if not stack:
+        return []
+    return [
+        f"stack:       lane {stack['lane']} (Neuron SDK {stack['sdk']}, vllm-neuron {stack['vllm_neuron']}, "
+        f"vLLM {stack['vllm']})"
+    ]
 
 
 def _replica_lines(plan: LaunchPlan) -> list[str]:

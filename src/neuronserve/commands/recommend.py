@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.config.fit import parse_fit
+from neuronserve.config.table import read_group
 from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
-from neuronserve.plan import instances, memory, recommend
+from neuronserve.plan import instances, lanes, memory, recommend
 from neuronserve.plan.instances import GIB, InstanceFacts
 
 
@@ -84,6 +85,15 @@ def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceF
     return detected
 
 
+def _check_lane(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    """No recommendation for an instance the lane cannot run (the plan would refuse every one of them):
+    the lane and the refusal are plan/lanes.py's, as `plan` makes them."""
+    stack = read_group(environ, "settings", ("stack",))["stack"]
+    host = hostfacts.gather(environ)
+    declared = args.instance_type or environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip() or None
+    lanes.check_instance(lanes.choose_lane(stack, host), declared, host)
+
+
 def render_text(doc: dict[str, Any]) -> str:
     inst, model = doc["instance"], doc["model"]
     lines = [
@@ -115,6 +125,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     except memory.ShapeError as err:
         raise ConfigError(f"{name}: {err}", ("--model-config",)) from None
     instance = _instance(args, environ)
+    _check_lane(args, environ)
     options = parse_fit(environ)
     if options.hbm_gib_per_core:
         instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))

@@ -31,6 +31,17 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         "by installed versions",
     ),
     Var(
+        "NEURONSERVE_STACK",
+        "",
+        None,
+        NS,
+        "Stack lane the plan is for: 2.27 | 2.28 | 2.32 (docs/LANES.md); must agree with the installed "
+        "vllm-neuron",
+        p.choice("2.27", "2.28", "2.32"),
+        "settings.stack",
+        "the installed vllm-neuron's lane, else 2.27",
+    ),
+    Var(
         "VLLM_NEURON_FRAMEWORK",
         "",
         None,

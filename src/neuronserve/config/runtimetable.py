@@ -54,6 +54,22 @@ RUNTIME_VARS: tuple[Var, ...] = (
         field="engine_env",
     ),
     Var(
+        "NEURON_LIBTORCH_REMOTE_CACHE",
+        "",
+        None,
+        NRT,
+        "Lane 2.32: the plugin's shared compile cache (an NFS/FSx path, not s3://); passed to the engine",
+        field="engine_env",
+    ),
+    Var(
+        "NEURON_LIBTORCH_DISABLE_COMPILE_CACHE",
+        "",
+        None,
+        NRT,
+        "Lane 2.32: no compile cache (refused with NEURONSERVE_REQUIRE_CACHE_HIT); passed to the engine",
+        field="engine_env",
+    ),
+    Var(
         "NEURON_CC_FLAGS",
         "",
         None,

@@ -77,7 +77,7 @@ _ARTIFACT_VARS = tuple(v for v in HOST_VARS if v.key == "<artifacts>")
 _TGI_MODEL_VARS = tuple(v for v in TGI_VARS.values() if v.key == "<model>")
 # Settings attributes that are their row's typed value as is (device, integration and framework also
 # keep the variable they came from; the engine port is read with the front port in parse_serve).
-_PLAIN = ("cache_read_only", "cache_uri", "work_dir", "visible_cores", "logical_nc_config")
+_PLAIN = ("cache_read_only", "cache_uri", "work_dir", "visible_cores", "logical_nc_config", "stack")
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ class Settings:
     passthrough_env: dict[str, str]  # Neuron env the user set that the engine must see as is
     warnings: tuple[str, ...] = field(default=())
     fit: FitOptions = field(default_factory=FitOptions)  # instance facts, HBM check, cache-hit-only
+    stack: str | None = None  # NEURONSERVE_STACK: the lane (plan/lanes.py); None = from the plugin
 
     def get(self, key: str) -> Any:
         s = self.engine.get(key)

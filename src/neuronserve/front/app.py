@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
 import neuronserve
-from neuronserve.front import proxy, routes, schema, tgi, work
+from neuronserve.front import proxy, routes, schema, tgi, version, work
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
     BadRequest,
@@ -194,6 +194,7 @@ class Handlers:
                 neuronserve.__version__,
                 limits,
             )
+            | {"stack": dict(state.stack)}  # the lane (plan/lanes.py): an extension of TGI's Info
         )
 
     async def invocations(self, request: Request) -> Response:
@@ -226,6 +227,8 @@ class Handlers:
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
+        if request.url.path == version.PATH and request.method == "GET":
+            return version.answer(out, neuronserve.__version__, self.state.stack)
         return out
 
     def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> bool:
@@ -288,6 +291,8 @@ class Handlers:
         usage: dict[str, Any] = {}
         out = await proxy.relay(resp, usage)
         _record_tokens(request, usage)
+        if request.url.path == version.PATH and request.method == "GET":
+            return version.answer(out, neuronserve.__version__, self.state.stack)
         return out
 
 

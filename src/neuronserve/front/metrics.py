@@ -35,6 +35,7 @@ BASE_LABELS: tuple[str, ...] = ()  # e.g. ("replica",) once the front routes to 
 REJECT_REASONS = ("limit", "payload", "draining", "not_ready", "bad_request", "not_found")
 CACHE_EVENTS = ("hit", "miss", "publish_ok", "publish_failed", "corrupt")
 STAGE_KINDS = ("model", "artifacts")
+BUILD_LABELS = ("version", "vllm", "plugin", "sdk", "lane")  # neuronserve_build_info (lane: plan/lanes.py)
 ENGINE_SCRAPE_TIMEOUT_S = 1.0  # a saturated engine may answer /metrics late: never hold a scrape longer
 # Latency buckets from 5 ms (a refusal) to 10 minutes (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS' default).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
@@ -113,10 +114,10 @@ class FrontMetrics:
         info = Gauge(
             "neuronserve_build_info",
             "Versions of neuronserve and its engine stack (value 1)",
-            ("version", "vllm", "plugin", "sdk"),
+            BUILD_LABELS,
             registry=reg,
         )
-        info.labels(**{k: build.get(k) or "none" for k in ("version", "vllm", "plugin", "sdk")}).set(1)
+        info.labels(**{k: build.get(k) or "none" for k in BUILD_LABELS}).set(1)
         # Zero-valued series exist from the start, so alerts on rate() work before the first event.
         for reason in REJECT_REASONS:
             self.rejected.labels(reason=reason)
@@ -223,12 +224,16 @@ async def engine_metrics(session: aiohttp.ClientSession, base_url: str) -> bytes
         return f"# engine metrics unavailable: {type(err).__name__}\n".encode()
 
 
-def build_labels(versions: Mapping[str, str | None], version: str, sdk: str | None) -> dict[str, Any]:
-    """neuronserve_build_info's labels from the installed versions (host/facts.installed_versions)."""
+def build_labels(
+    versions: Mapping[str, str | None], version: str, sdk: str | None, lane: str | None = None
+) -> dict[str, Any]:
+    """neuronserve_build_info's labels from the installed versions (host/facts.installed_versions) and
+    the plan's stack lane (plan/lanes.py)."""
     cc = versions.get("neuronx-cc")
     return {
         "version": version,
         "vllm": versions.get("vllm") or "none",
         "plugin": versions.get("vllm-neuron") or "none",
         "sdk": sdk or (f"neuronx-cc {cc}" if cc else "none"),
+        "lane": lane or "none",
     }

@@ -66,6 +66,7 @@ class ServerState:
         self.max_model_len: int | None = None  # from /v1/models, for TGI's /info
         self.model_dtype: str = "auto"  # the engine's --dtype, for TGI's /info
         self.device: str = ""  # neuron | cpu, for TGI's /info
+        self.stack: dict[str, str] = {}  # the plan's stack lane, for /info and /version
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
         # death at once, without waiting for the supervisor's next poll.
         self.engine_alive: Callable[[], bool] = lambda: True

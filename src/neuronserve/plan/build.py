@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Setting, Settings, flag_tokens
 from neuronserve.errors import ConfigError
-from neuronserve.plan import assets, cachekey, fit, guards, lora, replicas, support
+from neuronserve.plan import assets, cachekey, fit, guards, lanes, lora, pluginrules, replicas, support
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.neuron import CONSUMED, neuron_engine
 from neuronserve.plan.resolution import Resolution
@@ -216,6 +216,8 @@ def _model_argv(settings: Settings, facts: HostFacts, model: ModelSpec) -> list[
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     """The whole launch decision, computed from its two inputs only."""
     res = Resolution.of(settings)
+    lane = lanes.choose_lane(settings.stack, facts)
+    lanes.check_instance(lane, settings.fit.instance_type, facts)  # before any download
     device = choose_device(settings, facts)
     work_dir = settings.work_dir
     model = assets.stage_hub_model(choose_model(settings, facts, work_dir, res), device, work_dir)
@@ -227,7 +229,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         _refuse_extra_override(settings.extra_args)
         res.override.update(staged.override)  # local paths of assets named by override keys
         res.origins.update(staged.origins)
-        engine = neuron_engine(settings, facts, model.uri, model_facts, res)
+        engine = neuron_engine(settings, facts, model.uri, model_facts, res, lane=lane)
         instance, estimate = fit.check_fit(settings, facts, engine.graph, model_facts, res)
         memory = estimate.as_json() if estimate else None
         instance_doc = instance.as_json() if instance else None
@@ -235,16 +237,18 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         argv += _user_flags(settings, CONSUMED | staged.skip, device, res)
         identity = assets.identity(staged.assets, facts)
         graph = assets.keyed_graph(engine.graph, staged)
-        key = cachekey.cache_key(model, model_facts, graph, facts.versions, identity)
+        key = cachekey.cache_key(model, model_facts, graph, facts.versions, identity, lane=lane.lane)
         artifacts = _artifacts(settings, work_dir, key)
-        if artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+        if engine.artifacts_subdir and artifacts.local_dir:
+            artifacts = replace(artifacts, local_dir=f"{artifacts.local_dir}/{engine.artifacts_subdir}")
+        elif artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
             res.warn(
                 "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
                 "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
                 "(larger upload, faster start)"
             )
-        env = {**engine.env, "NEURON_COMPILED_ARTIFACTS": artifacts.local_dir or ""}
-        override, integration = engine.override, engine.integration
+        env = {**engine.env, **engine.artifacts_env(artifacts.local_dir or "")}
+        override, integration, lane_support = engine.override, engine.integration, engine.support
         slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
         rendered = engine.flags + staged.flags
     else:
@@ -254,6 +258,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, "cpu"
+        lane_support = None
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, res)
         rendered = staged.flags
@@ -289,11 +294,12 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         assets=tuple(staged.assets),
         files=staged.files,
         request_support=lora.request_support(
-            support.request_support(device, integration, override),
+            lane_support or support.request_support(device, integration, override, pluginrules.of(lane.lane)),
             adapters,
             lora=settings.get("enable-lora") is True,
             device=device,
             integration=integration,
             plugin_version=facts.versions.get("vllm-neuron"),
         ),
+        stack=lane.stack_json(),
     )

@@ -18,7 +18,10 @@ from typing import Any
 from neuronserve.counts import positive
 from neuronserve.plan import instances
 from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.lanes import DEFAULT
 from neuronserve.types import ModelSpec
+
+DEFAULT_LANE = DEFAULT.lane
 
 # Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
 # --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/neuron.py _graph).
@@ -86,13 +89,22 @@ def key_inputs(
     graph: Mapping[str, Any],
     versions: Mapping[str, str | None],
     assets: Sequence[Mapping[str, Any]] = (),
+    *,
+    lane: str = DEFAULT_LANE,
 ) -> dict[str, Any]:
     """The exact document that is hashed (printed by tools that explain a cache miss).
 
     `assets`: the identity of everything else the engine reads from disk (plan/assets.py `identity`:
     LoRA adapters and a quantized checkpoint; kind, name, source, revision and local content digests;
     the draft is in `graph`). Hashed only when there is one, so the key of a launch without them is
-    the one it always had and artifacts already in a cache are still found."""
+    the one it always had and artifacts already in a cache are still found.
+
+    `lane`: the stack lane (plan/lanes.py). The versions above name the installed stack, but a plan
+    made on a laptop (NEURONSERVE_STACK, no plugin installed) has none, and the lanes compile different
+    graphs from the same settings (2.32's plugin is a rewrite with its own compile cache), so the lane
+    is hashed too. Like `assets`, only when it is not the default 2.27: 2.27's keys are the ones they
+    always were (no SCHEMA bump, cached artifacts still found), and no other lane can share them,
+    since every other lane's document has a "lane" entry 2.27's lacks."""
     doc = {
         "schema": SCHEMA,
         # Model identity: where it comes from and its revision; for local dirs the config.json digest,
@@ -112,6 +124,8 @@ def key_inputs(
     }
     if assets:
         doc["assets"] = [dict(a) for a in assets]
+    if lane != DEFAULT_LANE:
+        doc["lane"] = lane
     return doc
 
 
@@ -121,7 +135,9 @@ def cache_key(
     graph: Mapping[str, Any],
     versions: Mapping[str, str | None],
     assets: Sequence[Mapping[str, Any]] = (),
+    *,
+    lane: str = DEFAULT_LANE,
 ) -> str:
-    inputs = key_inputs(model, model_facts, graph, versions, assets)
+    inputs = key_inputs(model, model_facts, graph, versions, assets, lane=lane)
     doc = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(doc.encode("utf-8")).hexdigest()[:32]

@@ -14,9 +14,12 @@ from typing import Any
 from neuronserve.config.settings import Settings, env_name
 from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
-from neuronserve.plan import multimodal, nxdi, rules
+from neuronserve.plan import multimodal, nxdi, pluginrules, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.lanes import DEFAULT as DEFAULT_LANE
+from neuronserve.plan.lanes import Lane
+from neuronserve.plan.pluginrules import PluginRules
 from neuronserve.plan.resolution import Resolution
 
 DEFAULT_MAX_NUM_SEQS = 8
@@ -44,6 +47,7 @@ class Launch:
     buckets: list[int] = field(default_factory=list)
     draft: ModelFacts | None = None
     additional: dict[str, Any] = field(default_factory=dict)  # keys the plan adds to --additional-config
+    lane: Lane = DEFAULT_LANE  # the stack lane: rules that differ per lane read it (plan/lanes.py)
 
     @property
     def chunked(self) -> bool:
@@ -52,6 +56,11 @@ class Launch:
     @property
     def lora(self) -> bool:
         return self.settings.get("enable-lora") is True
+
+    @property
+    def rules(self) -> PluginRules:
+        """The lane's plugin rules (plan/pluginrules.py), read by the rules that differ per lane."""
+        return pluginrules.of(self.lane.lane)
 
     @property
     def tnx(self) -> bool:
@@ -216,7 +225,7 @@ def max_context(n: Launch, res: Resolution) -> None:
     if value < length and not n.chunked:
         if prompt is not None:
             res.warn(f"{PROMPT_VAR} max_prompt_length={value}: prompts longer than {value} tokens get a 400")
-        elif n.integration == "plugin" and not multimodal.nested(n.model):  # nested: refused there
+        elif n.integration == "plugin" and not multimodal.nested(n.model, n.rules):  # nested: refused there
             n.additional["max_prompt_length"] = value
             res.warn(
                 f"{var}={value}: prompts longer than {value} tokens cannot be prefilled; max_prompt_length "

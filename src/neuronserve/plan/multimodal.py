@@ -24,9 +24,10 @@ from typing import Any
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import ModelFacts
+from neuronserve.plan.pluginrules import V0_2, PluginRules
 from neuronserve.plan.resolution import Resolution
 
-NESTED_ARCHITECTURES = ("Llama4ForConditionalGeneration", "LlavaForConditionalGeneration")
+NESTED_ARCHITECTURES = V0_2.nested  # 2.27's; each lane's is its PluginRules.nested (Qwen VL in 2.28)
 PIXTRAL = "LlavaForConditionalGeneration"
 NESTED_KEYS = ("text_neuron_config", "vision_neuron_config")
 # Removed from the top level before the loader's assertion (see the module doc): they stay top-level.
@@ -34,7 +35,7 @@ RUNNER_POPPED = frozenset({"target_modules", "lora_ckpt_json"})
 QUANTIZATION_KEYS = frozenset(
     {"quantized", "quantized_checkpoints_path", "quantization_type", "quantization_dtype"}
 )
-PIXTRAL_MAX_SEQS = 4  # loader :442-447
+PIXTRAL_MAX_SEQS = V0_2.pixtral_max_seqs or 4  # loader :442-447 (none in 0.4.1: plan/pluginrules.py)
 PIXTRAL_MAX_LEN = 10240  # the seed's (README) limit: an estimate, not a check of the source
 
 
@@ -56,16 +57,16 @@ def architecture(model: ModelFacts | None) -> str:
     return str(archs[0]) if archs and isinstance(archs, list) else ""
 
 
-def nested(model: ModelFacts | None) -> bool:
-    return architecture(model) in NESTED_ARCHITECTURES
+def nested(model: ModelFacts | None, rules: PluginRules = V0_2) -> bool:
+    return architecture(model) in rules.nested
 
 
-def check_user_keys(model: ModelFacts | None, res: Resolution) -> None:
+def check_user_keys(model: ModelFacts | None, res: Resolution, rules: PluginRules = V0_2) -> None:
     """A multimodal model's override: only text_neuron_config / vision_neuron_config (objects) at the
     top level (loader :945-952 asserts it), plus the LoRA keys the runner pops first (runner :174-176).
     Runs before any rule adds a key, so res.override holds only the user's keys."""
     arch = architecture(model)
-    if arch not in NESTED_ARCHITECTURES:
+    if arch not in rules.nested:
         return
     kept = _top_level(res.override)
     for key, value in res.override.items():
@@ -78,16 +79,21 @@ def check_user_keys(model: ModelFacts | None, res: Resolution) -> None:
             continue
         shown = f'{{"text_neuron_config": {{"{key}": {_json(value)}}}}}'
         raise ConfigError(
-            f"{origin} sets {key} at the top level of override_neuron_config, but for {arch} vllm-neuron "
-            f"0.2.2+lts accepts only text_neuron_config and vision_neuron_config there (it asserts so at "
-            f"load): set SM_NEURON_OVERRIDE_CONFIG='{shown}' (or vision_neuron_config for the vision "
+            f"{origin} sets {key} at the top level of override_neuron_config, but for {arch} "
+            f"{rules.plugin} accepts only text_neuron_config and vision_neuron_config there (it asserts so "
+            f"at load): set SM_NEURON_OVERRIDE_CONFIG='{shown}' (or vision_neuron_config for the vision "
             f"encoder) instead of {origin}",
             (origin, "SM_NEURON_OVERRIDE_CONFIG"),
         )
 
 
-def check_launch(
-    model: ModelFacts | None, settings: Settings, seqs: int, length: int, res: Resolution
+def check_launch(  # noqa: PLR0917 - the resolved numbers and the lane's rules
+    model: ModelFacts | None,
+    settings: Settings,
+    seqs: int,
+    length: int,
+    res: Resolution,
+    rules: PluginRules = V0_2,
 ) -> None:
     """What the nested loader cannot build, checked once the launch numbers are resolved.
 
@@ -100,35 +106,38 @@ def check_launch(
       run before 0.2.2 (0.2.0 loader.py:672-674). max_model_len above 10240 (the seed's README limit, an
       estimate rather than a check in the source) is refused like the HBM estimate, with its override
       NEURONSERVE_FIT_CHECK=warn|off.
+    Lane 2.28 (vllm-neuron 0.4.1, `rules`): the same two refusals (0.4.1 loader :1180-1182 and
+    :1265-1278 write and assert the same keys, :1283-1289 the same top level) also for Qwen2-VL and
+    Qwen3-VL, and no Pixtral batch cap (0.4.1 loader :575-627 has no batch check).
     """
     arch = architecture(model)
-    if arch not in NESTED_ARCHITECTURES:
+    if arch not in rules.nested:
         return
     if settings.get("enable-chunked-prefill") is True:
         var = res.origins["enable-chunked-prefill"]
         raise ConfigError(
-            f"{var}=true: chunked prefill cannot load for {arch} on vllm-neuron 0.2.2+lts (it asserts "
+            f"{var}=true: chunked prefill cannot load for {arch} on {rules.plugin} (it asserts "
             "chunked_prefill_config at the top level of the override, where this model accepts only "
             f"text_neuron_config and vision_neuron_config): unset {var}",
             (var,),
         )
     if "max_prompt_length" in settings.additional_config:
         raise ConfigError(
-            f"SM_VLLM_ADDITIONAL_CONFIG max_prompt_length: for {arch} vllm-neuron 0.2.2+lts writes it as "
+            f"SM_VLLM_ADDITIONAL_CONFIG max_prompt_length: for {arch} {rules.plugin} writes it as "
             "max_context_length at the top level of the override, which this model refuses at load: "
             "remove max_prompt_length",
             ("SM_VLLM_ADDITIONAL_CONFIG",),
         )
     if arch == PIXTRAL:
-        _check_pixtral(seqs, length, settings, res)
+        _check_pixtral(seqs, length, settings, res, rules.pixtral_max_seqs)
 
 
-def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution) -> None:
+def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution, cap: int | None) -> None:
     s_var, l_var = res.origins["max-num-seqs"], res.origins["max-model-len"]
-    if seqs > PIXTRAL_MAX_SEQS:
+    if cap is not None and seqs > cap:
         raise ConfigError(
             f"{s_var}={seqs}: vllm-neuron 0.2.2+lts raises for Pixtral (LlavaForConditionalGeneration) above "
-            f"batch {PIXTRAL_MAX_SEQS}: set {s_var}={PIXTRAL_MAX_SEQS} or fewer",
+            f"batch {cap}: set {s_var}={cap} or fewer",
             (s_var,),
         )
     if length <= PIXTRAL_MAX_LEN or settings.fit.mode == "off":
@@ -143,11 +152,11 @@ def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution) 
     res.warn(message + " (NEURONSERVE_FIT_CHECK=warn: not refused)")
 
 
-def nest(model: ModelFacts | None, override: dict[str, Any]) -> dict[str, Any]:
+def nest(model: ModelFacts | None, override: dict[str, Any], rules: PluginRules = V0_2) -> dict[str, Any]:
     """The override as a multimodal model's loader reads it: every top-level key the plan or user put
     there (but the two nested objects and the runner-popped LoRA keys) moved under text_neuron_config.
     A key given both ways keeps the user's nested value only when it agrees (checked by `conflicts`)."""
-    if not nested(model):
+    if not nested(model, rules):
         return override
     text = dict(override.get("text_neuron_config") or {})
     kept = _top_level(override)
@@ -165,10 +174,10 @@ def nest(model: ModelFacts | None, override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_conflicts(model: ModelFacts | None, res: Resolution) -> None:
+def check_conflicts(model: ModelFacts | None, res: Resolution, rules: PluginRules = V0_2) -> None:
     """A key the plan decided (KV layout, sampling, LNC...) that the user's text_neuron_config sets to
     another value: refused, since the nested value would win over what the launch compiles for."""
-    if not nested(model):
+    if not nested(model, rules):
         return
     text = res.override.get("text_neuron_config") or {}
     origin = res.origin("text_neuron_config", "SM_NEURON_OVERRIDE_CONFIG")

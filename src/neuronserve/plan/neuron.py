@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, guards, launch, multimodal, nxdi, overrides, rules
+from neuronserve.plan import cachekey, guards, launch, multimodal, native, nxdi, overrides, pluginrules, rules
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.intree import choose_integration, tnx_env, tnx_kv
 from neuronserve.plan.kv import kv_layout
+from neuronserve.plan.lanes import DEFAULT as DEFAULT_LANE
+from neuronserve.plan.lanes import Lane
 from neuronserve.plan.launch import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS, Launch
 from neuronserve.plan.resolution import Resolution
+from neuronserve.types import RequestSupport
 
 # The defaults are read from here by the settings table's documentation test.
 __all__ = [
@@ -65,6 +68,19 @@ class NeuronEngine:
     env: dict[str, str]
     integration: str  # "plugin" | "in-tree"
     graph: dict[str, Any]  # everything that changes the compiled graph (for the cache key)
+    # The engine environment that points it at the compiled-artifact directory (plan/build.py gives it
+    # the local directory); None: NEURON_COMPILED_ARTIFACTS=<dir>, as vllm-neuron 0.2.x/0.4.x read it.
+    cache_env: Callable[[str], dict[str, str]] | None = None
+    # Where the lane's engine compiles, under the keyed artifact directory ("" = that directory itself;
+    # lane 2.32: neuron/compile_cache under VLLM_CACHE_ROOT, plan/lane232cache.py).
+    artifacts_subdir: str = ""
+    # The lane's own request support (None: plan/support.py's, from the rendered override).
+    support: RequestSupport | None = None
+
+    def artifacts_env(self, local_dir: str) -> dict[str, str]:
+        if self.cache_env is None:
+            return {"NEURON_COMPILED_ARTIFACTS": local_dir}
+        return self.cache_env(local_dir)
 
 
 Step = Callable[[Launch, Resolution], None]
@@ -79,7 +95,7 @@ def _task(n: Launch, res: Resolution) -> None:
 
 
 def _architecture(n: Launch, res: Resolution) -> None:
-    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"))
+    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"), n.rules)
 
 
 def _guards(n: Launch, res: Resolution) -> None:
@@ -93,11 +109,11 @@ def _guards(n: Launch, res: Resolution) -> None:
 
 def _multimodal_keys(n: Launch, res: Resolution) -> None:
     """Before any rule adds a key: a multimodal model's override holds only its nested objects."""
-    multimodal.check_user_keys(n.model, res)
+    multimodal.check_user_keys(n.model, res, n.rules)
 
 
 def _multimodal_launch(n: Launch, res: Resolution) -> None:
-    multimodal.check_launch(n.model, n.settings, n.seqs, n.length, res)
+    multimodal.check_launch(n.model, n.settings, n.seqs, n.length, res, n.rules)
 
 
 def _speculation_edge(n: Launch, res: Resolution) -> None:
@@ -105,11 +121,11 @@ def _speculation_edge(n: Launch, res: Resolution) -> None:
 
 
 def _multimodal_conflicts(n: Launch, res: Resolution) -> None:
-    multimodal.check_conflicts(n.model, res)
+    multimodal.check_conflicts(n.model, res, n.rules)
 
 
 def _lora(n: Launch, res: Resolution) -> None:
-    overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res)
+    overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res, n.rules)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
@@ -160,6 +176,9 @@ def _sampling(n: Launch, res: Resolution) -> None:
 
 
 def _eagle(n: Launch, res: Resolution) -> None:
+    said = pluginrules.check_eagle3(res.speculation.method, res.origins["speculative-config"], n.rules)
+    if said:
+        res.warn(said)
     cfg = res.speculation.config
     n.draft = n.facts.paths.get(str(cfg.get("model"))) if cfg is not None else None
     rules.check_eagle(n.draft, res)
@@ -196,10 +215,20 @@ STEPS: tuple[Step, ...] = (
 
 
 def neuron_engine(
-    settings: Settings, facts: HostFacts, model_uri: str, model: ModelFacts | None, res: Resolution
+    settings: Settings,
+    facts: HostFacts,
+    model_uri: str,
+    model: ModelFacts | None,
+    res: Resolution,
+    *,
+    lane: Lane = DEFAULT_LANE,
 ) -> NeuronEngine:
-    """Resolve and check the Neuron engine settings (pure), then render them."""
-    n = Launch(settings, facts, model_uri, model)
+    """Resolve and check the Neuron engine settings (pure), then render them: NxD Inference lanes
+    through STEPS (the rules read `Launch.lane` where the lanes differ), the rewritten plugin's lane
+    through its own renderer (plan/native.py)."""
+    if lane.generation == "native":
+        return native.native_engine(settings, facts, model_uri, model, res, lane=lane)
+    n = Launch(settings, facts, model_uri, model, lane=lane)
     for step in STEPS:
         step(n, res)
     return render(n, res)
@@ -213,7 +242,7 @@ def render(n: Launch, res: Resolution) -> NeuronEngine:
     """The engine flags, environment and compiled-graph description of a resolved launch."""
     settings, override = n.settings, res.override
     if n.integration == "plugin":
-        override = multimodal.nest(n.model, override)  # Llama 4 / Pixtral: under text_neuron_config
+        override = multimodal.nest(n.model, override, n.rules)  # Llama 4, Pixtral (Qwen VL in 2.28)
     flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
     flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, *n.kv_flags]
     if n.chunked:

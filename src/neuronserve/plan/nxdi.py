@@ -19,19 +19,16 @@ import re
 from typing import Any
 
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.pluginrules import V0_2, PluginRules
 
 # NxD Inference 0.7 utils/constants.py:41-51 MODEL_TYPES: model key -> task -> class.
-NXDI_MODEL_TYPES = ("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe")
+NXDI_MODEL_TYPES = V0_2.model_types
 # 0.2.0 loader.py:672-674 raises for this architecture before any lookup (0.2.2+lts builds it:
 # worker/neuronx_distributed_model_loader.py:679-680; rules.check_architecture).
 PLUGIN_REFUSED_ARCHITECTURES = {"LlavaForConditionalGeneration": "Pixtral/LLaVA is not yet supported"}
 # constants.py:4-7 of the plugin: these read text_config for heads/head_dim
 # (worker/neuronx_distributed_model_loader.py:627-628).
-MULTI_MODAL_ARCHITECTURES = (
-    "MllamaForConditionalGeneration",
-    "LlavaForConditionalGeneration",
-    "Llama4ForConditionalGeneration",
-)
+MULTI_MODAL_ARCHITECTURES = V0_2.multimodal
 # worker/neuronx_distributed_model_runner.py:76-77 (_MAX_NEURON_SAMPLING_TOP_K) and :1245-1251: the
 # device never samples above 256.
 MAX_DEVICE_TOPK = 256
@@ -58,7 +55,7 @@ CHUNKED_KEYS = frozenset({"max_num_seqs", "tkg_model_enabled", "kernel_q_tile_si
 CUSTOM_SCHEDULER_TOKENS = 131072
 
 
-def plugin_model_key(architecture: str) -> tuple[str, str] | None:
+def plugin_model_key(architecture: str, rules: PluginRules = V0_2) -> tuple[str, str] | None:
     """(model key, task) the plugin looks up in MODEL_TYPES for `architectures[0]`.
 
     vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:646-666 (_get_neuron_model_cls):
@@ -74,18 +71,17 @@ def plugin_model_key(architecture: str) -> tuple[str, str] | None:
     if task == "ConditionalGeneration":
         task = "CausalLM"
     model = model.lower()
-    if model == "qwen3moe":
-        model = "qwen3_moe"
+    model = dict(rules.model_renames).get(model, model)  # 0.2.2+lts: qwen3moe only (plan/pluginrules.py)
     if architecture == "LlavaForConditionalGeneration":
         model = "pixtral"
     kebab = re.sub("([a-z0-9])([A-Z])", r"\1-\2", re.sub("(.)([A-Z][a-z]+)", r"\1-\2", task)).lower()
     return model, kebab
 
 
-def heads_known(config: dict[str, Any], architecture: str) -> bool:
+def heads_known(config: dict[str, Any], architecture: str, rules: PluginRules = V0_2) -> bool:
     """worker/neuronx_distributed_model_loader.py:619-638: num_key_value_heads and a head_dim (or heads
-    + hidden size) must be present."""
-    cfg = (config.get("text_config") or {}) if architecture in MULTI_MODAL_ARCHITECTURES else config
+    + hidden size) must be present (in text_config for the lane's multimodal architectures)."""
+    cfg = (config.get("text_config") or {}) if architecture in rules.multimodal else config
     head_dim = cfg.get("head_dim") or (cfg.get("hidden_size") and cfg.get("num_attention_heads"))
     return bool(cfg.get("num_key_value_heads")) and bool(head_dim)
 

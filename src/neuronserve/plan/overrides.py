@@ -15,6 +15,7 @@ from typing import Any
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.jsonint import json_int
+from neuronserve.plan.pluginrules import V0_2, PluginRules
 from neuronserve.plan.resolution import Resolution
 
 
@@ -151,7 +152,7 @@ LORA_KEYS = ("lora_ckpt_json", "target_modules", "lora_modules")
 LORA_FROM = (0, 2, 2)  # the first vllm-neuron that builds LoRA
 
 
-def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
+def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: PluginRules = V0_2) -> None:
     """LoRA by plugin version, read from the plugin's source.
 
     - vllm-neuron 0.2.0 raises NotImplementedError for any LoRA config (loader.py:681-683,
@@ -167,6 +168,11 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
       LoRA on with neither is refused.
     - LoRA keys with LoRA off are refused: `_get_nxdi_lora_config` runs only with a LoRA config
       (:217-220), so the keys would stay in the override and reach NxD Inference as unknown keys.
+    - Lane 2.28 (vllm-neuron 0.4.1, `rules.adapters_at_start` False): the list is optional (0.4.1
+      runner :485 pops it with a None default) and the model's own adapter manager (:538-539) takes
+      adapters at run time (dynamic multi-LoRA, :487-490; worker add_lora, 0.4.1 neuron_worker.py:204-205),
+      so LoRA without named adapters is planned, with a warning saying how adapters then arrive. Whether
+      NxD Inference of SDK 2.28 compiles with no adapter list was not read (its source is not at hand).
     """
     override = res.override
     var = res.origins["enable-lora"]
@@ -185,7 +191,14 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution) -> None:
             f"unset {var}, or use the image's vllm-neuron 0.2.2+lts",
             (var,),
         )
-    if not isinstance(override.get("lora_ckpt_json"), str):
+    if not isinstance(override.get("lora_ckpt_json"), str) and not rules.adapters_at_start:
+        res.warn(
+            f"{var}=true with no adapters named: {rules.plugin} loads them at run time "
+            "(VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 and the engine's /v1/load_lora_adapter, which the front "
+            "forwards only with NEURONSERVE_EXPOSE_ENGINE_ROUTES=true); name them in SM_VLLM_LORA_MODULES "
+            "to have them staged and compiled at start"
+        )
+    elif not isinstance(override.get("lora_ckpt_json"), str):
         raise ConfigError(
             f"{var}=true on vllm-neuron 0.2.2 needs its adapters named: set "
             'SM_VLLM_LORA_MODULES="name=s3://bucket/adapter/ other=/local/dir" (staged, and the plan '

@@ -15,21 +15,12 @@ from neuronserve.plan import nxdi
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.jsonint import json_int
 from neuronserve.plan.multimodal import PIXTRAL, plugin_at_least
+from neuronserve.plan.pluginrules import V0_2, PluginRules
 from neuronserve.plan.resolution import Resolution
 
-# What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture).
-SUPPORTED_ARCHITECTURES = (
-    "LlamaForCausalLM",
-    "Llama4ForCausalLM",
-    "Llama4ForConditionalGeneration",
-    "MllamaForConditionalGeneration",
-    "MixtralForCausalLM",
-    "DbrxForCausalLM",
-    "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM",
-    "Qwen3MoeForCausalLM",
-    "LlavaForConditionalGeneration",  # Pixtral, from vllm-neuron 0.2.2 (check_architecture)
-)
+# What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture); each
+# lane's list is its PluginRules' (plan/pluginrules.py).
+SUPPORTED_ARCHITECTURES = V0_2.architectures
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)  # vLLM 0.11.0 --block-size choices
 PREFIX_MIN_CONTEXT_BUCKET = 512
 PREFIX_MIN_TOKEN_BUCKET = 256
@@ -277,7 +268,11 @@ def check_task(task: Any, runner: Any, res: Resolution) -> None:
 
 
 def check_architecture(
-    facts: ModelFacts | None, model: str, res: Resolution, plugin_version: str | None = None
+    facts: ModelFacts | None,
+    model: str,
+    res: Resolution,
+    plugin_version: str | None = None,
+    rules: PluginRules = V0_2,
 ) -> None:
     """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
 
@@ -288,36 +283,37 @@ def check_architecture(
     0.2.2+lts builds Pixtral from `LlavaForConditionalGeneration` (worker/neuronx_distributed_model_loader.py
     :657-658, :679-680; limits in plan/multimodal.py): planned from 0.2.2 (unknown = the image's), refused
     before (0.2.0 loader.py:672-674 raised NotImplementedError for it); another class mapping to
-    "pixtral" would build a text-only NeuronCausalLM (:683-684): refused."""
+    "pixtral" would build a text-only NeuronCausalLM (:683-684): refused. `rules`: the lane's plugin
+    (plan/pluginrules.py: 0.4.1 also loads GPT-OSS, Qwen2-VL and Qwen3-VL)."""
     config = facts.config if facts else None
     if not config:
         res.warn(
             f"architecture of {model} not checked before staging (no local config.json); supported "
-            f"architectures: {', '.join(SUPPORTED_ARCHITECTURES)}"
+            f"architectures: {', '.join(rules.architectures)}"
         )
         return
     archs = config.get("architectures") or []
     arch = str(archs[0]) if archs else ""
-    key = nxdi.plugin_model_key(arch) if arch else None
+    key = nxdi.plugin_model_key(arch, rules) if arch else None
     if arch == PIXTRAL and plugin_at_least(plugin_version, (0, 2, 2)):
         return
     if arch in nxdi.PLUGIN_REFUSED_ARCHITECTURES or (key and key[0] == "pixtral"):
         raise ConfigError(
             f"{model}: {arch} (Pixtral/LLaVA) does not run on vllm-neuron {plugin_version or '0.2.x'} "
             f"(0.2.2+lts runs Pixtral from a {PIXTRAL} checkpoint); choose a supported architecture "
-            f"({', '.join(SUPPORTED_ARCHITECTURES)})",
+            f"({', '.join(rules.architectures)})",
             ("SM_VLLM_MODEL",),
         )
-    if key is None or key[0] not in nxdi.NXDI_MODEL_TYPES or key[1] != "causal-lm":
+    if key is None or key[0] not in rules.model_types or key[1] != "causal-lm":
         looked = f" (the plugin looks up {key[0]!r}/{key[1]!r} in NxD Inference)" if key else ""
         label = " GPT-OSS" if "gpt" in arch.lower() and "oss" in arch.lower() else ""
         raise ConfigError(
-            f"{model}: architectures[0] {arch or '(none)'}{label} cannot be loaded by vllm-neuron 0.2.x"
+            f"{model}: architectures[0] {arch or '(none)'}{label} cannot be loaded by {rules.family}"
             f"{looked}: use a model whose config.json architectures[0] is one of "
-            f"{', '.join(SUPPORTED_ARCHITECTURES)}",
+            f"{', '.join(rules.architectures)}",
             ("SM_VLLM_MODEL",),
         )
-    if not nxdi.heads_known(config, arch):
+    if not nxdi.heads_known(config, arch, rules):
         res.warn(
             f"{model}: config.json has no num_key_value_heads / head_dim (or hidden_size and "
             "num_attention_heads); the plugin reads them before compiling and raises without them"

@@ -16,12 +16,17 @@ request that needs one (front/, from this object), so the plan decides here, onc
   (JSON schema, regex, grammar, guided_*) are not enforced.
 - on the CPU device (vLLM's CPU engine) everything is allowed. The in-tree integration (vLLM 0.9/0.10)
   is not judged by this source and is left allowed too.
+- lane 2.28 (vllm-neuron 0.4.1, plan/pluginrules.py): the same, except that structured outputs are
+  enforced when sampling on the CPU: sample_tokens applies the grammar bitmask there (0.4.1
+  worker/neuronx_distributed_model_runner.py:248-260) and ignores it on the device, with a warning
+  (:229-242). Prompt logprobs are still never returned (:903).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from neuronserve.plan.pluginrules import V0_2, PluginRules
 from neuronserve.types import Device, RequestSupport
 
 CANNOT_PROMPT_LOGPROBS = (
@@ -53,23 +58,33 @@ def cpu_sampling_setting(override: dict[str, Any] | None) -> str:
     return "set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null"
 
 
-def request_support(device: Device, integration: str, override: dict[str, Any] | None) -> RequestSupport:
-    """The RequestSupport of a plan: its device, its integration and its rendered override."""
+def request_support(
+    device: Device, integration: str, override: dict[str, Any] | None, rules: PluginRules = V0_2
+) -> RequestSupport:
+    """The RequestSupport of a plan: its device, its integration, its rendered override and its lane's
+    plugin (`rules`)."""
     if device != "neuron" or integration != "plugin":
         return RequestSupport()
-    why = {"prompt_logprobs": CANNOT_PROMPT_LOGPROBS, "structured_outputs": CANNOT_STRUCTURED}
+    why = {"prompt_logprobs": CANNOT_PROMPT_LOGPROBS.replace(V0_2.plugin, rules.plugin)}
     on_cpu = cpu_sampling(override)
+    structured = on_cpu and rules.structured_outputs_on_cpu
     if not on_cpu:
         enable = (
-            f"{cpu_sampling_setting(override)} (CPU sampling; vllm-neuron 0.2.2+lts samples on the device "
+            f"{cpu_sampling_setting(override)} (CPU sampling; {rules.plugin} samples on the device "
             "with temperature, top_k and top_p only)"
         )
         why["logprobs"] = enable
         why["penalties"] = enable
+    if not structured:
+        why["structured_outputs"] = (
+            f"{cpu_sampling_setting(override)} (CPU sampling; {rules.plugin} applies the grammar only there)"
+            if rules.structured_outputs_on_cpu
+            else CANNOT_STRUCTURED
+        )
     return RequestSupport(
         logprobs=on_cpu,
         prompt_logprobs=False,
         penalties=on_cpu,
-        structured_outputs=False,
+        structured_outputs=structured,
         why=why,
     )

@@ -279,14 +279,14 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     opts = plan.serve
     state = ServerState()
     state.device = plan.device
+    state.stack = dict(plan.stack)
     if "--dtype" in plan.argv[:-1]:
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
     client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
     sdk = environ.get("NEURON_SDK_VERSION")
-    metrics = FrontMetrics(
-        state, lambda: gate.in_flight, build_labels(installed_versions(), __version__, sdk)
-    )
+    build = build_labels(installed_versions(), __version__, sdk, plan.stack.get("lane"))
+    metrics = FrontMetrics(state, lambda: gate.in_flight, build)
     app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
     if opts.sticky_sessions:
         store = SessionStore(opts.session_ttl_s, max_sessions=opts.max_sessions)

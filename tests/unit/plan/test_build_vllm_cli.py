@@ -164,7 +164,9 @@ def test_cli_json_shape_and_secrets() -> None:
         "replicas",
         "assets",
         "request_support",
+        "stack",
     }
+    assert doc["stack"] == {"lane": "2.27", "sdk": "2.27.1", "vllm_neuron": "0.2.2+lts", "vllm": "0.11.0"}
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
     support = doc["request_support"]  # the CPU engine allows everything a request may ask
     assert {k: support[k] for k in ("logprobs", "prompt_logprobs", "penalties", "structured_outputs")} == {

@@ -390,3 +390,11 @@ def test_experts_without_a_top_k_are_all_read() -> None:
     assert (s.experts, s.experts_per_token) == (8, 0)
     model = memory.Model(s, BF16)
     assert recommend.decode_bytes_per_core(model, 16, 1, 0) == memory.weights_bytes_per_core(s, 16, BF16)
+
+
+def test_no_recommendation_for_an_instance_the_lane_cannot_run() -> None:
+    config = str(DATA / "Llama-3.1-8B" / "config.json")
+    r = cli("--model-config", config, "--instance-type", "inf2.xlarge", NEURONSERVE_STACK="2.32")
+    assert r.returncode == 2 and "use lane 2.28" in r.stderr and "Traceback" not in r.stderr
+    ok = cli("--json", "--model-config", config, "--instance-type", "trn2.3xlarge", NEURONSERVE_STACK="2.32")
+    assert ok.returncode == 0, ok.stderr
