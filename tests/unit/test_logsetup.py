@@ -44,7 +44,7 @@ def test_json_lines_parse_and_carry_the_access_fields(capsys: pytest.CaptureFixt
         "latency_ms": 12.5,
     }
     assert access["time"].endswith("Z") and access["message"] == "POST /invocations status=200"
-    assert warning["message"] == 'quote " and\nnewline'
+    assert warning["message"] == 'quote " and\\x0anewline'  # escaped: one event, one line, both formats
     assert engine == {"time": engine["time"], "source": "engine", "message": 'INFO engine says "hi"'}
     final = json.loads(err)
     assert final["level"] == "ERROR" and final["engine_last_lines"] == ["a", "b"]
