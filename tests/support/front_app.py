@@ -30,14 +30,17 @@ class Front:
     gate: Gate
     metrics: FrontMetrics
     seen: list[tuple[str, str]] = field(default_factory=list)  # (method, raw path) the engine got
+    ids: list[str] = field(default_factory=list)  # the X-Request-Id of each request the engine got
 
 
 @contextlib.asynccontextmanager
 async def running_front(*, ready: bool = True, **opts: object) -> AsyncIterator[Front]:
     seen: list[tuple[str, str]] = []
+    ids: list[str] = []
 
     async def anything(request: web.Request) -> web.Response:
         seen.append((request.method, request.raw_path))
+        ids.append(request.headers.get("x-request-id", ""))
         if request.path == "/metrics":
             return web.Response(text="vllm:num_requests_running 0.0\n", content_type="text/plain")
         return web.json_response({"engine": request.path})
@@ -60,6 +63,7 @@ async def running_front(*, ready: bool = True, **opts: object) -> AsyncIterator[
         serve.max_concurrency,
         metrics=metrics,
         expose_engine_routes=serve.expose_engine_routes,
+        max_body_bytes=int(serve.max_payload_mb * 1024 * 1024),  # as the server's lifecycle does
     )
     holder.append(gate)
     if ready:
@@ -69,7 +73,7 @@ async def running_front(*, ready: bool = True, **opts: object) -> AsyncIterator[
     transport = httpx.ASGITransport(app=gate)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://front") as client:
-            yield Front(client, state, gate, metrics, seen)
+            yield Front(client, state, gate, metrics, seen, ids)
     finally:
         await engine.aclose()
         await runner.cleanup()
