@@ -174,29 +174,46 @@ class Gate:
         parts: list[bytes] = []
         size = 0
         more = True
+        task = asyncio.current_task()
+        assert task is not None
+        late = False
+
+        def expire() -> None:
+            nonlocal late
+            late = True
+            task.cancel()
+
+        # a bare timer, not asyncio.timeout(): this runs on every request and costs a third as much
+        deadline = asyncio.get_running_loop().call_later(self.body_timeout_s, expire)
         try:
-            async with asyncio.timeout(self.body_timeout_s):
-                while more and size <= self.max_body_bytes:
-                    message = await receive()
-                    if message["type"] != "http.request":  # http.disconnect: nobody to answer
-                        self._log(scope, CLIENT_CLOSED, start)
-                        return None
-                    chunk = message.get("body", b"")
-                    if chunk:
-                        parts.append(chunk)
-                        size += len(chunk)
-                    more = message.get("more_body", False)
-        except TimeoutError:
-            message_text = (
-                f"the request body did not arrive within {self.body_timeout_s:g} s "
-                "(NEURONSERVE_BODY_TIMEOUT_S); the connection is closed"
-            )
-            await _reject(send, 408, message_text, request_id(scope).encode("latin-1"), close=True)
-            self._count(scope, 408, start, "bad_request")
-            self._log(scope, 408, start)
+            while more and size <= self.max_body_bytes:
+                message = await receive()
+                if message["type"] != "http.request":  # http.disconnect: nobody to answer
+                    self._log(scope, CLIENT_CLOSED, start)
+                    return None
+                chunk = message.get("body", b"")
+                if chunk:
+                    parts.append(chunk)
+                    size += len(chunk)
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:
+            if not late or task.uncancel() > 0:  # cancelled for another reason: not ours to swallow
+                raise
+            await self._too_slow(scope, send, start)
             return None
+        finally:
+            deadline.cancel()
         body = parts[0] if len(parts) == 1 else b"".join(parts)
         return {"type": "http.request", "body": body, "more_body": more}
+
+    async def _too_slow(self, scope: Scope, send: Send, start: float) -> None:
+        message = (
+            f"the request body did not arrive within {self.body_timeout_s:g} s "
+            "(NEURONSERVE_BODY_TIMEOUT_S); the connection is closed"
+        )
+        await _reject(send, 408, message, request_id(scope).encode("latin-1"), close=True)
+        self._count(scope, 408, start, "bad_request")
+        self._log(scope, 408, start)
 
     def _count(self, scope: Scope, status: int, start: float, reason: str) -> None:
         if self.metrics is not None:

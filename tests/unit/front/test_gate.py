@@ -1,5 +1,6 @@
-"""Request ids through the real app and gate, in front of the recording stand-in engine: the client's
-id is echoed when safe, replaced (with a warning) when not, and every engine call gets its own id."""
+"""The gate through the real app, in front of the recording stand-in engine: request ids (the client's
+echoed when safe, replaced with a warning when not, every engine call its own) and the body read
+before the slot (oversized bodies refused in the route's shape, a body that never comes is 408)."""
 
 from __future__ import annotations
 
@@ -82,5 +83,44 @@ def test_a_body_over_the_limit_is_refused_in_the_routes_shape(path: str, shape: 
                 body = r.json()
                 assert (body["error"]["code"] == 413) if shape == "openai" else ("error_type" in body)
             assert front.ids == [] and front.gate.in_flight == 0
+
+    asyncio.run(run())
+
+
+def test_a_body_that_never_comes_is_408_without_taking_a_slot() -> None:
+    """The gate's body deadline, in process: the app is never called, no slot is taken, and the
+    answer asks the server to close the connection (the rest of the body is never read)."""
+    from neuronserve.front.gate import Gate
+    from neuronserve.front.state import Phase, ServerState
+
+    called: list[object] = []
+
+    async def app(*args: object) -> None:
+        called.append(args)
+
+    async def run() -> None:
+        state = ServerState()
+        state.move(Phase.LOADING)
+        state.set_engine_health(True)
+        state.move(Phase.READY)
+        gate = Gate(app, state, 1, body_timeout_s=0.2)
+        seen: list[dict[str, object]] = []
+        slots: list[int] = []
+
+        async def never() -> dict[str, object]:
+            slots.append(gate.in_flight)
+            await asyncio.sleep(3600)
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, object]) -> None:
+            seen.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/completions", "headers": []}
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(gate(scope, never, send), timeout=5)
+        assert asyncio.get_running_loop().time() - started < 2
+        assert seen[0]["status"] == 408 and (b"connection", b"close") in seen[0]["headers"]  # type: ignore[operator]
+        assert b"NEURONSERVE_BODY_TIMEOUT_S" in seen[1]["body"]  # type: ignore[operator]
+        assert called == [] and slots == [0] and gate.in_flight == 0
 
     asyncio.run(run())
