@@ -4,6 +4,11 @@ Why JSON: CloudWatch Logs Insights (and most log stores) query JSON fields direc
 `latency_ms`, `request_id`), where text lines need a parse pattern per message. The engine's own
 lines are relayed, not re-parsed: each is wrapped as {"source": "engine", "message": ...} so the
 stream stays one JSON object per line. Secrets are scrubbed before lines get here (redact.py).
+
+Why every message is escaped: log lines carry what clients sent (paths, ids, model names, error
+texts). A `%0A` in a path became a real newline in the text log, a forged line that a reader or a log
+query could not tell from ours. `escape` is the one function both formats, the engine relay and the
+last words use: control characters become backslash escapes (`\\x0a`), so one event is always one line.
 """
 
 from __future__ import annotations
@@ -33,6 +38,31 @@ def parse_format(environ: Mapping[str, str]) -> str:
     return raw
 
 
+# C0 controls, DEL, C1 controls and the Unicode line/paragraph separators: each breaks or hides text
+# in a terminal or a log viewer. A backslash is left alone: it cannot start a new line.
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROLS}
+
+
+def escape(text: str) -> str:
+    """`text` with its control characters escaped (the common all-printable case: one C-level scan)."""
+    if text.isprintable():
+        return text
+    return text.translate(_ESCAPES)
+
+
+def _escape_value(value: Any) -> Any:
+    return escape(value) if isinstance(value, str) else value
+
+
+class TextFormatter(logging.Formatter):
+    """The text format, with the message escaped (a traceback after it stays multi-line: it is ours)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape(record.message)
+        return super().formatMessage(record)
+
+
 def _iso(created: float) -> str:
     return datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -43,11 +73,11 @@ class JsonFormatter(logging.Formatter):
             "time": _iso(record.created),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": escape(record.getMessage()),
         }
         for name in EXTRA_FIELDS:
             if name in record.__dict__:
-                obj[name] = record.__dict__[name]
+                obj[name] = _escape_value(record.__dict__[name])
         if record.exc_info:
             obj["exception"] = self.formatException(record.exc_info)
         return json.dumps(obj, default=str)
@@ -60,7 +90,7 @@ def setup(fmt: str = "text") -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
 
@@ -69,10 +99,12 @@ def engine_line(line: str, source: str = "engine") -> str:
     """One relayed engine line, newline-terminated, in the configured format (`engine 1`: replica 1)."""
     if _state["format"] == "json":
         return (
-            json.dumps({"time": _iso(datetime.now(UTC).timestamp()), "source": source, "message": line})
+            json.dumps(
+                {"time": _iso(datetime.now(UTC).timestamp()), "source": source, "message": escape(line)}
+            )
             + "\n"
         )
-    return f"[{source}] {line}\n"
+    return f"[{source}] {escape(line)}\n"
 
 
 def fatal(message: str, detail_lines: list[str] | None = None) -> None:
@@ -82,13 +114,13 @@ def fatal(message: str, detail_lines: list[str] | None = None) -> None:
             "time": _iso(datetime.now(UTC).timestamp()),
             "level": "ERROR",
             "logger": "neuronserve.serve",
-            "message": message,
+            "message": escape(message),
         }
         if detail_lines is not None:
-            obj["engine_last_lines"] = detail_lines
+            obj["engine_last_lines"] = [escape(line) for line in detail_lines]
         print(json.dumps(obj), file=sys.stderr)
     else:
-        print(f"neuronserve serve: error: {message}", file=sys.stderr)
+        print(f"neuronserve serve: error: {escape(message)}", file=sys.stderr)
         for line in detail_lines or ():
-            print(f"  | {line}", file=sys.stderr)
+            print(f"  | {escape(line)}", file=sys.stderr)
     sys.stderr.flush()

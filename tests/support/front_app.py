@@ -41,6 +41,7 @@ class Front:
     seen: list[tuple[str, str]] = field(default_factory=list)  # (method, raw path) the engine got
     bodies: list[Any] = field(default_factory=list)  # the JSON bodies the engine got, in order
     url: str = ""  # with listen=True: the front on a real port
+    ids: list[str] = field(default_factory=list)  # the X-Request-Id of each request the engine got
 
 
 class _OneReplica:
@@ -91,9 +92,11 @@ async def running_front(
     `listen`: the front also on a real port (`Front.url`), for clients that need one."""
     seen: list[tuple[str, str]] = []
     bodies: list[Any] = []
+    ids: list[str] = []
 
     async def anything(request: web.Request) -> web.Response:
         seen.append((request.method, request.raw_path))
+        ids.append(request.headers.get("x-request-id", ""))
         raw = await request.read()
         body: Any = None
         with contextlib.suppress(ValueError):
@@ -136,6 +139,7 @@ async def running_front(
         serve.max_concurrency,
         metrics=metrics,
         expose_engine_routes=serve.expose_engine_routes,
+        max_body_bytes=int(serve.max_payload_mb * 1024 * 1024),  # as the server's lifecycle does
     )
     holder.append(gate)
     if ready:
@@ -149,7 +153,7 @@ async def running_front(
             client = await stack.enter_async_context(
                 httpx.AsyncClient(transport=transport, base_url="http://front")
             )
-            yield Front(client, state, gate, metrics, seen, bodies, url)
+            yield Front(client, state, gate, metrics, seen, bodies, url, ids)
     finally:
         await engine.aclose()
         await runner.cleanup()

@@ -281,6 +281,44 @@ NEURONSERVE_VARS: tuple[Var, ...] = (
         "HF_TOKEN at start (host/secrets.py); the role needs secretsmanager:GetSecretValue on it",
     ),
     Var(
+        "NEURONSERVE_HEADER_TIMEOUT_S",
+        "",
+        10.0,
+        NS,
+        "Seconds a client has from a request's first byte (a new connection: from the accept) to the end "
+        "of its headers; slower, the connection is closed (read by the front server at start)",
+        p.seconds_above_zero,
+    ),
+    Var(
+        "NEURONSERVE_BODY_TIMEOUT_S",
+        "",
+        30.0,
+        NS,
+        "Seconds a client has to send a request's whole body once its headers arrived; slower, it gets 408 "
+        "and the connection is closed. No concurrency slot is taken before the body is in "
+        "(read by the front server at start)",
+        p.seconds_above_zero,
+    ),
+    Var(
+        "NEURONSERVE_MAX_HEADER_BYTES",
+        "",
+        65536,
+        NS,
+        "Bytes of a request line and headers, counted as they arrive; over it, 431 and the connection is "
+        "closed (read by the front server at start)",
+        p.at_least_one,
+    ),
+    Var(
+        "NEURONSERVE_MAX_CONNECTIONS",
+        "",
+        1024,
+        NS,
+        "Open client connections served; 32 more answer only /ping (others 503), beyond that a connection "
+        "is closed at accept. The front raises its open-file limit to the hard limit at start and lowers "
+        "this to fit it (read by the front server at start)",
+        p.at_least_one,
+    ),
+    Var(
         "NEURONSERVE_LOG_FORMAT",
         "",
         "text",

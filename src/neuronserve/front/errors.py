@@ -128,11 +128,13 @@ STATUSES: dict[int, Names] = {
     400: Names("BadRequestError", rejected="bad_request"),
     404: Names("NotFoundError", rejected="not_found"),
     405: Names("MethodNotAllowedError"),
+    408: Names("RequestTimeoutError"),
     413: Names("PayloadTooLargeError", rejected="payload"),
     415: Names("UnsupportedMediaTypeError", rejected="bad_request"),
     422: Names("ValidationError", "validation", "bad_request"),  # TGI: its OpenAPI ErrorResponse examples
     424: Names(None, "generation"),
     429: Names("TooManyRequestsError", "overloaded"),
+    431: Names("RequestHeaderFieldsTooLargeError"),
     502: Names("BadGatewayError"),
     503: Names("ServiceUnavailableError", "unhealthy"),
     504: Names("GatewayTimeoutError"),

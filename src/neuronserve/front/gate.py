@@ -1,9 +1,16 @@
 """Pure-ASGI gate in front of every route but /ping and /metrics: route allowlist, phase check,
-concurrency limit, in-flight count (for draining), the front's request metrics, request ids and the
-one log line per request.
+body read (bounded in time and size), concurrency limit, in-flight count (for draining), the front's
+request metrics, request ids and the one log line per request.
 
-Why pure ASGI (not BaseHTTPMiddleware): it adds no task or buffering per request, so streamed bodies
-flow through untouched and the gate costs microseconds.
+Why pure ASGI (not BaseHTTPMiddleware): it adds no task per request, so streamed responses flow
+through untouched and the gate costs microseconds.
+
+Why the body is read before the slot is taken: a concurrency slot stands for engine work. Counted
+before its body arrived, 256 clients sending one body byte each held every slot, and everyone else got
+429 for as long as they cared to wait. The gate reads the body first (up to the payload limit, within
+NEURONSERVE_BODY_TIMEOUT_S, else 408 and the connection closed), then takes the slot and replays the
+body to the app as one message. A body over the limit is handed over unfinished: the app refuses it
+(413, in the route's own error shape) from its first bytes.
 """
 
 from __future__ import annotations
@@ -11,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -19,9 +25,12 @@ from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
+from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
 from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.work import CHARGE_KEY, Charge
+
+__all__ = ["REJECTED_KEY", "REQUEST_ID_KEY", "SCHEMA_KEY", "TOKENS_KEY", "Gate", "request_id"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,21 +43,8 @@ log = logging.getLogger("neuronserve.access")
 TOKENS_KEY = "neuronserve.tokens"  # handlers put (prompt_tokens, completion_tokens) here
 SCHEMA_KEY = "neuronserve.schema"  # handlers put the request's schema here (chat, completion, tgi, ...)
 REJECTED_KEY = "neuronserve.rejected"  # the app's FrontError handler puts the refused status here
-REQUEST_ID_KEY = "neuronserve.request_id"  # the request's id: forwarded, echoed, logged
-_ID_HEADERS = (b"x-request-id", b"x-amzn-sagemaker-inference-id")
-
-
-def request_id(scope: Scope) -> str:
-    """X-Request-Id, else SageMaker's X-Amzn-SageMaker-Inference-Id, else a new id (kept in scope)."""
-    rid = scope.get(REQUEST_ID_KEY)
-    if rid:
-        return str(rid)
-    found = dict((k, v) for k, v in scope.get("headers", ()) if k in _ID_HEADERS)
-    raw = found.get(_ID_HEADERS[0]) or found.get(_ID_HEADERS[1])
-    text = raw.decode("latin-1").strip()[:200] if raw else ""
-    rid = text if text and text.isprintable() else uuid.uuid4().hex
-    scope[REQUEST_ID_KEY] = rid
-    return rid
+BODY_TIMEOUT_S = 30.0  # NEURONSERVE_BODY_TIMEOUT_S's default
+MAX_BODY_BYTES = 6 * 1024 * 1024  # SAGEMAKER_MAX_PAYLOAD_IN_MB's default
 
 
 def _default_schema(path: str) -> str:
@@ -68,12 +64,16 @@ class Gate:
         *,
         metrics: FrontMetrics | None = None,
         expose_engine_routes: bool = False,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.app = app
         self.state = state
         self.max_concurrency = max_concurrency
         self.metrics = metrics
         self.expose_engine_routes = expose_engine_routes
+        self.body_timeout_s = body_timeout_s
+        self.max_body_bytes = max_body_bytes
         self.in_flight = 0
         self.idle = asyncio.Event()
         self.idle.set()
@@ -84,22 +84,29 @@ class Gate:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        rid = request_id(scope).encode("latin-1", "replace")
+        request_id(scope)  # decided (and a refused id warned about) once, before any answer
         if not routes.is_allowed(path, self.expose_engine_routes):
             await self._refuse(scope, send, start, NotFound(routes.refusal(path)), reason="not_found")
             return
-        phase = self.state.phase
-        if phase != Phase.READY:
-            draining = phase == Phase.DRAINING
-            why = "draining" if draining else "not ready"
-            reason = "draining" if draining else "not_ready"
-            refusal = NotReady(f"server is {why} (phase {phase}); retry later")
-            await self._refuse(scope, send, start, refusal, reason=reason)
+        if self.state.phase != Phase.READY:
+            await self._not_ready(scope, send, start)
+            return
+        body = await self._read_body(scope, receive, send, start)
+        if body is None:  # refused or gone: answered and logged
+            return
+        if self.state.phase != Phase.READY:  # the drain began while the body arrived
+            await self._not_ready(scope, send, start)
             return
         if self.max_concurrency and self.in_flight >= self.max_concurrency:
             message = f"too many requests in flight (limit {self.max_concurrency}); retry later"
             await self._refuse(scope, send, start, Overloaded(message), reason="limit")
             return
+        await self._run(scope, body, receive, send, start)
+
+    async def _run(self, scope: Scope, body: Message, receive: Receive, send: Send, start: float) -> None:
+        """The admitted request: in flight, its body replayed, its id echoed, measured and logged."""
+        path = scope.get("path", "")
+        rid = request_id(scope).encode("latin-1")  # the safe character set: always latin-1
         status = [0]
         first_byte: list[float | None] = [None]
 
@@ -117,24 +124,26 @@ class Gate:
             await send(message)
 
         charge = scope[CHARGE_KEY] = Charge(self)  # weight 1 now, the request's sequences once parsed
+        pending: Message | None = body
+
+        async def replay() -> Message:
+            nonlocal pending
+            if pending is not None:
+                message, pending = pending, None
+                return message
+            return await receive()
+
         self.in_flight += 1
         self.idle.clear()
         gone = False
         try:
-            gone = await run_cancelling_on_disconnect(self.app, scope, receive, send_wrapped)
+            gone = await run_cancelling_on_disconnect(self.app, scope, replay, send_wrapped)
         finally:
             self.in_flight -= charge.weight
             if self.in_flight == 0:
                 self.idle.set()
             code = CLIENT_CLOSED if gone else (status[0] or 500)
-            if self.metrics is not None:
-                rejected = scope.get(REJECTED_KEY)
-                refused = reason_for(rejected) if rejected else None
-                if refused:
-                    self.metrics.reject(refused)
-                ttfb = None if first_byte[0] is None else first_byte[0] - start
-                schema = scope.get(SCHEMA_KEY) or _default_schema(path)
-                self.metrics.observe(path, schema, code, ttfb, time.perf_counter() - start)
+            self._measure(scope, path, code, start, first_byte[0])
             self._log(scope, code, start)
 
     def refused_over_limit(self) -> None:
@@ -142,14 +151,88 @@ class Gate:
         if self.metrics is not None:
             self.metrics.reject("limit")
 
-    async def _refuse(self, scope: Scope, send: Send, start: float, err: FrontError, *, reason: str) -> None:
-        status = err.status
-        await _reject(send, status, err.message, request_id(scope).encode("latin-1", "replace"))
+    def _measure(self, scope: Scope, path: str, code: int, start: float, first_byte: float | None) -> None:
+        if self.metrics is None:
+            return
+        rejected = scope.get(REJECTED_KEY)
+        refused = reason_for(rejected) if rejected else None
+        if refused:
+            self.metrics.reject(refused)
+        ttfb = None if first_byte is None else first_byte - start
+        schema = scope.get(SCHEMA_KEY) or _default_schema(path)
+        self.metrics.observe(path, schema, code, ttfb, time.perf_counter() - start)
+
+    async def _not_ready(self, scope: Scope, send: Send, start: float) -> None:
+        phase = self.state.phase
+        draining = phase == Phase.DRAINING
+        why = "draining" if draining else "not ready"
+        reason = "draining" if draining else "not_ready"
+        refusal = NotReady(f"server is {why} (phase {phase}); retry later")
+        await self._refuse(scope, send, start, refusal, reason=reason)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send, start: float) -> Message | None:
+        """The whole body as ONE http.request message, or its first part (over max_body_bytes, with
+        more_body set: the app refuses it); None when the client was too slow (408, connection closed)
+        or went away (499), both answered and logged here.
+
+        One deadline for the whole body (not per chunk): a client trickling a byte a second would pass
+        any per-chunk timeout. The hot path (a small body already in uvicorn's buffer) costs one
+        receive() and the deadline's timer handle."""
+        parts: list[bytes] = []
+        size = 0
+        more = True
+        task = asyncio.current_task()
+        assert task is not None
+        late = False
+
+        def expire() -> None:
+            nonlocal late
+            late = True
+            task.cancel()
+
+        # a bare timer, not asyncio.timeout(): this runs on every request and costs a third as much
+        deadline = asyncio.get_running_loop().call_later(self.body_timeout_s, expire)
+        try:
+            while more and size <= self.max_body_bytes:
+                message = await receive()
+                if message["type"] != "http.request":  # http.disconnect: nobody to answer
+                    self._log(scope, CLIENT_CLOSED, start)
+                    return None
+                chunk = message.get("body", b"")
+                if chunk:
+                    parts.append(chunk)
+                    size += len(chunk)
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:
+            if not late or task.uncancel() > 0:  # cancelled for another reason: not ours to swallow
+                raise
+            await self._too_slow(scope, send, start)
+            return None
+        finally:
+            deadline.cancel()
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    async def _too_slow(self, scope: Scope, send: Send, start: float) -> None:
+        message = (
+            f"the request body did not arrive within {self.body_timeout_s:g} s "
+            "(NEURONSERVE_BODY_TIMEOUT_S); the connection is closed"
+        )
+        await _reject(send, 408, message, request_id(scope).encode("latin-1"), close=True)
+        self._count(scope, 408, start, "bad_request")
+        self._log(scope, 408, start)
+
+    def _count(self, scope: Scope, status: int, start: float, reason: str) -> None:
         if self.metrics is not None:
             self.metrics.reject(reason)
             took = time.perf_counter() - start
             path = scope.get("path", "")
             self.metrics.observe(path, _default_schema(path), status, took, took)
+
+    async def _refuse(self, scope: Scope, send: Send, start: float, err: FrontError, *, reason: str) -> None:
+        status = err.status
+        await _reject(send, status, err.message, request_id(scope).encode("latin-1"))
+        self._count(scope, status, start, reason)
         self._log(scope, status, start)
 
     def _log(self, scope: Scope, status: int, start: float) -> None:
@@ -157,10 +240,14 @@ class Gate:
         tokens = scope.get(TOKENS_KEY) or (None, None)
         latency_ms = (time.perf_counter() - start) * 1000.0
         path = scope.get("path", "")
+        # the path as the client sent it (percent-encoded, so no space can forge a field); the
+        # formatter escapes whatever control characters remain
+        raw = scope.get("raw_path")
+        logged = raw.decode("latin-1") if raw else path
         log.info(
             "%s %s status=%d latency_ms=%.1f tokens_in=%s tokens_out=%s request_id=%s",
             scope.get("method"),
-            path,
+            logged,
             status,
             latency_ms,
             "-" if tokens[0] is None else tokens[0],
@@ -177,7 +264,7 @@ class Gate:
         )
 
 
-async def _reject(send: Send, status: int, message: str, rid: bytes) -> None:
+async def _reject(send: Send, status: int, message: str, rid: bytes, *, close: bool = False) -> None:
     body = error_bytes(status, message)
     headers = [
         (b"content-type", b"application/json"),
@@ -186,5 +273,7 @@ async def _reject(send: Send, status: int, message: str, rid: bytes) -> None:
     ]
     if status in (429, 503):
         headers.append((b"retry-after", b"1"))
+    if close:  # uvicorn closes the connection after this response: the rest of the body is never read
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

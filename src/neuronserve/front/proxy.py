@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from yarl import URL
 
 from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
+from neuronserve.front.requestid import engine_id
 from neuronserve.front.schema import loads
 
 log = logging.getLogger("neuronserve.front")
@@ -136,6 +137,8 @@ async def send(
 ) -> EngineResponse:
     """Send; the body is left unread. Engine trouble becomes 504 (timeout) or 503 (unreachable)."""
     # already percent-encoded (a fixed route, or the client's raw path and query): sent as is
+    if headers and "x-request-id" in headers:  # unique per engine call: vLLM uses it as given
+        headers = {**headers, "x-request-id": engine_id(headers["x-request-id"])}
     try:
         return await client.request(method, path + (f"?{params}" if params else ""), headers, content)
     except TimeoutError:

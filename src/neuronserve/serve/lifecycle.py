@@ -32,6 +32,7 @@ from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.host.versions import installed_versions
+from neuronserve.serve import listener
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
@@ -292,12 +293,15 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         store = SessionStore(opts.session_ttl_s, max_sessions=opts.max_sessions)
         pool.on_replaced = store.close_replica
         app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
+    limits = listener.fit_to_files(listener.connection_limits(environ), listener.raise_file_limit())
     gate = Gate(
         ReplicaScope(app),
         state,
         opts.max_concurrency,
         metrics=metrics,
         expose_engine_routes=opts.expose_engine_routes,
+        body_timeout_s=listener.body_timeout_s(environ),
+        max_body_bytes=int(opts.max_payload_mb * 1024 * 1024),
     )
     if opts.expose_engine_routes:
         log.warning(
@@ -305,17 +309,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
             "including admin routes (/scale_elastic_ep, /collective_rpc, /sleep, LoRA loading, /docs)",
             opts.port,
         )
-    config = uvicorn.Config(
-        gate,
-        host=opts.host,
-        port=opts.port,
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        backlog=2048,
-        timeout_keep_alive=75,
-        timeout_graceful_shutdown=3,
-    )
+    config = listener.uvicorn_config(gate, opts, limits)
     server = _Server(config)
     supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
     loop = asyncio.get_running_loop()
