@@ -32,6 +32,7 @@ from neuronserve.plan import overrides
 from neuronserve.plan.facts import HostFacts
 from neuronserve.plan.launch import count
 from neuronserve.plan.locate import Staged, assets_dir, locate
+from neuronserve.plan.pluginrules import plugin_at_least
 from neuronserve.plan.resolution import Resolution
 from neuronserve.types import Device, RequestSupport
 
@@ -272,5 +273,5 @@ def request_support(
     """
     names = tuple(a.name for a in adapters)
     plugin = device == "neuron" and integration == "plugin"
-    required = lora and plugin and overrides.at_least(plugin_version, overrides.LORA_FROM)
+    required = lora and plugin and plugin_at_least(plugin_version, overrides.LORA_FROM)
     return replace(base, lora_adapters=names, adapter_required=required)

@@ -39,17 +39,6 @@ PIXTRAL_MAX_SEQS = V0_2.pixtral_max_seqs or 4  # loader :442-447 (none in 0.4.1:
 PIXTRAL_MAX_LEN = 10240  # the seed's (README) limit: an estimate, not a check of the source
 
 
-def plugin_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
-    """`version` (e.g. "0.2.2+lts") is at least `floor`; unknown is the image's 0.2.2+lts."""
-    if not version:
-        return True
-    parts: list[int] = []
-    for piece in version.split("+")[0].split(".")[: len(floor)]:
-        digits = "".join(ch for ch in piece if ch.isdecimal())  # int() refuses a "²" isdigit accepts
-        parts.append(int(digits or 0))
-    return tuple(parts) >= floor
-
-
 def architecture(model: ModelFacts | None) -> str:
     """config.json architectures[0] ("" when unknown)."""
     config = model.config if model else None

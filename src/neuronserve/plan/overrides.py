@@ -15,7 +15,7 @@ from typing import Any
 from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.jsonint import json_int
-from neuronserve.plan.pluginrules import V0_2, PluginRules
+from neuronserve.plan.pluginrules import V0_2, PluginRules, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
 
@@ -185,7 +185,7 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: P
                 (key_var, var),
             )
         return
-    if not at_least(plugin_version, LORA_FROM):
+    if not plugin_at_least(plugin_version, LORA_FROM):
         raise ConfigError(
             f"{var}: LoRA raises NotImplementedError in vllm-neuron {plugin_version} (0.2.2+lts adds it): "
             f"unset {var}, or use the image's vllm-neuron 0.2.2+lts",
@@ -218,13 +218,3 @@ def check_lora_modules(modules_var: str, res: Resolution) -> None:
             f"stages them and writes lora_ckpt_json itself) and remove {key_var}",
             (modules_var, key_var),
         )
-
-
-def at_least(version: str | None, floor: tuple[int, ...]) -> bool:
-    if not version:
-        return True
-    parts: list[int] = []
-    for piece in version.split("+")[0].split(".")[: len(floor)]:
-        digits = "".join(ch for ch in piece if ch.isdecimal())  # int() refuses a "²" isdigit accepts
-        parts.append(int(digits or 0))
-    return tuple(parts) >= floor

@@ -146,6 +146,20 @@ V0_4 = PluginRules(
 )
 
 
+def plugin_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+    """`version` (e.g. "0.2.2+lts") is at least `floor`; unknown is the image's default 0.2.2+lts.
+
+    Only the release part counts (a local "+lts" suffix is no version), and a piece's decimal digits
+    alone are read: int() refuses a "²" that str.isdigit accepts."""
+    if not version:
+        return True
+    parts: list[int] = []
+    for piece in version.split("+")[0].split(".")[: len(floor)]:
+        digits = "".join(ch for ch in piece if ch.isdecimal())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= floor
+
+
 def check_eagle3(method: str, origin: str, rules: PluginRules) -> str | None:
     """The warning a speculative method "eagle3" gets on a lane whose plugin source does not wire it."""
     if not rules.warn_eagle3 or method.lower() != "eagle3":

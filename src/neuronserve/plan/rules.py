@@ -14,8 +14,8 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan import nxdi
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.jsonint import json_int
-from neuronserve.plan.multimodal import PIXTRAL, plugin_at_least
-from neuronserve.plan.pluginrules import V0_2, PluginRules
+from neuronserve.plan.multimodal import PIXTRAL
+from neuronserve.plan.pluginrules import V0_2, PluginRules, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
 # What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture); each
