@@ -1,4 +1,4 @@
-"""The real front (tests/support/front_app.py) given a RequestSupport as a Neuron plan produces it:
+"""The real front (tests/support/front_app.py) given the RequestSupport a real Neuron plan produces:
 each dialect refuses what the engine cannot serve in its own shape and status (OpenAI 400, TGI 422,
 LMI 424), before anything reaches the stand-in engine; the defaults clients send pass; TGI `details`
 stays served with `logprob` null; LoRA adapters are selected by `model` and `adapter_id`.
@@ -16,30 +16,18 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from tests.support.builders import LORA_ENV, asset_plan
 from tests.support.front_app import Front, running_front
 from text_generation import AsyncClient
 from text_generation.errors import ValidationError
 
 from neuronserve.types import RequestSupport
 
-WHY = {
-    "logprobs": "on-device sampling returns no logprobs; set SM_NEURON_ON_DEVICE_SAMPLING=false",
-    "prompt_logprobs": "vllm-neuron 0.2.2+lts never returns prompt logprobs",
-    "penalties": "on-device sampling applies only temperature, top_k and top_p",
-    "structured_outputs": "vllm-neuron 0.2.2+lts never applies the grammar bitmask",
-}
-NEURON = RequestSupport(
-    logprobs=False, prompt_logprobs=False, penalties=False, structured_outputs=False, why=WHY
-)
-LORA = RequestSupport(
-    logprobs=False,
-    prompt_logprobs=False,
-    penalties=False,
-    structured_outputs=False,
-    lora_adapters=("a", "b"),
-    adapter_required=True,
-    why=WHY,
-)
+# What a Neuron plan of vllm-neuron 0.2.2+lts tells the front (plan.request_support), built by the
+# real plan: on-device sampling (the default) without and with LoRA adapters a and b.
+NEURON = asset_plan({}).request_support
+LORA = asset_plan(LORA_ENV).request_support
+WHY = NEURON.why
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
 
