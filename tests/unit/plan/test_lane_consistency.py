@@ -1,0 +1,67 @@
+"""The lane a built image plans with, and what `neuronserve plan` shows of it, seen from outside: real
+`neuronserve plan` processes on a host whose installed vllm-neuron is the one a lane file builds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.unit.plan.test_build_vllm_cli import ROOT, run_cli
+
+from neuronserve.plan import lanes
+
+LANE_FILES = ROOT / "docker" / "lanes"
+NEURON = {
+    "SM_VLLM_MODEL": "a/b",
+    "SM_VLLM_MAX_MODEL_LEN": "512",
+    "SM_VLLM_MAX_NUM_SEQS": "4",
+    "NEURON_RT_VISIBLE_CORES": "0-1",
+    "NEURONSERVE_INSTANCE_TYPE": "trn2.3xlarge",
+}
+
+
+def lane_pins(lane: str) -> dict[str, str]:
+    text = (LANE_FILES / f"{lane}.env").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def with_plugin(tmp_path: Path, version: str) -> dict[str, str]:
+    """PYTHONPATH for a host whose vllm-neuron is `version` (its dist-info, as pip installs it)."""
+    site = tmp_path / "site"
+    (site / f"vllm_neuron-{version}.dist-info").mkdir(parents=True)
+    return {"PYTHONPATH": f"{ROOT / 'src'}:{site}"}
+
+
+@pytest.mark.parametrize("lane", sorted(p.stem for p in LANE_FILES.glob("*.env")))
+def test_the_plugin_a_lane_file_installs_makes_the_plan_that_lane(tmp_path: Path, lane: str) -> None:
+    """An image built from docker/lanes/<lane>.env has its VLLM_NEURON_VERSION installed; with no
+    NEURONSERVE_STACK, its plan (and so /info, /version, build_info) must report that lane."""
+    pins = lane_pins(lane)
+    r = run_cli(
+        ["--json", "--device", "neuron"], {**NEURON, **with_plugin(tmp_path, pins["VLLM_NEURON_VERSION"])}
+    )
+    assert r.returncode == 0, r.stderr
+    stack = json.loads(r.stdout)["stack"]
+    assert stack == lanes.LANES[lane].stack_json()
+    assert (stack["sdk"], stack["vllm_neuron"], stack["vllm"]) == (
+        pins["NEURON_SDK_VERSION"],
+        pins["VLLM_NEURON_VERSION"],
+        pins["VLLM_VERSION"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("lane", "name", "absent"),
+    [
+        ("2.27", "override_neuron_config:", "\nneuron_config:"),
+        ("2.32", "neuron_config:", "override_neuron_config"),
+    ],
+)
+def test_the_plan_text_names_the_object_the_lanes_engine_gets(lane: str, name: str, absent: str) -> None:
+    r = run_cli(["--device", "neuron"], {**NEURON, "NEURONSERVE_STACK": lane})
+    assert r.returncode == 0, r.stderr
+    shown = [line for line in r.stdout.splitlines() if line.startswith(name)]
+    assert shown and absent not in r.stdout
+    argv_doc = json.loads(r.stdout.split("--additional-config '", 1)[1].split("'", 1)[0])
+    assert json.loads(shown[0].split(": ", 1)[1]) == next(iter(argv_doc.values()))
