@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,29 @@ def test_the_plan_text_names_the_object_the_lanes_engine_gets(lane: str, name: s
     assert shown and absent not in r.stdout
     argv_doc = json.loads(r.stdout.split("--additional-config '", 1)[1].split("'", 1)[0])
     assert json.loads(shown[0].split(": ", 1)[1]) == next(iter(argv_doc.values()))
+
+
+def smoke_stack_check() -> str:
+    """docker/smoke.sh's check of the plan's stack against /opt/neuronserve/lane.env (its Python)."""
+    lines = (ROOT / "docker" / "smoke.sh").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "the plan's stack lane is not the built lane" in line)
+    end = lines.index("PY", start)
+    return "\n".join(lines[start + 1 : end])
+
+
+@pytest.mark.parametrize(("built", "ok"), [("2.28", True), ("2.27", False)])
+def test_the_image_smoke_check_holds_the_plan_to_the_built_lane(tmp_path: Path, built: str, ok: bool) -> None:
+    """What docker/smoke.sh runs inside a lane 2.28 image (plugin 0.4.1 installed): the plan's stack
+    passes against a lane.env of lane 2.28 and fails against one that says another lane was built."""
+    r = run_cli(["--json", "--device", "neuron"], {**NEURON, **with_plugin(tmp_path, "0.4.1")})
+    assert r.returncode == 0, r.stderr
+    lane_env = tmp_path / "lane.env"
+    lane_env.write_text(f"# resolved\nLANE={built}\n" + (LANE_FILES / f"{built}.env").read_text())
+    check = subprocess.run(
+        [sys.executable, "-c", smoke_stack_check(), r.stdout, str(lane_env)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (check.returncode == 0) is ok, check.stdout + check.stderr
+    assert ("is the built lane 2.28" in check.stdout) is ok
