@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.unit.plan.test_build_vllm_cli import ROOT, run_cli
 
-from neuronserve.plan import lanes
+from neuronserve.plan import instances, lanes
 
 LANE_FILES = ROOT / "docker" / "lanes"
 NEURON = {
@@ -93,3 +93,25 @@ def test_the_image_smoke_check_holds_the_plan_to_the_built_lane(tmp_path: Path, 
     )
     assert (check.returncode == 0) is ok, check.stdout + check.stderr
     assert ("is the built lane 2.28" in check.stdout) is ok
+
+
+def test_every_family_a_lane_runs_is_in_the_instance_table_or_named_as_missing() -> None:
+    tabulated = {name.split(".")[0] for name in instances.INSTANCES}
+    for lane in lanes.LANES.values():
+        assert set(lane.families) <= tabulated | set(instances.UNTABULATED), lane.lane
+
+
+def test_the_pointer_to_lane_2_32_for_trn3_leads_to_a_plan() -> None:
+    """2.27 refuses trn3 pointing to 2.32; 2.32 must then say how to plan it, not call trn3 unknown."""
+    trn3 = {**NEURON, "NEURONSERVE_INSTANCE_TYPE": "trn3.48xlarge"}
+    old = run_cli(["--device", "neuron"], {**trn3, "NEURONSERVE_STACK": "2.27"})
+    assert old.returncode == 2 and "use lane 2.32" in old.stderr
+    new = run_cli(["--device", "neuron"], {**trn3, "NEURONSERVE_STACK": "2.32"})
+    assert new.returncode == 2 and "Traceback" not in new.stderr
+    assert "not a Neuron instance type" not in new.stderr and "NEURONSERVE_FIT_CHECK=off" in new.stderr
+    fixed = run_cli(
+        ["--json", "--device", "neuron"],
+        {**trn3, "NEURONSERVE_STACK": "2.32", "NEURONSERVE_FIT_CHECK": "off"},
+    )
+    assert fixed.returncode == 0, fixed.stderr
+    assert json.loads(fixed.stdout)["stack"]["lane"] == "2.32"
