@@ -19,7 +19,8 @@
 #   2. `ldd` on every shared object under the venv reports nothing "not found";
 #   3. g++ and libpython are there for the compile path; `neuron-ls` and `neuronx-cc --version` run;
 #   3b. tini, the ENTRYPOINT's init, runs (`/usr/bin/tini --version`);
-#   4. `neuronserve plan --json` on a sample configuration exits 0;
+#   4. `neuronserve plan --json` on a sample configuration exits 0, and (Neuron image) its "stack" is the
+#      lane the image was built as (/opt/neuronserve/lane.env);
 #   5. the entrypoint answers /ping 503 STAGING within SMOKE_PING_LIMIT_S (default 1 s) of its start, with
 #      an S3 model whose endpoint is a closed port on 127.0.0.1.
 set -euo pipefail
@@ -265,6 +266,27 @@ if plan=$(env "${sample[@]}" serve plan --json 2>&1) && python3 -c 'import json,
   say "ok   serve plan --json exits 0 with an argv"
 else
   fail "serve plan --json on the sample configuration:"$'\n'"$plan"
+fi
+# The lane the server reports (/info, /version, build_info: the plan's "stack", chosen from the installed
+# plugin) must be the lane this image was built for (/opt/neuronserve/lane.env, the label's value).
+if [[ "$device" == neuron ]]; then
+  python3 - "$plan" /opt/neuronserve/lane.env <<'PY' || fail "the plan's stack lane is not the built lane (see above)"
+import json
+import sys
+from pathlib import Path
+try:
+    stack = json.loads(sys.argv[1])["stack"]
+except (ValueError, KeyError, TypeError):
+    sys.exit("smoke: FAIL: serve plan --json has no stack")
+built = dict(l.split("=", 1) for l in Path(sys.argv[2]).read_text().splitlines() if l and not l.startswith("#"))
+want = {"lane": built.get("LANE"), "sdk": built.get("NEURON_SDK_VERSION"),
+        "vllm_neuron": built.get("VLLM_NEURON_VERSION"), "vllm": built.get("VLLM_VERSION")}
+if stack != want:
+    sys.exit(f"smoke: FAIL: the plan reports stack {stack}, the image was built as {want}")
+print(f"smoke: ok   the plan's stack is the built lane {stack['lane']}")
+PY
+else
+  skip "the plan's stack against /opt/neuronserve/lane.env (Neuron image only)"
 fi
 
 python3 - "$ping_limit" "${sample[@]}" <<'PY' || fail "/ping while staging (see above)"

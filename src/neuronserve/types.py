@@ -179,7 +179,8 @@ class LaunchPlan:
     artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
-    integration: str = "plugin"  # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu"
+    # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu", "native" (vllm-neuron 0.24, lane 2.32)
+    integration: str = "plugin"
     # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None  # the instance facts it was checked against

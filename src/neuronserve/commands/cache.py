@@ -19,7 +19,11 @@ def add_arguments(sub: Any) -> None:
     p = sub.add_parser("cache", help="manage the compiled-artifact cache (NEURONSERVE_CACHE_URI)")
     csub = p.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     push = csub.add_parser("push", help="publish a directory of compiled artifacts under a cache key")
-    push.add_argument("dir", metavar="DIR", help="the compiled artifacts directory")
+    push.add_argument(
+        "dir",
+        metavar="DIR",
+        help="the compiled artifacts directory (lane 2.32: $VLLM_CACHE_ROOT/neuron/compile_cache)",
+    )
     push.add_argument("--key", default=None, help="cache key to publish under (default: the plan's key)")
     push.add_argument("--device", choices=["neuron", "cpu"], default=None, help="plan for this device")
     push.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -47,6 +51,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
                 "the plan has no cache key for this configuration (CPU plans have none): pass --key KEY",
                 ("NEURONSERVE_CACHE_URI",),
             )
+    _refuse_a_cache_root(args.dir)
     if "/" in key or key in (".", ".."):
         raise ConfigError(f"cache key {key!r} must be a single path segment", ("NEURONSERVE_CACHE_URI",))
     if not logging.getLogger().handlers:
@@ -70,3 +75,24 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     else:
         print(f"published {len(manifest.files)} files to {remote.uri} (upload {manifest.upload_id})")
     return 0
+
+
+# Where vllm-neuron 0.24 (lane 2.32) compiles under VLLM_CACHE_ROOT (plan/lane232cache.py's
+# COMPILE_CACHE_SUBDIR; not imported: this module's top-level imports stay stdlib only).
+COMPILE_CACHE_SUBDIR = "neuron/compile_cache"
+
+
+def _refuse_a_cache_root(directory: str) -> None:
+    """A lane 2.32 entry is the compile-cache directory's content (the `<hash>/` entries): the stage
+    fetches it INTO `$VLLM_CACHE_ROOT/neuron/compile_cache`. Pushing VLLM_CACHE_ROOT itself would publish
+    `neuron/compile_cache/<hash>/` one level too deep, and every later start would miss (or fail under
+    NEURONSERVE_REQUIRE_CACHE_HIT) without saying why; so it is refused naming the directory to push."""
+    from pathlib import Path  # noqa: PLC0415
+
+    nested = Path(directory) / COMPILE_CACHE_SUBDIR
+    if nested.is_dir():
+        raise ConfigError(
+            f"{directory} holds {COMPILE_CACHE_SUBDIR}/: it is a VLLM_CACHE_ROOT (lane 2.32), whose "
+            f"entries the stage fetches into {COMPILE_CACHE_SUBDIR}: push {nested} instead",
+            ("NEURONSERVE_CACHE_URI",),
+        )

@@ -80,11 +80,18 @@ def render_text(plan: LaunchPlan) -> str:
         lines.append("environment:")
         lines += [f"  {k}={shlex.quote(v)}" for k, v in sorted(doc["env"].items())]
     if doc["neuron_override"] is not None:
-        lines.append("override_neuron_config: " + json.dumps(doc["neuron_override"], sort_keys=True))
+        lines.append(f"{_override_name(plan)}: " + json.dumps(doc["neuron_override"], sort_keys=True))
     if doc["warnings"]:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in doc["warnings"]]
     return "\n".join(lines)
+
+
+def _override_name(plan: LaunchPlan) -> str:
+    """What the engine calls the Neuron object: the rewritten plugin (integration "native", lane 2.32)
+    takes `neuron_config` with its own fields, NxD Inference `override_neuron_config`; a person reading
+    the plan must not be told to look for a key the engine never gets."""
+    return "neuron_config" if plan.integration == "native" else "override_neuron_config"
 
 
 def _stack_line(plan: LaunchPlan) -> list[str]:

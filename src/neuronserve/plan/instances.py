@@ -46,6 +46,10 @@ INSTANCES: dict[str, tuple[Chip, int]] = {
     "trn2.48xlarge": (TRAINIUM2, 16),
     "trn2u.48xlarge": (TRAINIUM2, 16),
 }
+# Families a stack lane runs (plan/lanes.py: trn3 on lane 2.32) whose chip figures no project source
+# gives yet (shared/NEURON.md "Hardware" has none for Trainium3): named, so a declared trn3 instance is
+# told how to plan without the fit check instead of "not a Neuron instance type".
+UNTABULATED = {"trn3": "Trainium3"}
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,14 @@ def _facts(name: str, chip: Chip, chips: int, lnc: int, source: str) -> Instance
 def instance_facts(name: str, lnc: int | None = None, origin: str = "--instance-type") -> InstanceFacts:
     """Facts of a named instance type; ConfigError naming the known types otherwise."""
     key = normalize(name)
+    family = key.split(".")[0]
+    if key not in INSTANCES and family in UNTABULATED:
+        raise ConfigError(
+            f"{origin}={name!r}: {UNTABULATED[family]} has no HBM figures in this build's instance table "
+            "(plan/instances.py), so the HBM fit cannot be checked: set NEURONSERVE_FIT_CHECK=off to plan "
+            f"without it (lane 2.32 runs {family})",
+            (origin, "NEURONSERVE_FIT_CHECK"),
+        )
     if key not in INSTANCES:
         known = ", ".join(INSTANCES)
         raise ConfigError(

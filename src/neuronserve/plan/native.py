@@ -4,7 +4,8 @@ own compile cache). The renderer is a separate pure module; plan/neuron.py's `ne
 `native_engine` for every lane whose generation is "native" (plan/lanes.py), after the framework has
 refused the instances the lane cannot run (lanes.check_instance).
 
-Until the renderer is plugged in, a 2.32 Neuron plan is refused here, naming the lane that plans.
+Lane 2.32 is rendered by plan/lane232run.py; a "native" lane with no renderer in this build is refused
+here, naming the lanes that plan.
 """
 
 from __future__ import annotations
