@@ -39,6 +39,17 @@ def test_release_steps_in_order() -> None:
     assert "${GIT_SHA}" in text and "${NEURON_SDK_VERSION}" in text and "${VLLM_VERSION}" in text
 
 
+def test_the_unit_tests_in_the_neuron_image_see_the_checkout_but_test_the_installed_package() -> None:
+    """The unit tests read README.md, docs/ and docker/lanes/ besides tests/: mounting tests/ alone made
+    those fail in the image. The checkout's src/ must not shadow the image's installed package
+    (pyproject.toml puts src on pytest's path), so the run happens in a copy without it."""
+    (step,) = [c for c in commands()["build"] if "tests/unit" in c and "docker run" in c]
+    assert '-v "$PWD:/tmp/checkout:ro"' in step
+    steps = ("cp -r /tmp/checkout /tmp/ns", "rm -rf /tmp/ns/src", "python3 -m pytest")
+    copy, remove, run = (step.index(s) for s in steps)
+    assert copy < remove < run
+
+
 def test_commands_pass_shellcheck() -> None:
     script = "#!/usr/bin/env bash\n" + "\n".join(c for phase in commands().values() for c in phase) + "\n"
     path = ROOT / "buildspec.yml"
