@@ -190,10 +190,21 @@ def test_a_local_template_file_is_used_in_place_and_template_text_passes_as_give
     assert len(q.assets) == 1 and flag(q, "--chat-template") == text
 
 
-@pytest.mark.parametrize("value", ["/tpl/none.jinja", "chat.jinja", "s3://bkt/t/", "/adapters/b"])
+@pytest.mark.parametrize(
+    "value",
+    ["/tpl/none.jinja", "chat.jinja", "s3://bkt/t/", "/adapters/b", "chatml", "my_template", "", "true"],
+)
 def test_a_template_file_that_cannot_be_read_is_refused(value: str) -> None:
+    """vLLM reads a value without `{`, `}` or a newline as a path and fails at start when it is not
+    there (a bare name such as `chatml` included); an empty value is a bare `--chat-template`."""
     err = asset_refusal({"SM_VLLM_CHAT_TEMPLATE": value})
     assert err.variables == ("SM_VLLM_CHAT_TEMPLATE",)
+
+
+@pytest.mark.parametrize("text", ["{{ messages }}", "{% if x %}a{% endif %}", "<s>{x}", "line one\nline two"])
+def test_template_text_by_vllms_own_test_passes_as_given(text: str) -> None:
+    p = asset_plan({"SM_VLLM_CHAT_TEMPLATE": text})
+    assert len(p.assets) == 1 and flag(p, "--chat-template") == text
 
 
 # --- local sources ----------------------------------------------------------------------------------------
