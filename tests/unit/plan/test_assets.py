@@ -222,6 +222,27 @@ def test_a_local_source_of_the_wrong_kind_is_refused(env: dict[str, str], var: s
     assert asset_refusal({"SM_NEURON_QUANTIZED": "true", **env}).variables == (var,)
 
 
+@pytest.mark.parametrize(
+    ("env", "var"),
+    [
+        ({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3://"}, "SM_VLLM_LORA_MODULES"),
+        ({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3:///a/"}, "SM_VLLM_LORA_MODULES"),
+        ({"SM_VLLM_SPECULATIVE_CONFIG": EAGLE % "s3://"}, "SM_VLLM_SPECULATIVE_CONFIG"),
+        ({"SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "s3:///q/"}, "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH"),
+        ({"SM_VLLM_CHAT_TEMPLATE": "s3:///t.jinja"}, "SM_VLLM_CHAT_TEMPLATE"),
+    ],
+)
+def test_an_s3_source_without_a_bucket_is_refused(env: dict[str, str], var: str) -> None:
+    """It planned, and staging failed only after the model was downloaded."""
+    err = asset_refusal({"SM_NEURON_QUANTIZED": "true", **env})
+    assert err.variables == (var,) and "no bucket name" in str(err)
+
+
+def test_an_s3_source_at_a_bucket_root_plans() -> None:
+    p = asset_plan({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3://bkt"})
+    assert [(a.kind, a.source, a.fetch) for a in p.assets[1:]] == [("lora", "s3://bkt", "s3")]
+
+
 def test_the_host_gathers_facts_on_local_asset_sources() -> None:
     env = {
         **LORA_ENV,
