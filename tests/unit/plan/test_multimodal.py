@@ -123,6 +123,26 @@ def test_keys_removed_before_the_loader_assertion_stay_at_the_top_level() -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("SM_NEURON_QUANTIZATION_DTYPE", "int8"),
+        ("SM_NEURON_QUANTIZATION_TYPE", "per_channel_symmetric"),
+        ("SM_NEURON_QUANTIZED_CHECKPOINTS_PATH", "s3://bkt/q/"),
+    ],
+)
+def test_a_quantization_key_without_quantized_points_to_sm_neuron_quantized(var: str, value: str) -> None:
+    """The fix is SM_NEURON_QUANTIZED=true (the loader then pops the keys before its assertion), not
+    nesting them: nested, the checkpoint path would not be staged (the message showed the staged path)."""
+    err = llama_refusal({var: value}, llama_facts(2, LLAMA4))
+    assert "set SM_NEURON_QUANTIZED=true with it" in str(err) and 'text_neuron_config": {' not in str(err)
+    assert err.variables == (var, "SM_NEURON_QUANTIZED")
+    p = on(LLAMA4, {var: value, "SM_NEURON_QUANTIZED": "true"})
+    assert (
+        override(p)[var[len("SM_NEURON_") :].lower()] == p.neuron_override[var[len("SM_NEURON_") :].lower()]
+    )
+
+
 def test_chunked_prefill_cannot_load_for_a_multimodal_model() -> None:
     chunked = {
         "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
