@@ -21,6 +21,7 @@ from tests.support.standin_server import standin_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
+CANARY = "hf_wiringCanary0123456789"
 ADAPTER_CONFIG = {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj"]}
 
 
@@ -37,7 +38,7 @@ def test_serve_stages_the_adapter_writes_its_list_first_and_enforces_the_plans_r
     tmp_path: Path,
 ) -> None:
     archive = adapter_archive(tmp_path / "sql.tar.gz")
-    env = {"SM_VLLM_ENABLE_LORA": "true", "SM_VLLM_LORA_MODULES": f"sql={archive}"}
+    env = {"SM_VLLM_ENABLE_LORA": "true", "SM_VLLM_LORA_MODULES": f"sql={archive}", "HF_TOKEN": CANARY}
     with standin_server(tmp_path, **env) as server:
         staged = tmp_path / "work" / "assets" / "lora" / "sql"
         assert json.loads((staged / "adapter_config.json").read_text()) == ADAPTER_CONFIG
