@@ -205,8 +205,8 @@ ENGINE_VARS: tuple[Var, ...] = (
         "chat-template",
         None,
         SM,
-        "Chat template text, or a file: a local path or an s3:// object (staged to "
-        "<work>/assets/chat_template/)",
+        "Chat template text (holding {, } or a newline), or a file: a local path or an s3:// object "
+        "(staged to <work>/assets/chat_template/)",
         _SMV,
     ),
     Var(
