@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.support.builders import LLAMA, additional, llama_facts, llama_plan, llama_refusal
+from tests.support.builders import LLAMA, LLAMA_ENV, additional, llama_facts, llama_plan, llama_refusal, plan
 
 from neuronserve.plan import multimodal
 from neuronserve.plan.facts import ModelFacts
@@ -165,6 +165,16 @@ def test_pixtral_plans_up_to_batch_4(seqs: str) -> None:
     p = on(PIXTRAL, {"SM_VLLM_MAX_NUM_SEQS": seqs})
     assert p.argv[p.argv.index("--max-num-seqs") + 1] == seqs
     assert set(override(p)) == {"text_neuron_config"}
+
+
+def test_pixtral_without_a_batch_size_defaults_to_its_cap() -> None:
+    """The plan's default 8 was refused as `SM_VLLM_MAX_NUM_SEQS=8`, a variable the user never set."""
+    unset = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_MAX_NUM_SEQS"}
+    p = plan(unset, llama_facts(2, PIXTRAL))
+    assert p.argv[p.argv.index("--max-num-seqs") + 1] == "4"
+    assert "max_num_seqs defaulted to 4 (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS" in p.warnings
+    q = plan(unset, llama_facts(2, LLAMA4))  # no cap: the plan's default
+    assert q.argv[q.argv.index("--max-num-seqs") + 1] == "8"
 
 
 def test_pixtral_above_batch_4_is_refused_naming_the_variable() -> None:
