@@ -227,10 +227,11 @@ def _engine_sources(
         models.append(Setting(environ[model_var].strip(), model_var))
     additional_var = _spelling(environ, _ADDITIONAL_VAR) or _ADDITIONAL_VAR
     additional = _json_object(environ, additional_var)
-    flag = VARS[SM_PATTERN]  # every SM_VLLM_* flag takes the DLC's value mapping (the named rows' too)
+    flag = VARS[SM_PATTERN]  # every SM_VLLM_* flag takes the DLC's value mapping (its named row's parser)
     for key in sorted(environ):
         if key.startswith(SM_PREFIX) and _fold(key) not in _READ_APART:
-            engine.add(key[len(SM_PREFIX) :].lower().replace("_", "-"), flag.parse(flag, environ[key]), key)
+            row = VARS.get(_fold(key), flag)
+            engine.add(key[len(SM_PREFIX) :].lower().replace("_", "-"), row.parse(row, environ[key]), key)
     for row in HOST_ENGINE_VARS:
         if environ.get(row.name, "").strip():
             engine.add(row.key, environ[row.name].strip(), row.name)

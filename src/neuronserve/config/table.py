@@ -31,6 +31,7 @@ PRECEDENCE = (
 )
 
 _SMV = p.sm_vllm
+_SWITCH = p.sm_vllm_switch  # an SM_VLLM_* flag without a value: true, false or empty
 # vLLM 0.11.0's tool-call parser for each model family the plugin serves (documented in the README).
 TOOL_PARSERS = (
     "`llama3_json` for Llama 3.x, `llama4_pythonic` for Llama 4, `hermes` for Qwen2/Qwen3, "
@@ -97,7 +98,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         None,
         SM,
         "Prefix caching with a block KV layout (else `--no-enable-prefix-caching`)",
-        _SMV,
+        _SWITCH,
         default_doc="false on Neuron",
     ),
     Var(
@@ -124,7 +125,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         False,
         SM,
         "Chunked prefill (Neuron: needs chunked_prefill_config; sets DISABLE_NEURON_CUSTOM_SCHEDULER=1)",
-        _SMV,
+        _SWITCH,
     ),
     Var(
         "SM_VLLM_ADDITIONAL_CONFIG",
@@ -142,14 +143,16 @@ ENGINE_VARS: tuple[Var, ...] = (
         "Hub revision (hub models only; on Neuron the model is staged to a directory at that revision)",
         _SMV,
     ),
-    Var("SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", False, SM, "Allow model code from the hub", _SMV),
+    Var(
+        "SM_VLLM_TRUST_REMOTE_CODE", "trust-remote-code", False, SM, "Allow model code from the hub", _SWITCH
+    ),
     Var(
         "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE",
         "enable-auto-tool-choice",
         None,
         SM,
         "Tool calling (`tool_choice: auto`); needs SM_VLLM_TOOL_CALL_PARSER",
-        _SMV,
+        _SWITCH,
     ),
     Var(
         "SM_VLLM_TOOL_CALL_PARSER",
@@ -166,7 +169,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         SM,
         "LoRA adapters (name them in SM_VLLM_LORA_MODULES; Neuron: vllm-neuron 0.2.2+lts, and every request "
         "must name an adapter)",
-        _SMV,
+        _SWITCH,
     ),
     Var(
         "SM_VLLM_LORA_MODULES",
@@ -202,8 +205,8 @@ ENGINE_VARS: tuple[Var, ...] = (
         "chat-template",
         None,
         SM,
-        "Chat template text, or a file: a local path or an s3:// object (staged to "
-        "<work>/assets/chat_template/)",
+        "Chat template text (holding {, } or a newline), or a file: a local path or an s3:// object "
+        "(staged to <work>/assets/chat_template/)",
         _SMV,
     ),
     Var(

@@ -171,6 +171,19 @@ def sm_vllm(var: Var, raw: str) -> EngineValue:
     return sm_vllm_value(raw)
 
 
+def sm_vllm_switch(var: Var, raw: str) -> EngineValue:
+    """A vLLM flag that takes no value (`--enable-lora`): empty or true turns it on, false off. Any other
+    text would be rendered as `--flag text`, a stray argument vLLM refuses at start (or, for
+    prefix caching, read as off without a word), so it is refused here naming the variable."""
+    value = sm_vllm_value(raw)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"{var.name}={raw.strip()!r} is a switch (vLLM's --{var.key} takes no value): use true or false",
+            (var.name,),
+        )
+    return value
+
+
 def object_named(name: str, raw: str) -> dict[str, Any]:
     """A JSON object, or the error naming the variable `name` (as spelled) with an example."""
     parsed = json_or_none(raw.strip())

@@ -11,7 +11,8 @@ is not; it is refused before it reaches the engine, naming the field and ending 
 
 What needs what (field names are vLLM 0.11.0's, ../shared/vllm-0.11.0-request-fields.json):
 - penalties: `presence_penalty`, `frequency_penalty` (neutral 0), `repetition_penalty` (neutral 1),
-  `min_p` (neutral 0): they change the distribution the engine samples from.
+  `min_p` (neutral 0), and a non-empty `logit_bias`, `allowed_token_ids` or `bad_words`: they change
+  the distribution the engine samples from, on the host logits the device sampler never produces.
 - logprobs: OpenAI `logprobs` (chat: true; completions: any integer, 0 included: the sampled token's
   logprob), `top_logprobs` > 0, `best_of` > 1 and `use_beam_search` (both rank sequences by their
   logprobs); TGI `top_n_tokens` > 0 and `best_of` > 1, LMI `logprobs` > 0 and `n` > 1 (the front picks
@@ -47,6 +48,9 @@ from neuronserve.types import RequestSupport
 
 # A body key -> (capability, neutral value); numbers equal to the neutral value ask for nothing.
 _PENALTIES = {"presence_penalty": 0.0, "frequency_penalty": 0.0, "repetition_penalty": 1.0, "min_p": 0.0}
+# Fields vLLM's sampler applies to the host logits, which on-device sampling never materializes: the
+# device returns sampled token ids (runner :1244-1278 passes it temperature, top_k and top_p only).
+_LOGIT_MASKS = ("logit_bias", "allowed_token_ids", "bad_words")
 # OpenAI structured-output fields (vLLM 0.11.0 ChatCompletionRequest / CompletionRequest).
 _GUIDED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "structural_tag")
 _STRUCTURED_KEYS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
@@ -74,6 +78,10 @@ def _penalties(fields: dict[str, Any], prefix: str) -> Iterator[Need]:
     for name, neutral in _PENALTIES.items():
         v = fields.get(name)
         if _number(v) and v != neutral:
+            yield Need("penalties", prefix + name, v)
+    for name in _LOGIT_MASKS:
+        v = fields.get(name)
+        if isinstance(v, dict | list) and v:  # empty ({} / []) asks for nothing, as clients send it
             yield Need("penalties", prefix + name, v)
 
 

@@ -65,6 +65,8 @@ def model_facts(path: str) -> ModelFacts:
         digest = hashlib.sha256(raw).hexdigest()
         # A config.json the engine cannot parse fails it minutes later with a bare JSON traceback.
         config = parse_config_json(raw, config_path)
+    else:
+        digest = _adapter_config_digest(path)
     return ModelFacts(
         "dir",
         config,
@@ -73,6 +75,18 @@ def model_facts(path: str) -> ModelFacts:
         safetensors_params(path),
         weights_digest=weights_digest(path),
     )
+
+
+def _adapter_config_digest(path: str) -> str | None:
+    """A LoRA adapter directory has adapter_config.json (rank, alpha, target modules) where a model has
+    config.json: its digest stands in for the config digest, so the compile cache key (plan/assets.py
+    `identity`) changes when an adapter at the same local path is replaced, even when its weight files
+    keep their names and sizes. Not parsed: the plan reads nothing from it."""
+    try:
+        with open(os.path.join(path, "adapter_config.json"), "rb") as f:
+            return "adapter:" + hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")

@@ -32,6 +32,8 @@ from neuronserve.plan.resolution import Resolution
 from neuronserve.types import AssetFetch, AssetSpec, Device, ModelSpec
 
 QUANTIZED_KEY = "quantized_checkpoints_path"
+# vLLM reads a --chat-template holding any of these as the template text, anything else as a path.
+TEMPLATE_TEXT = "{}\n"
 # A quantized checkpoint named with one of these suffixes is one file (staged as such), else a directory.
 CHECKPOINT_FILES = (".pt", ".pth", ".bin", ".safetensors")
 # The fetch each ModelSpec source maps to (the SageMaker directory is a local directory).
@@ -119,20 +121,25 @@ def quantized_asset(
 def template_asset(settings: Settings, facts: HostFacts, st: Staged) -> None:
     """A chat template given as a file (`SM_VLLM_CHAT_TEMPLATE`): an s3:// object is staged to
     `<work>/assets/chat_template/<name>`, a local file is used in place. vLLM's --chat-template also
-    takes the template text itself: a value with `{{` or `{%` in it, or that is no path and no
-    s3:// URI, is passed through as given."""
+    takes the template text itself, which it tells from a path by the same test as here: text holds
+    `{`, `}` or a newline (vLLM 0.11.0 entrypoints/chat_utils.py `_load_chat_template`, JINJA_CHARS);
+    such a value is passed through as given. Any other value is a path, and one that is not on this
+    host is refused: vLLM would fail at start ("looks like a file path, but it failed to be
+    opened"). An empty value would be a bare `--chat-template`, which vLLM's parser refuses."""
     setting = settings.engine.get("chat-template")
-    if setting is None or not isinstance(setting.value, str) or setting.origin.startswith("-- "):
+    if setting is None or setting.value is False or setting.origin.startswith("-- "):
         return
+    if not isinstance(setting.value, str) or not setting.value.strip():  # `--chat-template` with no value
+        raise ConfigError(
+            f"{setting.origin} is empty: give the template text, an absolute path or an s3:// object",
+            (setting.origin,),
+        )
     value = setting.value.strip()
-    if "{{" in value or "{%" in value:
-        return
-    looks_like_file = value.startswith(("s3://", "/", ".", "~")) or value.endswith(".jinja")
-    if not looks_like_file and value not in facts.paths:
+    if any(c in value for c in TEMPLATE_TEXT):
         return
     staged = f"{assets_dir(settings.work_dir)}/chat_template"
     asset = locate("chat_template", value, staged, setting.origin, facts, is_file=True, hub=False)
-    if asset is None:  # a .jinja name on no path: vLLM fails at start when it cannot open it
+    if asset is None:  # a name on no path: vLLM fails at start when it cannot open it
         raise ConfigError(
             f"{setting.origin}={value}: no such file on this host (a chat template file is an s3:// URI "
             "or an absolute path; the template text itself is passed as given)",

@@ -120,13 +120,22 @@ def check_speculative_fields(settings: Settings, res: Resolution) -> None:
     worker/neuronx_distributed_model_loader.py:789-793) and the runner loops over it (runner :965-967):
     "abc", 2.5 or true crashed the plan with a ValueError traceback (or compiled speculation_length 1
     for true). A value that is JSON but not an object (a list, or `true`: SM_VLLM_* reads JSON lists and
-    booleans as flag tokens) reached vLLM as is.
+    booleans as flag tokens) reached vLLM as is. A `model` that is not a non-empty string (5, "") is
+    no draft the stager can fetch nor one the loader can read (loader :293-301 takes it as a path), and
+    was passed to vLLM as given.
     """
     spec, origin = res.speculation, res.origins["speculative-config"]
     given = settings.get("speculative-config")
     not_text = given is not None and given is not False and not isinstance(given, str)
     if spec.invalid or not_text or (spec.text is not None and spec.config is None):
         raise ConfigError(f"{origin} must be a JSON object", (origin,))
+    draft = (spec.config or {}).get("model")
+    if draft is not None and (not isinstance(draft, str) or not draft.strip()):
+        raise ConfigError(
+            f"{origin}: model={json_text(draft)} must name the draft model as a string: an s3:// URI, a "
+            "local directory, a .tar.gz or a hub id",
+            (origin,),
+        )
     for key in SPECULATIVE_INTS:
         value = (spec.config or {}).get(key)
         if value is None:

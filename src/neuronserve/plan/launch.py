@@ -133,10 +133,13 @@ def model_len(n: Launch, res: Resolution) -> None:
 
 
 def seqs(n: Launch, res: Resolution) -> None:
-    """max_num_seqs, the compiled batch size: given, else DEFAULT_MAX_NUM_SEQS (said)."""
+    """max_num_seqs, the compiled batch size: given, else DEFAULT_MAX_NUM_SEQS (said). For Pixtral on a
+    plugin that caps its batch (0.2.2+lts: 4, loader :442-447) the default is that cap: the plan's own
+    default would otherwise be refused naming a variable the user never set."""
     given = count(n.settings, "max-num-seqs")
     if given is None:
-        given = DEFAULT_MAX_NUM_SEQS
+        cap = n.rules.pixtral_max_seqs if multimodal.architecture(n.model) == multimodal.PIXTRAL else None
+        given = min(DEFAULT_MAX_NUM_SEQS, cap) if cap else DEFAULT_MAX_NUM_SEQS
         res.warn(f"max_num_seqs defaulted to {given} (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS")
     n.seqs = given
 

@@ -39,6 +39,8 @@ def locate(
             raise ConfigError(f"{origin}={source}: no such archive on this host", (origin,))
         return AssetSpec(kind, source, staged, "archive", name, origin, is_file)
     if source.startswith("s3://"):
+        if not source[len("s3://") :].partition("/")[0]:
+            raise ConfigError(f"{origin}={source}: no bucket name: give s3://bucket/prefix/", (origin,))
         base = source.rstrip("/").rsplit("/", 1)[-1]
         if is_file and (source.endswith("/") or not base or base.startswith("s3:")):
             raise ConfigError(f"{origin}={source}: name one s3:// object (the {kind} file)", (origin,))

@@ -210,19 +210,21 @@ def _neuron_list(settings: Settings, adapters: list[Adapter], var: str, res: Res
     n = len(adapters)
     loras_var = settings.origin("max-loras", "SM_VLLM_MAX_LORAS")
     cpu_var = settings.origin("max-cpu-loras", "SM_VLLM_MAX_CPU_LORAS")
-    max_loras, max_cpu = count(settings, "max-loras", 1), count(settings, "max-cpu-loras", 1)
-    if max_cpu is not None and max_cpu < (max_loras or 1):
+    given, max_cpu = count(settings, "max-loras", 1), count(settings, "max-cpu-loras", 1)
+    max_loras = n if given is None else given
+    if max_cpu is not None and max_cpu < max_loras:
+        shown = (
+            f"{loras_var}={max_loras}" if given is not None else f"max_loras={n} (the adapters {var} names)"
+        )
         raise ConfigError(
-            f"{cpu_var}={max_cpu} is below {loras_var}={max_loras or 1}: vLLM refuses max_cpu_loras < "
-            f"max_loras; set {cpu_var} to at least {max_loras or 1}",
+            f"{cpu_var}={max_cpu} is below {shown}: vLLM refuses max_cpu_loras < max_loras; set {cpu_var} "
+            f"to at least {max_loras}",
             (cpu_var, loras_var),
         )
-    if max_loras is None:
-        max_loras = n
-        if n > 1:
-            st.skip.add("max-loras")
-            st.flags += ["--max-loras", str(n)]
-            res.warn(f"max_loras set to {n}, the adapters {var} names: set {loras_var} to choose it")
+    if given is None and n > 1:
+        st.skip.add("max-loras")
+        st.flags += ["--max-loras", str(n)]
+        res.warn(f"max_loras set to {n}, the adapters {var} names: set {loras_var} to choose it")
     if n > max_loras and (max_cpu is None or max_cpu < n):
         raise ConfigError(
             f"{var} names {n} adapters but {loras_var}={max_loras}: NxD Inference would hold all {n} on "

@@ -66,6 +66,14 @@ def check_user_keys(model: ModelFacts | None, res: Resolution, rules: PluginRule
             continue
         if key in kept:
             continue
+        if key in QUANTIZATION_KEYS:  # popped from the top level only with `quantized` (loader :888-901)
+            raise ConfigError(
+                f"{origin} sets {key} at the top level of override_neuron_config, but for {arch} "
+                f"{rules.plugin} takes the quantization keys from there only with `quantized` set (else it "
+                "asserts at load that only text_neuron_config and vision_neuron_config are there): set "
+                f"SM_NEURON_QUANTIZED=true with it (the checkpoint path is then staged), or unset {origin}",
+                (origin, "SM_NEURON_QUANTIZED"),
+            )
         shown = f'{{"text_neuron_config": {{"{key}": {_json(value)}}}}}'
         raise ConfigError(
             f"{origin} sets {key} at the top level of override_neuron_config, but for {arch} "

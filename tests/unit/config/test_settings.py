@@ -592,3 +592,29 @@ def test_a_sign_apart_from_its_digits_is_text_not_a_number() -> None:
     instead of crashing int()."""
     err = refusal({"SM_VLLM_MAX_NUM_SEQS": "- 4"}, extra=("--max-num-seqs", "-4"))
     assert err.variables == ("-- --max-num-seqs", "SM_VLLM_MAX_NUM_SEQS")
+
+
+SWITCHES = (
+    "SM_VLLM_ENABLE_LORA",
+    "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE",
+    "SM_VLLM_ENABLE_PREFIX_CACHING",
+    "SM_VLLM_ENABLE_CHUNKED_PREFILL",
+    "SM_VLLM_TRUST_REMOTE_CODE",
+)
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+@pytest.mark.parametrize("raw", ["1", "yes", "maybe"])
+def test_a_switch_given_a_value_is_refused_naming_the_variable(name: str, raw: str) -> None:
+    """`--enable-lora 1` would be a stray argument vLLM refuses at start (prefix caching read it as off)."""
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"SM_VLLM_MODEL": "m/x", name: raw})
+    assert f"{name}={raw!r} is a switch" in str(err.value) and err.value.variables == (name,)
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+@pytest.mark.parametrize(("raw", "value"), [("true", True), ("", True), ("FALSE", False)])
+def test_a_switch_takes_true_false_or_empty(name: str, raw: str, value: bool) -> None:
+    key = name[len("SM_VLLM_") :].lower().replace("_", "-")
+    setting = parse_settings({"SM_VLLM_MODEL": "m/x", name: raw}).engine[key]
+    assert setting.value is value and setting.origin == name

@@ -11,6 +11,8 @@ from neuronserve.config import values as p
 from neuronserve.config.var import Var
 from neuronserve.errors import ConfigError
 
+SWITCH = "is a switch (vLLM's -- takes no value): use true or false"
+
 
 def row(parse: p.Parser, default: Any = None) -> Var:
     return Var("X_VAR", "", default, "", "", parse)
@@ -48,6 +50,9 @@ def row(parse: p.Parser, default: Any = None) -> Var:
         (p.sm_vllm, None, "", True),
         (p.sm_vllm, None, "FALSE", False),
         (p.sm_vllm, None, '{"b": 1, "a": 2}', '{"a": 2, "b": 1}'),
+        (p.sm_vllm_switch, None, "", True),
+        (p.sm_vllm_switch, None, " True ", True),
+        (p.sm_vllm_switch, None, "false", False),
     ],
 )
 def test_parsers_type_the_text(parse: p.Parser, default: Any, raw: str, value: Any) -> None:
@@ -71,6 +76,8 @@ def test_parsers_type_the_text(parse: p.Parser, default: Any, raw: str, value: A
         (p.lmi_count, None, "²", "X_VAR='²' is not a positive integer"),
         (p.lmi_cores, None, "all", "X_VAR='all' is not a positive integer or max"),
         (p.json_object, None, "[1]", "X_VAR must be a JSON object, e.g. '{\"enable_bucketing\": false}'"),
+        (p.sm_vllm_switch, None, " 1 ", "X_VAR='1' " + SWITCH),
+        (p.sm_vllm_switch, None, "maybe", "X_VAR='maybe' " + SWITCH),
     ],
 )
 def test_parsers_refuse_naming_the_variable(parse: p.Parser, default: Any, raw: str, message: str) -> None:

@@ -90,6 +90,9 @@ def _openai(front: Front) -> openai.AsyncOpenAI:
         ({"response_format": {"type": "json_object"}}, "response_format.type", "structured_outputs"),
         ({"extra_body": {"guided_regex": "[ab]+"}}, "guided_regex", "structured_outputs"),
         ({"extra_body": {"prompt_logprobs": 1}}, "prompt_logprobs", "prompt_logprobs"),
+        ({"logit_bias": {"42": -100}}, "logit_bias", "penalties"),
+        ({"extra_body": {"allowed_token_ids": [1, 2]}}, "allowed_token_ids", "penalties"),
+        ({"extra_body": {"bad_words": ["x"]}}, "bad_words", "penalties"),
     ],
 )
 def test_openai_client_gets_400_naming_the_field_and_why(
@@ -141,7 +144,14 @@ def test_openai_client_defaults_pass_on_neuron() -> None:
             top_logprobs=0,
             temperature=0.5,
             top_p=0.9,
-            extra_body={"repetition_penalty": 1.0, "min_p": 0, "top_k": 20},
+            logit_bias={},
+            extra_body={
+                "repetition_penalty": 1.0,
+                "min_p": 0,
+                "top_k": 20,
+                "allowed_token_ids": [],
+                "bad_words": [],
+            },
         )
         assert out.choices[0].message.content == "ok"
         assert front.seen == [("POST", "/v1/chat/completions")]
@@ -159,6 +169,7 @@ def test_cpu_support_forwards_everything() -> None:
             presence_penalty=0.5,
             logprobs=True,
             response_format={"type": "json_object"},
+            logit_bias={"42": -100},
         )
         assert out.choices[0].message.content == "ok"
         r = await front.client.post("/generate", json={"inputs": "x", "parameters": {"top_n_tokens": 2}})

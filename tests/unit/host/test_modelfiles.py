@@ -32,6 +32,17 @@ def test_model_facts_of_a_file_and_of_a_dir_without_config(tmp_path: Path) -> No
     assert (d.kind, d.config, d.config_sha256) == ("dir", None, None)
 
 
+def test_an_adapter_directory_is_digested_by_its_adapter_config(tmp_path: Path) -> None:
+    """A local LoRA adapter (adapter_config.json, no config.json): its config digest follows the
+    adapter's config, so the cache key changes when the adapter at that path is replaced."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "adapter_config.json").write_text('{"r": 8, "target_modules": ["q_proj"]}')
+    first = model_facts(str(tmp_path / "a"))
+    assert first.config is None and first.config_sha256 is not None
+    (tmp_path / "a" / "adapter_config.json").write_text('{"r": 16, "target_modules": ["q_proj"]}')
+    assert model_facts(str(tmp_path / "a")).config_sha256 not in (None, first.config_sha256)
+
+
 def test_a_damaged_config_json_is_refused_naming_the_file(tmp_path: Path) -> None:
     """An empty config.json fails the engine minutes later with a bare JSON traceback: refused at plan time
     with the file's path, the parser's reason and what to do."""

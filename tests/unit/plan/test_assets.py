@@ -190,10 +190,21 @@ def test_a_local_template_file_is_used_in_place_and_template_text_passes_as_give
     assert len(q.assets) == 1 and flag(q, "--chat-template") == text
 
 
-@pytest.mark.parametrize("value", ["/tpl/none.jinja", "chat.jinja", "s3://bkt/t/", "/adapters/b"])
+@pytest.mark.parametrize(
+    "value",
+    ["/tpl/none.jinja", "chat.jinja", "s3://bkt/t/", "/adapters/b", "chatml", "my_template", "", "true"],
+)
 def test_a_template_file_that_cannot_be_read_is_refused(value: str) -> None:
+    """vLLM reads a value without `{`, `}` or a newline as a path and fails at start when it is not
+    there (a bare name such as `chatml` included); an empty value is a bare `--chat-template`."""
     err = asset_refusal({"SM_VLLM_CHAT_TEMPLATE": value})
     assert err.variables == ("SM_VLLM_CHAT_TEMPLATE",)
+
+
+@pytest.mark.parametrize("text", ["{{ messages }}", "{% if x %}a{% endif %}", "<s>{x}", "line one\nline two"])
+def test_template_text_by_vllms_own_test_passes_as_given(text: str) -> None:
+    p = asset_plan({"SM_VLLM_CHAT_TEMPLATE": text})
+    assert len(p.assets) == 1 and flag(p, "--chat-template") == text
 
 
 # --- local sources ----------------------------------------------------------------------------------------
@@ -209,6 +220,27 @@ def test_a_template_file_that_cannot_be_read_is_refused(value: str) -> None:
 )
 def test_a_local_source_of_the_wrong_kind_is_refused(env: dict[str, str], var: str) -> None:
     assert asset_refusal({"SM_NEURON_QUANTIZED": "true", **env}).variables == (var,)
+
+
+@pytest.mark.parametrize(
+    ("env", "var"),
+    [
+        ({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3://"}, "SM_VLLM_LORA_MODULES"),
+        ({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3:///a/"}, "SM_VLLM_LORA_MODULES"),
+        ({"SM_VLLM_SPECULATIVE_CONFIG": EAGLE % "s3://"}, "SM_VLLM_SPECULATIVE_CONFIG"),
+        ({"SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "s3:///q/"}, "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH"),
+        ({"SM_VLLM_CHAT_TEMPLATE": "s3:///t.jinja"}, "SM_VLLM_CHAT_TEMPLATE"),
+    ],
+)
+def test_an_s3_source_without_a_bucket_is_refused(env: dict[str, str], var: str) -> None:
+    """It planned, and staging failed only after the model was downloaded."""
+    err = asset_refusal({"SM_NEURON_QUANTIZED": "true", **env})
+    assert err.variables == (var,) and "no bucket name" in str(err)
+
+
+def test_an_s3_source_at_a_bucket_root_plans() -> None:
+    p = asset_plan({**LORA_ENV, "SM_VLLM_LORA_MODULES": "a=s3://bkt"})
+    assert [(a.kind, a.source, a.fetch) for a in p.assets[1:]] == [("lora", "s3://bkt", "s3")]
 
 
 def test_the_host_gathers_facts_on_local_asset_sources() -> None:

@@ -124,6 +124,25 @@ def test_other_speculative_number_fields_are_checked_too() -> None:
     assert 'draft_tensor_parallel_size="x"' in str(llama_refusal(env, llama_facts(2, paths=DRAFT)))
 
 
+@pytest.mark.parametrize("model", ["5", '""', '"  "', "[1]", '{"a": 1}', "true"])
+def test_a_draft_model_that_is_no_string_is_refused(model: str) -> None:
+    """It was passed to vLLM as given (`"model": 5`), with nothing staged."""
+    env = {
+        "SM_VLLM_SPECULATIVE_CONFIG": f'{{"method": "eagle", "model": {model}, "num_speculative_tokens": 4}}'
+    }
+    err = llama_refusal(env, llama_facts(2, paths=DRAFT))
+    assert "must name the draft model as a string" in str(err)
+    assert err.variables == ("SM_VLLM_SPECULATIVE_CONFIG",)
+
+
+@pytest.mark.parametrize("model", ['"/d"', "null"])
+def test_a_draft_model_as_a_path_or_none_plans(model: str) -> None:
+    env = {
+        "SM_VLLM_SPECULATIVE_CONFIG": f'{{"method": "eagle", "model": {model}, "num_speculative_tokens": 4}}'
+    }
+    llama_plan(env, llama_facts(2, paths=DRAFT))
+
+
 def test_a_speculative_config_that_is_json_but_no_object_is_refused() -> None:
     err = llama_refusal({"SM_VLLM_SPECULATIVE_CONFIG": "[4]"})
     assert str(err) == "SM_VLLM_SPECULATIVE_CONFIG must be a JSON object"

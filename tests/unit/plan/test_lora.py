@@ -130,6 +130,13 @@ def test_the_plugin_always_gets_an_override_to_pop_from() -> None:
             ("SM_VLLM_MAX_CPU_LORAS", "SM_VLLM_MAX_LORAS"),
             {**LORA_ENV, "SM_VLLM_MAX_LORAS": "2", "SM_VLLM_MAX_CPU_LORAS": "2"},
         ),
+        # ... also against the max_loras the plan derives from the adapters (it passed as
+        # `--max-loras 2 --max-cpu-loras 1`, which vLLM refuses at start).
+        (
+            {**LORA_ENV, "SM_VLLM_MAX_CPU_LORAS": "1"},
+            ("SM_VLLM_MAX_CPU_LORAS", "SM_VLLM_MAX_LORAS"),
+            {**LORA_ENV, "SM_VLLM_MAX_CPU_LORAS": "2"},
+        ),
         # vLLM's MaxLoRARanks.
         (
             {**LORA_ENV, "SM_VLLM_MAX_LORA_RANK": "20"},

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.support.builders import LLAMA, additional, llama_facts, llama_plan, llama_refusal
+from tests.support.builders import LLAMA, LLAMA_ENV, additional, llama_facts, llama_plan, llama_refusal, plan
 
 from neuronserve.plan import multimodal
 from neuronserve.plan.facts import ModelFacts
@@ -123,6 +123,24 @@ def test_keys_removed_before_the_loader_assertion_stay_at_the_top_level() -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("SM_NEURON_QUANTIZATION_DTYPE", "int8"),
+        ("SM_NEURON_QUANTIZATION_TYPE", "per_channel_symmetric"),
+        ("SM_NEURON_QUANTIZED_CHECKPOINTS_PATH", "s3://bkt/q/"),
+    ],
+)
+def test_a_quantization_key_without_quantized_points_to_sm_neuron_quantized(var: str, value: str) -> None:
+    """The fix is SM_NEURON_QUANTIZED=true (the loader then pops the keys before its assertion), not
+    nesting them: nested, the checkpoint path would not be staged (the message showed the staged path)."""
+    err = llama_refusal({var: value}, llama_facts(2, LLAMA4))
+    assert "set SM_NEURON_QUANTIZED=true with it" in str(err) and 'text_neuron_config": {' not in str(err)
+    assert err.variables == (var, "SM_NEURON_QUANTIZED")
+    key = var[len("SM_NEURON_") :].lower()
+    assert key in override(on(LLAMA4, {var: value, "SM_NEURON_QUANTIZED": "true"}))  # top level: popped
+
+
 def test_chunked_prefill_cannot_load_for_a_multimodal_model() -> None:
     chunked = {
         "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
@@ -147,6 +165,16 @@ def test_pixtral_plans_up_to_batch_4(seqs: str) -> None:
     p = on(PIXTRAL, {"SM_VLLM_MAX_NUM_SEQS": seqs})
     assert p.argv[p.argv.index("--max-num-seqs") + 1] == seqs
     assert set(override(p)) == {"text_neuron_config"}
+
+
+def test_pixtral_without_a_batch_size_defaults_to_its_cap() -> None:
+    """The plan's default 8 was refused as `SM_VLLM_MAX_NUM_SEQS=8`, a variable the user never set."""
+    unset = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_MAX_NUM_SEQS"}
+    p = plan(unset, llama_facts(2, PIXTRAL))
+    assert p.argv[p.argv.index("--max-num-seqs") + 1] == "4"
+    assert "max_num_seqs defaulted to 4 (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS" in p.warnings
+    q = plan(unset, llama_facts(2, LLAMA4))  # no cap: the plan's default
+    assert q.argv[q.argv.index("--max-num-seqs") + 1] == "8"
 
 
 def test_pixtral_above_batch_4_is_refused_naming_the_variable() -> None:

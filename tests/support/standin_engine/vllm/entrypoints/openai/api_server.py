@@ -57,9 +57,20 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--additional-config", default="{}")
     args, _ = parser.parse_known_args()
     art = Path(os.environ["NEURON_COMPILED_ARTIFACTS"])
-    event(event="start", port=args.port, marker=(art / MARKER).exists(), files=sorted(os.listdir(art)))
+    # What the plugin would read at start: the LoRA adapter list the override names (None when absent).
+    ckpt = json.loads(args.additional_config).get("override_neuron_config", {}).get("lora_ckpt_json")
+    lora = Path(ckpt).read_text() if ckpt and Path(ckpt).is_file() else None
+    event(
+        event="start",
+        port=args.port,
+        marker=(art / MARKER).exists(),
+        files=sorted(os.listdir(art)),
+        argv=sys.argv[1:],
+        lora_ckpt_json=lora,
+    )
     if (art / "model.neff").exists():
         event(event="loaded", port=args.port)
     else:
