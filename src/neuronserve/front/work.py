@@ -7,7 +7,7 @@ engine's connection pool. So:
 
 - `NEURONSERVE_MAX_SEQUENCES_PER_REQUEST` bounds one request (prompts x max(n, best_of)), refused in
   the route's dialect (OpenAI 400, TGI 422, LMI 424) naming the variable;
-- the gate admits a request with weight 1 (its body is not read yet), and `Charge` raises that weight
+- the gate admits a request with weight 1 (its body read, not parsed yet), and `Charge` raises that weight
   to the request's sequences once the handler has parsed the body; more than the slots left is 429,
   as the gate answers at its limit. A request heavier than the whole limit weighs the whole limit
   (it runs alone rather than never).
