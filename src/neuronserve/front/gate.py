@@ -117,17 +117,12 @@ class Gate:
         rid = request_id(scope).encode("latin-1")  # the safe character set: always latin-1
         status = [0]
         first_byte: list[float | None] = [None]
-        # a body over the limit is refused unread: the connection is closed after the answer, or
-        # uvicorn would go on reading (and dropping) whatever the client still sends, for as long
-        unread = body.get("more_body", False)
 
         async def send_wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
                 message["headers"] = [*headers, (b"x-request-id", rid)]
-                if unread:
-                    message["headers"].append((b"connection", b"close"))
             elif (
                 first_byte[0] is None
                 and message["type"] == "http.response.body"
