@@ -279,6 +279,16 @@ RAW_CASES = [
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 200,
         400,
     ),
+    (
+        "a websocket upgrade",
+        b"GET /v1/models HTTP/1.1\r\nHost: f\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        403,
+    ),
+    ("the HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400),
+    ("CONNECT", b"CONNECT evil:443 HTTP/1.1\r\nHost: evil:443\r\n\r\n", 400),
+    ("OPTIONS *", b"OPTIONS * HTTP/1.1\r\nHost: f\r\nconnection: close\r\n\r\n", 404),
+    ("dot segments to /metrics", b"GET /v1/../metrics HTTP/1.1\r\nHost: f\r\nconnection: close\r\n\r\n", 404),
 ]
 
 
