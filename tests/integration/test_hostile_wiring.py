@@ -81,8 +81,8 @@ def _hold(server: StandinServer, rid: str, out: list[int]) -> None:
 
 def test_every_refusal_echoes_the_id_and_leaves_nothing_in_flight(front: StandinServer) -> None:
     """Refusals of every kind (sequences 400, TGI 422, 404, 413, 408, 431, the gate's 429 and the
-    sequence charge's 429) each echo the client's X-Request-Id where it could be read, and once the
-    held requests end, neuronserve_in_flight is back to 0: no refusal path leaks a slot."""
+    sequence charge's 429, OpenAI and TGI) each echo the client's X-Request-Id where it could be
+    read, and once the held requests end, neuronserve_in_flight is back to 0: no refusal leaks a slot."""
     refused: dict[str, httpx.Response] = {}
     with httpx.Client(base_url=front.url, timeout=10) as client:
         many = {"model": "standin", "prompt": ["hi"] * 64, "max_tokens": 1}
@@ -123,6 +123,10 @@ def test_every_refusal_echoes_the_id_and_leaves_nothing_in_flight(front: Standin
         charged = client.post("/v1/completions", json=four, headers={"x-request-id": "charge-1"})
         assert charged.status_code == 429 and "NEURONSERVE_MAX_CONCURRENCY" in charged.text, charged.text
         assert charged.headers["x-request-id"] == "charge-1"
+        listed = {"inputs": ["a"] * 4, "parameters": {"max_new_tokens": 1}}  # TGI: one engine call each
+        tgi_charged = client.post("/", json=listed, headers={"x-request-id": "charge-2"})
+        assert tgi_charged.status_code == 429 and tgi_charged.json()["error_type"] == "overloaded"
+        assert tgi_charged.headers["x-request-id"] == "charge-2"
         more = [threading.Thread(target=_hold, args=(front, f"hold-{i}", held)) for i in range(6, 8)]
         for t in more:
             t.start()
@@ -133,7 +137,7 @@ def test_every_refusal_echoes_the_id_and_leaves_nothing_in_flight(front: Standin
             t.join(timeout=HOLD_S + 10)
         assert held == [200] * 8
         _wait_for(lambda: _metric(front, "neuronserve_in_flight") == 0, 5, "in flight back to 0")
-        assert _metric(front, 'neuronserve_rejected_total{reason="limit"}') >= 2
+        assert _metric(front, 'neuronserve_rejected_total{reason="limit"}') >= 3
 
 
 def _post_head(length: int, rid: str, extra: bytes = b"", path: bytes = b"/v1/completions") -> bytes:
