@@ -62,6 +62,8 @@ OVER: list[tuple[str, dict[str, Any], dict[str, object], int]] = [
         422,
     ),
     ("/invocations", {"inputs": ["p"] * 32, "parameters": {**SAMPLE, "best_of": 8}}, {}, 422),
+    ("/", {"inputs": ["p"] * 64}, {}, 422),  # a list over the limit, before the dialect's list cap
+    ("/invocations", {"inputs": ["p"] * 40}, {"dialect": "lmi"}, 424),
     ("/invocations", {"inputs": ["p"] * 9, "parameters": {**SAMPLE, "n": 4}}, {"dialect": "lmi"}, 424),
 ]
 
