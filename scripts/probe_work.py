@@ -1,5 +1,5 @@
-"""Hostile requests of docs/RELIABILITY.md ("Hostile inputs: work per request, sessions, parse
-failures, advisories") against the front in process, in front of a counting stand-in engine.
+"""Hostile requests of docs/RELIABILITY.md ("Hostile inputs tried": the work, sessions and parsing
+rows, and the advisories) against the front in process, in front of a counting stand-in engine.
 
 Runs against whichever neuronserve is on PYTHONPATH, so the same probe gives the "before" column
 (PYTHONPATH=<old checkout>/src PYTHONDONTWRITEBYTECODE=1) and the "now" column. It uses only APIs

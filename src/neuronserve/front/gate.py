@@ -30,7 +30,15 @@ from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.work import CHARGE_KEY, Charge
 
-__all__ = ["REJECTED_KEY", "REQUEST_ID_KEY", "SCHEMA_KEY", "TOKENS_KEY", "Gate", "request_id"]
+__all__ = [
+    "REJECTED_KEY",
+    "REQUEST_ID_KEY",
+    "SCHEMA_KEY",
+    "TOKENS_KEY",
+    "Gate",
+    "declared_over",
+    "request_id",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -173,11 +181,16 @@ class Gate:
     async def _read_body(self, scope: Scope, receive: Receive, send: Send, start: float) -> Message | None:
         """The whole body as ONE http.request message, or its first part (over max_body_bytes, with
         more_body set: the app refuses it); None when the client was too slow (408, connection closed)
-        or went away (499), both answered and logged here.
+        or went away (499), both answered and logged here. A body whose declared length is already
+        over the limit is not read at all: the app answers 413 from the header at once, rather than
+        after the limit's bytes arrived (or a 408), and an `Expect: 100-continue` client is never told
+        to send it (uvicorn sends "100 Continue" on the first receive()).
 
         One deadline for the whole body (not per chunk): a client trickling a byte a second would pass
         any per-chunk timeout. The hot path (a small body already in uvicorn's buffer) costs one
         receive() and the deadline's timer handle."""
+        if declared_over(scope, self.max_body_bytes):
+            return {"type": "http.request", "body": b"", "more_body": True}
         parts: list[bytes] = []
         size = 0
         more = True
@@ -262,6 +275,15 @@ class Gate:
                 "tokens": {"prompt": tokens[0], "completion": tokens[1]},
             },
         )
+
+
+def declared_over(scope: Scope, limit: int) -> bool:
+    """Whether the request's Content-Length declares more than `limit` bytes (bytes.isdigit is
+    ASCII digits only; the parser has already refused a malformed length)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return bool(value.isdigit()) and int(value) > limit
+    return False
 
 
 async def _reject(send: Send, status: int, message: str, rid: bytes, *, close: bool = False) -> None:

@@ -141,6 +141,16 @@ class Generator:
         if sequences > 1:
             charge(sequences)
 
+    def _count_listed(self, body: dict[str, Any]) -> None:
+        """An `inputs` list longer than the per-request limit is refused naming the variable before
+        the dialect's fixed list cap (genparams.MAX_CLIENT_BATCH) speaks: that cap names no setting,
+        so a 64-prompt list was refused without saying which variable bounds it."""
+        listed = body.get("inputs")
+        if isinstance(listed, list):
+            refusal = work.over_limit(len(listed), self.max_sequences, "inputs x best_of/n")
+            if refusal:
+                raise genparams.bad(refusal)
+
     async def _serve(
         self,
         body: dict[str, Any],
@@ -149,6 +159,7 @@ class Generator:
         record: Callable[[dict[str, Any]], None],
         charge: Callable[[int], None],
     ) -> Response:
+        self._count_listed(body)
         inputs = genparams.check_inputs(body)
         if framing.stream is not None:
             body = {**body, "stream": framing.stream}

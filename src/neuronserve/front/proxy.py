@@ -31,8 +31,23 @@ log = logging.getLogger("neuronserve.front")
 EngineResponse = aiohttp.ClientResponse
 
 # Hop-by-hop and framing headers are never copied; the server frames its own responses.
+# `Expect: 100-continue` was the front's to answer, and the body is already read: forwarded, the
+# engine client would wait for the engine's "100 Continue" before sending the body (an engine that
+# never sends one held the request until the client gave up).
 _DROP_REQUEST = frozenset(
-    {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
+    {
+        "host",
+        "content-length",
+        "connection",
+        "transfer-encoding",
+        "accept-encoding",
+        "keep-alive",
+        "expect",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+    }
 )
 _DROP_RESPONSE = frozenset(
     {"content-length", "connection", "transfer-encoding", "date", "server", "keep-alive"}

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from neuronserve.engine.pool import ReplicaPool
 from neuronserve.front.errors import BadRequest, FrontError, NotReady, Overloaded, error_bytes
-from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
+from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send, declared_over
 from neuronserve.front.router import Router, current_route
 from neuronserve.front.schema import TooDeep, loads
 
@@ -132,7 +132,9 @@ class SessionScope:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sid = _header(scope, SESSION_HEADER) if scope["type"] == "http" else None
-        if sid is None or scope["path"] != "/invocations" or scope["method"] != "POST":
+        ours = scope["path"] == "/invocations" and scope["method"] == "POST"
+        # a declared body over the limit goes on unread: the route answers 413 from the header
+        if sid is None or not ours or declared_over(scope, self.limit):
             await self.app(scope, receive, send)
             return
         body, complete = await _read(receive, self.limit)

@@ -7,7 +7,7 @@ engine's connection pool. So:
 
 - `NEURONSERVE_MAX_SEQUENCES_PER_REQUEST` bounds one request (prompts x max(n, best_of)), refused in
   the route's dialect (OpenAI 400, TGI 422, LMI 424) naming the variable;
-- the gate admits a request with weight 1 (its body is not read yet), and `Charge` raises that weight
+- the gate admits a request with weight 1 (its body read, not parsed yet), and `Charge` raises that weight
   to the request's sequences once the handler has parsed the body; more than the slots left is 429,
   as the gate answers at its limit. A request heavier than the whole limit weighs the whole limit
   (it runs alone rather than never).
@@ -18,6 +18,7 @@ generate schema): no second parse on the hot path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import MutableMapping
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from neuronserve.front.errors import BadRequest, Overloaded
 CHARGE_KEY = "neuronserve.charge"  # the gate puts the request's Charge here
 LIMIT_VAR = "NEURONSERVE_MAX_SEQUENCES_PER_REQUEST"
 _LISTED_INPUTS = {"/v1/completions": "prompt", "/v1/embeddings": "input"}
+_WHOLE_TEXT = re.compile(r"[+-]?[0-9][0-9_]*(?:\.0*)?")  # what pydantic's lax int accepts from a string
 
 
 class Counted(Protocol):
@@ -73,7 +75,18 @@ def charge(scope: MutableMapping[str, Any], sequences: int) -> None:
 
 
 def _count(value: Any) -> int:
-    """n / best_of as the engine would read them; anything else is the engine's to refuse (1 here)."""
+    """n / best_of as the engine reads them. vLLM's request models are pydantic in lax mode: 4.0,
+    "4", " 4 ", "4.0" and "1_000" are all whole numbers to it, so counting only JSON integers let
+    `"n": "64"` through as one sequence. Anything it cannot read as one is its to refuse (1 here);
+    a number of more than 18 digits counts as too many."""
+    if type(value) is str:
+        text = value.strip()
+        if not _WHOLE_TEXT.fullmatch(text):
+            return 1
+        digits = text.split(".")[0].replace("_", "").lstrip("+")
+        value = int(digits) if len(digits) <= 18 else 10**18
+    elif type(value) is float:
+        value = int(value) if value.is_integer() else 1  # inf and nan are not integers
     return value if type(value) is int and value > 1 else 1
 
 

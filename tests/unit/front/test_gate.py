@@ -124,3 +124,42 @@ def test_a_body_that_never_comes_is_408_without_taking_a_slot() -> None:
         assert called == [] and slots == [0] and gate.in_flight == 0
 
     asyncio.run(run())
+
+
+def test_a_declared_length_over_the_limit_is_handed_over_unread() -> None:
+    """Content-Length over the limit: the gate never calls receive() (uvicorn would answer an
+    `Expect: 100-continue` with "100 Continue" on the first one), and the app gets the request at
+    once with its body unfinished, to refuse it from the header."""
+    from neuronserve.front.gate import Gate, declared_over
+    from neuronserve.front.state import Phase, ServerState
+
+    got: list[object] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        got.append(await receive())  # type: ignore[operator]
+
+    async def run() -> None:
+        state = ServerState()
+        state.move(Phase.LOADING)
+        state.set_engine_health(True)
+        state.move(Phase.READY)
+        gate = Gate(app, state, 1, body_timeout_s=30, max_body_bytes=1024)
+        received: list[int] = []
+
+        async def receive() -> dict[str, object]:
+            received.append(1)
+            await asyncio.sleep(3600)
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, object]) -> None:
+            return None
+
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"1025")]
+        scope = {"type": "http", "method": "POST", "path": "/v1/completions", "headers": headers}
+        await asyncio.wait_for(gate(scope, receive, send), timeout=2)
+        assert received == [] and got == [{"type": "http.request", "body": b"", "more_body": True}]
+
+    asyncio.run(run())
+    at = {"headers": [(b"content-length", b"1024")]}
+    assert not declared_over(at, 1024) and declared_over({"headers": [(b"content-length", b"1025")]}, 1024)
+    assert not declared_over({"headers": [(b"content-length", "²".encode())]}, 1) and not declared_over({}, 1)

@@ -28,7 +28,15 @@ SAMPLE = {"do_sample": True, "max_new_tokens": 2}
         ("/v1/completions", {"prompt": [[1], [2]], "n": 8}, 16),
         ("/v1/completions", {"prompt": ["a"] * 4, "n": 2, "best_of": 5}, 20),
         ("/v1/chat/completions", {"messages": [], "n": 64}, 64),
-        ("/v1/chat/completions", {"messages": [], "n": "64"}, 1),  # the engine refuses that one
+        # vLLM's pydantic (lax) reads these as whole numbers: they count as such
+        ("/v1/chat/completions", {"messages": [], "n": "64"}, 64),
+        ("/v1/completions", {"prompt": ["a"] * 4, "n": 8.0}, 32),
+        ("/v1/completions", {"prompt": "a", "n": " +1_0 ", "best_of": "12.00"}, 12),
+        ("/v1/completions", {"prompt": "a", "n": "9" * 40}, 10**18),
+        # what it refuses is its to refuse: one sequence here
+        ("/v1/chat/completions", {"messages": [], "n": "6e1"}, 1),
+        ("/v1/chat/completions", {"messages": [], "n": 64.5}, 1),
+        ("/v1/chat/completions", {"messages": [], "n": True}, 1),
         ("/v1/embeddings", {"input": ["a", "b", "c"]}, 3),
         ("/tokenize", {"prompt": ["a", "b"]}, 1),
     ],
@@ -43,6 +51,7 @@ OVER: list[tuple[str, dict[str, Any], dict[str, object], int]] = [
     ("/v1/completions", {"prompt": "p", "n": 64}, {}, 400),
     ("/v1/completions", {"prompt": ["p"] * 64, "n": 8}, {}, 400),  # 512 sequences
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 33}, {}, 400),
+    ("/v1/completions", {"prompt": ["p"] * 32, "n": "64"}, {}, 400),  # the engine reads "64" as 64
     ("/invocations", {"prompt": ["p"] * 64}, {}, 400),
     ("/invocations", {"messages": [{"role": "user", "content": "x"}], "n": 40}, {}, 400),
     ("/", {"inputs": ["p"] * 32, "parameters": {**SAMPLE, "best_of": 8}}, {}, 422),  # TGI list
@@ -53,6 +62,8 @@ OVER: list[tuple[str, dict[str, Any], dict[str, object], int]] = [
         422,
     ),
     ("/invocations", {"inputs": ["p"] * 32, "parameters": {**SAMPLE, "best_of": 8}}, {}, 422),
+    ("/", {"inputs": ["p"] * 64}, {}, 422),  # a list over the limit, before the dialect's list cap
+    ("/invocations", {"inputs": ["p"] * 40}, {"dialect": "lmi"}, 424),
     ("/invocations", {"inputs": ["p"] * 9, "parameters": {**SAMPLE, "n": 4}}, {"dialect": "lmi"}, 424),
 ]
 

@@ -46,7 +46,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json({})
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if b"standin-hold" in body:  # a request that keeps its slot a while (STANDIN_HOLD_S)
+            time.sleep(float(os.environ.get("STANDIN_HOLD_S", "3")))
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
         self._json({"object": "text_completion", "choices": [{"index": 0, "text": "x"}], "usage": usage})
 
