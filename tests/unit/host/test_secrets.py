@@ -137,6 +137,16 @@ def test_an_unreachable_endpoint_names_the_network() -> None:
         with_secrets(env)
 
 
+def _created(client: Any, name: str, value: str) -> str:
+    """A new secret's ARN. botocore retries a create whose answer was lost (a loaded machine), and the
+    retry finds the secret its first try made: that one is ours, read back by name."""
+    try:
+        return str(client.create_secret(Name=name, SecretString=value)["ARN"])
+    except client.exceptions.ResourceExistsException:
+        assert client.get_secret_value(SecretId=name)["SecretString"] == value
+        return str(client.describe_secret(SecretId=name)["ARN"])
+
+
 def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
     """The whole path against a real moto server: a string secret and a JSON one, by ARN."""
     import boto3
@@ -148,8 +158,8 @@ def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
         aws_access_key_id="testing-key-id",
         aws_secret_access_key="testing-secret-value",
     )
-    plain = client.create_secret(Name="hf-plain", SecretString=TOKEN)["ARN"]
-    as_json = client.create_secret(Name="hf-json", SecretString=json.dumps({"HF_TOKEN": TOKEN + "j"}))["ARN"]
+    plain = _created(client, "hf-plain", TOKEN)
+    as_json = _created(client, "hf-json", json.dumps({"HF_TOKEN": TOKEN + "j"}))
     base = {
         "AWS_ENDPOINT_URL_SECRETS_MANAGER": s3_server.endpoint,
         "AWS_ACCESS_KEY_ID": "testing-key-id",
