@@ -278,7 +278,11 @@ try:
     stack = json.loads(sys.argv[1])["stack"]
 except (ValueError, KeyError, TypeError):
     sys.exit("smoke: FAIL: serve plan --json has no stack")
-built = dict(l.split("=", 1) for l in Path(sys.argv[2]).read_text().splitlines() if l and not l.startswith("#"))
+try:
+    text = Path(sys.argv[2]).read_text()
+except OSError as err:
+    sys.exit(f"smoke: FAIL: {sys.argv[2]} (written by the build) cannot be read: {err.strerror}")
+built = dict(l.split("=", 1) for l in text.splitlines() if l and not l.startswith("#"))
 want = {"lane": built.get("LANE"), "sdk": built.get("NEURON_SDK_VERSION"),
         "vllm_neuron": built.get("VLLM_NEURON_VERSION"), "vllm": built.get("VLLM_VERSION")}
 if stack != want:

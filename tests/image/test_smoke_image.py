@@ -195,4 +195,8 @@ def test_smoke_script_neuron_lines_run_and_report_in_a_cpu_image(
     assert "shared objects, none with a library not found" in out
     assert "ok   serve plan --json exits 0 with an argv" in out
     assert re.search(r"ok   /ping 503 STAGING [0-9.]+ s after start", out)
-    assert "smoke: 5 check(s) FAILED" in out  # imports/versions, g++, libpython, neuronx-cc, neuron-ls
+    # a CPU image has no lane file: the stack check says so, without a traceback
+    assert "FAIL: /opt/neuronserve/lane.env (written by the build) cannot be read" in out
+    assert "Traceback" not in out
+    # imports/versions, g++, libpython, neuronx-cc, neuron-ls, the plan's stack against the lane file
+    assert "smoke: 6 check(s) FAILED" in out

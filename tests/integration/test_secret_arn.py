@@ -72,7 +72,8 @@ def test_serve_resolves_the_token_and_never_logs_it(tmp_path: Path, s3_server: A
         aws_access_key_id="testing-key-id",
         aws_secret_access_key="testing-secret-value",
     )
-    arn = client.create_secret(Name=f"hf-{log_format}", SecretString=json.dumps({"HF_TOKEN": TOKEN}))["ARN"]
+    secret = json.dumps({"HF_TOKEN": TOKEN})  # named apart: the moto server is shared between tests
+    arn = client.create_secret(Name=f"integration-hf-{log_format}", SecretString=secret)["ARN"]
     env = _env(tmp_path, s3_server.endpoint, arn)
     env["NEURONSERVE_LOG_FORMAT"] = log_format
     log = tmp_path / "serve.log"

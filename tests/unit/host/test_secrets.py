@@ -137,16 +137,6 @@ def test_an_unreachable_endpoint_names_the_network() -> None:
         with_secrets(env)
 
 
-def _created(client: Any, name: str, value: str) -> str:
-    """A new secret's ARN. botocore retries a create whose answer was lost (a loaded machine), and the
-    retry finds the secret its first try made: that one is ours, read back by name."""
-    try:
-        return str(client.create_secret(Name=name, SecretString=value)["ARN"])
-    except client.exceptions.ResourceExistsException:
-        assert client.get_secret_value(SecretId=name)["SecretString"] == value
-        return str(client.describe_secret(SecretId=name)["ARN"])
-
-
 def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
     """The whole path against a real moto server: a string secret and a JSON one, by ARN."""
     import boto3
@@ -158,8 +148,10 @@ def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
         aws_access_key_id="testing-key-id",
         aws_secret_access_key="testing-secret-value",
     )
-    plain = _created(client, "hf-plain", TOKEN)
-    as_json = _created(client, "hf-json", json.dumps({"HF_TOKEN": TOKEN + "j"}))
+    # names of this test's own: the moto server is shared with other tests that create secrets
+    plain = client.create_secret(Name="unit-hf-plain", SecretString=TOKEN)["ARN"]
+    token_json = json.dumps({"HF_TOKEN": TOKEN + "j"})
+    as_json = client.create_secret(Name="unit-hf-json", SecretString=token_json)["ARN"]
     base = {
         "AWS_ENDPOINT_URL_SECRETS_MANAGER": s3_server.endpoint,
         "AWS_ACCESS_KEY_ID": "testing-key-id",
