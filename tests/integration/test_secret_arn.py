@@ -8,7 +8,6 @@ engine lock. The engine's environment is read from /proc, as the kernel gave it 
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -19,32 +18,20 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.server import REPO, free_port
-from tests.support.tiny_model import tiny_model_dir
+from tests.support.server import free_port
+from tests.support.standin_server import standin_env
 
 pytestmark = pytest.mark.integration
 
-STANDIN = REPO / "tests" / "support" / "standin_engine"
 TOKEN = "hf_integrationtoken0123456789abcdef"
 PID = re.compile(r"replica 0 started: pid (\d+)")
 
 
 def _env(tmp: Path, endpoint: str, arn: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURON", "VLLM_", "HF_", "AWS_"))
-    }
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(STANDIN), str(REPO / "src")]),
-        SM_VLLM_MODEL=str(tiny_model_dir()),
-        SM_VLLM_MAX_MODEL_LEN="512",
-        SM_VLLM_MAX_NUM_SEQS="4",
-        SM_VLLM_TENSOR_PARALLEL_SIZE="1",
-        NEURON_RT_VISIBLE_CORES="0",
-        NEURONSERVE_WORK_DIR=str(tmp / "work"),
-        SAGEMAKER_BIND_TO_PORT=str(free_port()),
-        NEURONSERVE_ENGINE_PORT=str(free_port()),
+    return standin_env(
+        tmp,
+        free_port(),
+        drop=("HF_", "AWS_"),
         STANDIN_EVENTS=str(tmp / "events.jsonl"),
         STANDIN_WRITE_S="0.01",
         HF_HUB_OFFLINE="1",
@@ -53,7 +40,6 @@ def _env(tmp: Path, endpoint: str, arn: str) -> dict[str, str]:
         AWS_ACCESS_KEY_ID="testing-key-id",
         AWS_SECRET_ACCESS_KEY="testing-secret-value",
     )
-    return env
 
 
 def _engine_environ(pid: int) -> dict[str, str]:

@@ -53,14 +53,15 @@ def _wait_ready(server: StandinServer, timeout_s: float) -> None:
     raise AssertionError(f"not ready in {timeout_s} s:\n{server.log()[-3000:]}")
 
 
-@contextlib.contextmanager
-def standin_server(tmp: Path, *, nofile_soft: int | None = None, **settings: str) -> Iterator[StandinServer]:
-    """The server with `settings` (NEURONSERVE_* etc.) on a free port; stopped (SIGTERM) afterwards.
-    `nofile_soft`: the open-file soft limit the server starts with (as a container's 1024 would be)."""
-    port = free_port()
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURON", "VLLM_"))
-    }
+# The variables of the caller's environment that would configure the server under test.
+SERVER_PREFIXES = ("SM_VLLM_", "SAGEMAKER_", "NEURON", "VLLM_")
+
+
+def standin_env(tmp: Path, port: int, *, drop: tuple[str, ...] = (), **settings: str) -> dict[str, str]:
+    """The environment of `neuronserve serve` on `port` before the stand-in engine with the tiny model:
+    the caller's environment less what would configure the server (and the `drop` prefixes), then the
+    tiny model's settings, then `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SERVER_PREFIXES + drop)}
     env.update(
         PYTHONPATH=os.pathsep.join([str(STANDIN), str(REPO / "src")]),
         SM_VLLM_MODEL=str(tiny_model_dir()),
@@ -75,6 +76,15 @@ def standin_server(tmp: Path, *, nofile_soft: int | None = None, **settings: str
         STANDIN_WRITE_S="0",
     )
     env.update(settings)
+    return env
+
+
+@contextlib.contextmanager
+def standin_server(tmp: Path, *, nofile_soft: int | None = None, **settings: str) -> Iterator[StandinServer]:
+    """The server with `settings` (NEURONSERVE_* etc.) on a free port; stopped (SIGTERM) afterwards.
+    `nofile_soft`: the open-file soft limit the server starts with (as a container's 1024 would be)."""
+    port = free_port()
+    env = standin_env(tmp, port, **settings)
     log_path = tmp / "serve.log"
     # the shell lowers the soft limit, then becomes the server (no preexec_fn: unsafe with threads)
     lowered = ["bash", "-c", f'ulimit -Sn {nofile_soft} && exec "$@"', "bash"] if nofile_soft else []
