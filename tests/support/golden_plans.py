@@ -1,0 +1,113 @@
+"""The golden plans: `neuronserve plan --json` documents (or refusals) of a fixed matrix of configurations,
+lanes and hosts, kept in tests/data/golden-plans.json so that a change to what the plan prints is a visible,
+reviewed diff rather than an accident.
+
+Regenerate after an intended change with `python -m tests.support.golden_plans --write` and read the diff;
+`tests/unit/plan/test_golden_plans.py` compares every entry byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.configs import CONFIGS, CONFIGS_0_11_ONLY, LLAMA, VERSIONS
+
+from neuronserve.commands.plan import plan_document
+from neuronserve.config.settings import parse_settings
+from neuronserve.errors import ConfigError
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.facts import HostFacts, ModelFacts
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden-plans.json"
+
+# No plugin installed: the lane comes from NEURONSERVE_STACK, as on a laptop.
+LAPTOP_VERSIONS = {k: v for k, v in VERSIONS.items() if k != "vllm-neuron"}
+PATHS = {"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)}
+
+# (name, extra environment, device, facts keyword arguments); a laptop sees no cores, so a configuration
+# without a TP is given LAPTOP_TP (its own setting wins).
+LAPTOP_TP = {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}
+HOSTS: list[tuple[str, dict[str, str], str | None, dict[str, Any]]] = [
+    ("neuron-32-cores-2.27", {}, None, {"neuron_devices": 1, "visible_cores": 32, "versions": VERSIONS}),
+    ("cpu", {}, "cpu", {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS}),
+    (
+        "laptop-2.28-inf2.48xlarge",
+        {"NEURONSERVE_STACK": "2.28", "NEURONSERVE_INSTANCE_TYPE": "ml.inf2.48xlarge"},
+        "neuron",
+        {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
+    ),
+    (
+        "laptop-2.27-trn1.32xlarge",
+        {"NEURONSERVE_STACK": "2.27", "NEURONSERVE_INSTANCE_TYPE": "trn1.32xlarge"},
+        "neuron",
+        {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
+    ),
+    (
+        "laptop-2.32-trn2.48xlarge",
+        {"NEURONSERVE_STACK": "2.32", "NEURONSERVE_INSTANCE_TYPE": "trn2.48xlarge"},
+        "neuron",
+        {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
+    ),
+    (
+        "laptop-2.27-inf2.xlarge",
+        {"NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge"},
+        "neuron",
+        {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
+    ),
+]
+
+# Settings beyond tests/support/configs.py that reach other branches of the plan.
+EXTRA_CONFIGS: list[dict[str, str]] = [
+    {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "4096", "SM_VLLM_TENSOR_PARALLEL_SIZE": "8"},
+    {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_DATA_PARALLEL_SIZE": "2"},
+    {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"},
+    {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_MAX_NUM_SEQS": "64"},
+    {"OPTION_MODEL_ID": "/m", "TENSOR_PARALLEL_DEGREE": "max", "OPTION_N_POSITIONS": "2048"},
+    {"SM_VLLM_MODEL": "/m", "SAGEMAKER_BIND_TO_PORT": "9090", "NEURONSERVE_REQUIRE_CACHE_HIT": "true"},
+]
+
+
+def entries() -> dict[str, Any]:
+    """Every golden entry, by a stable name: the plan document, or the refusal and its variables."""
+    out: dict[str, Any] = {}
+    configs = [*CONFIGS, *CONFIGS_0_11_ONLY, *EXTRA_CONFIGS]
+    for host_name, host_env, device, kw in HOSTS:
+        facts = HostFacts(python="py", cores_source="test", paths=PATHS, **kw)
+        for index, config in enumerate(configs):
+            tp_named = any("TENSOR_PARALLEL" in k or k in ("HF_NUM_CORES", "SM_NUM_GPUS") for k in config)
+            laptop = kw["visible_cores"] is None and device != "cpu" and not tp_named
+            env = {**(LAPTOP_TP if laptop else {}), **config, **host_env}
+            key = f"{host_name}/{index:02d}"
+            try:
+                plan = build_plan(parse_settings(env, device=device), facts)
+            except ConfigError as err:
+                out[key] = {"env": env, "refused": str(err), "variables": list(err.variables)}
+                continue
+            out[key] = {"env": env, "plan": plan_document(plan)}
+    return out
+
+
+def render() -> str:
+    return json.dumps(entries(), indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help=f"rewrite {GOLDEN.name}")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.write:
+        GOLDEN.write_text(text)
+        print(f"wrote {GOLDEN} ({len(text)} bytes)")
+        return 0
+    same = GOLDEN.exists() and GOLDEN.read_text() == text
+    print("golden plans unchanged" if same else "golden plans differ (run with --write after review)")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
