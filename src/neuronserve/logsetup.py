@@ -20,22 +20,19 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from neuronserve.errors import ConfigError
+from neuronserve.config.table import VARS
 
-FORMATS = ("text", "json")
 # Fields the access log passes with `extra=`; copied into the JSON object when present.
 EXTRA_FIELDS = ("request_id", "route", "method", "status", "latency_ms", "tokens")
 _state = {"format": "text"}  # set once by setup(); read by the engine relay and fatal()
 
 
 def parse_format(environ: Mapping[str, str]) -> str:
-    raw = environ.get("NEURONSERVE_LOG_FORMAT", "").strip().lower() or "text"
-    if raw not in FORMATS:
-        raise ConfigError(
-            f"NEURONSERVE_LOG_FORMAT={raw!r} is not a log format: use text or json",
-            ("NEURONSERVE_LOG_FORMAT",),
-        )
-    return raw
+    """NEURONSERVE_LOG_FORMAT through its row (text | json): a ConfigError naming it otherwise.
+
+    Read before the settings (the log format applies to their errors too), by the same row."""
+    value: str = VARS["NEURONSERVE_LOG_FORMAT"].read(environ)
+    return value
 
 
 # C0 controls, DEL, C1 controls and the Unicode line/paragraph separators: each breaks or hides text

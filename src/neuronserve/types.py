@@ -10,7 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from neuronserve.config.table import defaults
+from neuronserve.config.serve import ServeOptions
+
+# ServeOptions lives with its reader (config/serve.py: config never imports this module, so the two
+# packages do not import each other); it is exported here too because LaunchPlan.serve carries it.
+__all__ = [
+    "CAPABILITIES",
+    "ArtifactMode",
+    "ArtifactSpec",
+    "AssetFetch",
+    "AssetKind",
+    "AssetSpec",
+    "Device",
+    "LaunchPlan",
+    "ModelSourceKind",
+    "ModelSpec",
+    "Progress",
+    "ReplicaSpec",
+    "RequestSupport",
+    "ServeOptions",
+    "StageResult",
+]
 
 Device = Literal["neuron", "cpu"]
 
@@ -115,41 +135,6 @@ class ArtifactSpec:
     owned: bool = False
     # NEURONSERVE_REQUIRE_CACHE_HIT: a miss fails the start at once instead of letting the engine compile.
     require_hit: bool = False
-
-
-_SERVE = defaults("serve")  # each attribute's default is its settings-table row's (config/hosttable.py)
-
-
-@dataclass(frozen=True)
-class ServeOptions:
-    """What the front server needs; resolved from SAGEMAKER_* / NEURONSERVE_* settings."""
-
-    host: str = "0.0.0.0"
-    port: int = _SERVE["port"]
-    max_payload_mb: float = _SERVE["max_payload_mb"]
-    max_concurrency: int = _SERVE["max_concurrency"]  # requests in flight before 429; 0 = unlimited
-    request_timeout_s: float = _SERVE["request_timeout_s"]  # engine answer deadline before 504
-    drain_grace_s: float = _SERVE["drain_grace_s"]  # SIGTERM: time for in-flight requests (SageMaker: 30 s)
-    startup_timeout_s: float | None = _SERVE["startup_timeout_s"]  # READY by then, else FAILED; None = wait
-    engine_nice: int = _SERVE["engine_nice"]  # niceness above the front's: /ping stays fast on a busy host
-    expose_engine_routes: bool = _SERVE["expose_engine_routes"]  # every engine route, not the allowlist
-    dialect: str = _SERVE["dialect"]  # generate answers on /invocations: "tgi" or "lmi" (LMI's shapes)
-    lmi_stream_format: str = _SERVE["lmi_stream_format"]  # LMI dialect streams: "jsonlines" or "sse"
-    strict_model_name: bool = _SERVE["strict_model_name"]  # vLLM's 404 for bodies naming another model
-    # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
-    min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
-    sticky_sessions: bool = _SERVE["sticky_sessions"]
-    session_ttl_s: float = _SERVE["session_ttl_s"]
-    # Hostile clients: sequences per request (counted against max_concurrency too), the engine pool
-    # (None = derived from max_concurrency), the engine scrape cache, the session cap, embeds inputs.
-    max_sequences_per_request: int = _SERVE["max_sequences_per_request"]
-    engine_connections: int | None = _SERVE["engine_connections"]
-    metrics_cache_s: float = _SERVE["metrics_cache_s"]
-    max_sessions: int = _SERVE["max_sessions"]
-    allow_prompt_embeds: bool = _SERVE["allow_prompt_embeds"]
-    # A replica restarted more than max_restarts times within restart_window_s ends the server.
-    max_restarts: int = _SERVE["max_restarts"]
-    restart_window_s: float = _SERVE["restart_window_s"]
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,8 @@ _OWN_VARS: tuple[Var, ...] = (
         "",
         8081,
         NS,
-        "Engine port on 127.0.0.1 (not the front port)",
-        p.whole_number,
+        "Engine port on 127.0.0.1 (not the front port), 1-65535",
+        p.port,
         "settings.engine_port",
     ),
     Var(
@@ -231,8 +231,8 @@ _OWN_VARS: tuple[Var, ...] = (
         "",
         None,
         NS,
-        "Parallel S3 requests, clamped to 1-128 (s5cmd `--numworkers`, the Python engine, uploads)",
-        p.whole_number,
+        "Parallel S3 requests, 1-128 (s5cmd `--numworkers`, the Python engine, uploads)",
+        p.whole_between(1, 128),
         default_doc="s5cmd: its own; Python engine: 16",
     ),
     Var(
@@ -240,8 +240,9 @@ _OWN_VARS: tuple[Var, ...] = (
         "",
         16,
         NS,
-        "Part size in MiB (at least 1) of the Python engine's ranged GETs and of uploads",
-        p.whole_number,
+        "Part size in MiB, 1-5120 (S3's largest part is 5 GiB), of the Python engine's ranged GETs and of "
+        "uploads",
+        p.whole_between(1, 5120),
     ),
     Var(
         "NEURONSERVE_CACHE_HOME",

@@ -8,12 +8,47 @@ ports must differ, and the generate dialect is decided from the LMI configuratio
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from neuronserve.config.table import FIELDS, read_group
+from neuronserve.config.table import FIELDS, defaults, read_group
 from neuronserve.config.values import one_of
 from neuronserve.config.var import DIALECTS, STREAM_FORMATS, Var
 from neuronserve.errors import ConfigError
-from neuronserve.types import ServeOptions
+
+_SERVE = defaults("serve")  # each attribute's default is its settings-table row's (config/hosttable.py)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What the front server needs; resolved from SAGEMAKER_* / NEURONSERVE_* settings."""
+
+    host: str = "0.0.0.0"
+    port: int = _SERVE["port"]
+    max_payload_mb: float = _SERVE["max_payload_mb"]
+    max_concurrency: int = _SERVE["max_concurrency"]  # requests in flight before 429; 0 = unlimited
+    request_timeout_s: float = _SERVE["request_timeout_s"]  # engine answer deadline before 504
+    drain_grace_s: float = _SERVE["drain_grace_s"]  # SIGTERM: time for in-flight requests (SageMaker: 30 s)
+    startup_timeout_s: float | None = _SERVE["startup_timeout_s"]  # READY by then, else FAILED; None = wait
+    engine_nice: int = _SERVE["engine_nice"]  # niceness above the front's: /ping stays fast on a busy host
+    expose_engine_routes: bool = _SERVE["expose_engine_routes"]  # every engine route, not the allowlist
+    dialect: str = _SERVE["dialect"]  # generate answers on /invocations: "tgi" or "lmi" (LMI's shapes)
+    lmi_stream_format: str = _SERVE["lmi_stream_format"]  # LMI dialect streams: "jsonlines" or "sse"
+    strict_model_name: bool = _SERVE["strict_model_name"]  # vLLM's 404 for bodies naming another model
+    # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
+    min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
+    sticky_sessions: bool = _SERVE["sticky_sessions"]
+    session_ttl_s: float = _SERVE["session_ttl_s"]
+    # Hostile clients: sequences per request (counted against max_concurrency too), the engine pool
+    # (None = derived from max_concurrency), the engine scrape cache, the session cap, embeds inputs.
+    max_sequences_per_request: int = _SERVE["max_sequences_per_request"]
+    engine_connections: int | None = _SERVE["engine_connections"]
+    metrics_cache_s: float = _SERVE["metrics_cache_s"]
+    max_sessions: int = _SERVE["max_sessions"]
+    allow_prompt_embeds: bool = _SERVE["allow_prompt_embeds"]
+    # A replica restarted more than max_restarts times within restart_window_s ends the server.
+    max_restarts: int = _SERVE["max_restarts"]
+    restart_window_s: float = _SERVE["restart_window_s"]
+
 
 # ServeOptions attributes read through their rows, in the order their checks run (after the ports and
 # the dialect): with two mistakes, the same one is reported first as always.

@@ -15,7 +15,8 @@ from typing import Any
 from neuronserve.config.compat import compat_sources
 from neuronserve.config.fit import FitOptions, parse_fit
 from neuronserve.config.origin import Collector, Setting
-from neuronserve.config.serve import parse_serve
+from neuronserve.config.serve import ServeOptions, parse_serve
+from neuronserve.config.stage import StageOptions, parse_stage
 from neuronserve.config.table import (
     DEFAULT_ON_FLAGS,
     ENGINE_ENV,
@@ -30,7 +31,6 @@ from neuronserve.config.table import (
 from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
 from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM, SM_PATTERN
 from neuronserve.errors import ConfigError
-from neuronserve.types import ServeOptions
 
 __all__ = [
     "EXTRA_BOOL",
@@ -104,6 +104,7 @@ class Settings:
     warnings: tuple[str, ...] = field(default=())
     fit: FitOptions = field(default_factory=FitOptions)  # instance facts, HBM check, cache-hit-only
     stack: str | None = None  # NEURONSERVE_STACK: the lane (plan/lanes.py); None = from the plugin
+    stage: StageOptions = field(default_factory=StageOptions)  # S3 engine and parts, archive limits, hub
 
     def get(self, key: str) -> Any:
         s = self.engine.get(key)
@@ -297,5 +298,6 @@ def parse_settings(
         passthrough_env={v.name: environ[v.name] for v in ENGINE_ENV if v.name in environ},
         warnings=tuple(warnings),
         fit=parse_fit(environ),
+        stage=parse_stage(environ),
         **host,
     )

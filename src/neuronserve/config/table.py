@@ -5,7 +5,8 @@ text into that type and the convention it comes from. `settings.py`, `serve.py` 
 values through these rows and `doc.py` renders them, so neither the parsing nor the README can drift
 from the table (a test compares the README with it; another walks the source for every variable read
 and looks each one up here). The engine settings' rows are here; the variables read by name are in
-hosttable.py (NEURONSERVE_*) and runtimetable.py (Neuron runtime, SageMaker), gathered below.
+hosttable.py (NEURONSERVE_*), runtimetable.py (Neuron runtime, SageMaker) and awstable.py (the AWS
+SDK's, read for the S3 and Secrets Manager clients and s5cmd), gathered below.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.config import values as p
+from neuronserve.config.awstable import AWS_VARS
 from neuronserve.config.hosttable import NEURONSERVE_VARS
 from neuronserve.config.runtimetable import RUNTIME_VARS
 from neuronserve.config.var import LMI, NEURON, OVERRIDE_PATTERN, SM, SM_PATTERN, STREAM_FORMATS, TGI, Var
@@ -316,7 +318,7 @@ ENGINE_VARS: tuple[Var, ...] = (
     Var("HF_AUTO_CAST_TYPE", "dtype", None, TGI, "bf16 / fp16 / fp32 (TGI on Neuron)", p.lmi_dtype),
 )
 
-HOST_VARS = NEURONSERVE_VARS + RUNTIME_VARS  # read by name (the README's second table)
+HOST_VARS = NEURONSERVE_VARS + RUNTIME_VARS + AWS_VARS  # read by name (the README's second table)
 VARS: dict[str, Var] = {v.name: v for v in (*ENGINE_VARS, *HOST_VARS)}  # every row, by name
 LMI_VARS = {v.name: v for v in ENGINE_VARS if v.source == LMI}
 TGI_VARS = {v.name: v for v in ENGINE_VARS if v.source == TGI}

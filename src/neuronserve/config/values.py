@@ -8,6 +8,8 @@ one ConfigError naming the variable, so a typo is refused before anything is sta
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,15 +30,35 @@ def text(var: Var, raw: str) -> str:
     return raw.strip()
 
 
+# A number as people write one in decimal: digits with an optional sign, fraction and exponent. Python's
+# float() also takes "nan", "inf", "1_0" and other scripts' digits, none of which a setting means.
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_SHOWN = 80  # characters of a value a message quotes (a 100 KB value must not fill the terminal)
+
+
+def shown(raw: str) -> str:
+    """A value as a message quotes it: repr, cut after `_SHOWN` characters."""
+    if len(raw) <= _SHOWN:
+        return repr(raw)
+    return f"{raw[:_SHOWN]!r}... ({len(raw)} characters)"
+
+
+def _decimal(raw: str) -> float | None:
+    """A finite number written in decimal, or None."""
+    if not _DECIMAL.fullmatch(raw):
+        return None
+    value = float(raw)
+    return value if math.isfinite(value) else None
+
+
 def number(var: Var, raw: str) -> float:
     """A non-negative number; a typo here would otherwise surface as a crash after staging."""
     stripped = raw.strip()
-    try:
-        value = float(stripped)
-    except ValueError:
-        raise ConfigError(f"{var.name}={stripped!r} is not a number", (var.name,)) from None
+    value = _decimal(stripped)
+    if value is None:
+        raise ConfigError(f"{var.name}={shown(stripped)} is not a number", (var.name,))
     if value < 0:
-        raise ConfigError(f"{var.name}={stripped!r} must not be negative", (var.name,))
+        raise ConfigError(f"{var.name}={shown(stripped)} must not be negative", (var.name,))
     return value
 
 
@@ -46,15 +68,43 @@ def number_or_default(var: Var, raw: str) -> float:
 
 
 def whole_number(var: Var, raw: str) -> int:
-    """A non-negative number, its fraction dropped (a port or a count given as `8080.0` is 8080)."""
-    return int(number(var, raw))
+    """A whole number >= 0 in decimal digits (a port, a count): "8080.9", "1e3", "1_0", "nan" and "inf"
+    are refused, not rounded (`int(float(raw))` read the first three as numbers and crashed on the last
+    two)."""
+    value = whole(raw)
+    if value is None:
+        stripped = raw.strip()
+        number(var, stripped)  # not a number at all, or negative: that message
+        raise ConfigError(
+            f"{var.name}={shown(stripped)} must be a whole number (digits only, e.g. {var.default or 1})",
+            (var.name,),
+        )
+    return value
+
+
+def whole_between(least: int, most: int) -> Parser:
+    """A parser taking a whole number from `least` to `most`; outside that range the value is refused
+    naming the range, never clamped to it (a clamp hides the typo)."""
+
+    def parse(var: Var, raw: str) -> int:
+        value = whole_number(var, raw)
+        if not least <= value <= most:
+            raise ConfigError(
+                f"{var.name}={value} is out of range: use a whole number from {least} to {most}", (var.name,)
+            )
+        return value
+
+    return parse
+
+
+port = whole_between(1, 65535)  # a TCP port to bind or connect to (0 would bind a random one)
 
 
 def boolean(var: Var, raw: str) -> bool:
     """true/false or 1/0, in any case."""
     value = raw.strip().lower()
     if value not in ("true", "false", "1", "0"):
-        raise ConfigError(f"{var.name}={value!r} is not a boolean: use true or false", (var.name,))
+        raise ConfigError(f"{var.name}={shown(value)} is not a boolean: use true or false", (var.name,))
     return value in ("true", "1")
 
 
@@ -62,7 +112,7 @@ def at_least_one(var: Var, raw: str) -> int:
     """A count of things that must exist (e.g. READY replicas): a whole number >= 1."""
     value = positive(raw)
     if value is None:
-        raise ConfigError(f"{var.name}={raw.strip()!r} must be a whole number >= 1", (var.name,))
+        raise ConfigError(f"{var.name}={shown(raw.strip())} must be a whole number >= 1", (var.name,))
     return value
 
 
@@ -70,7 +120,7 @@ def niceness(var: Var, raw: str) -> int:
     """A process niceness above the front's: a whole number from 0 to 19 (Linux's range)."""
     value = number(var, raw)
     if value != int(value) or value > 19:
-        raise ConfigError(f"{var.name}={raw!r} must be a whole number from 0 to 19", (var.name,))
+        raise ConfigError(f"{var.name}={shown(raw)} must be a whole number from 0 to 19", (var.name,))
     return int(value)
 
 
@@ -95,7 +145,7 @@ def gib_above_zero(var: Var, raw: str) -> float:
 def one_of(name: str, value: str, allowed: tuple[str, ...]) -> str:
     """`value` when it is one of `allowed`, else the error naming `name` and every allowed value."""
     if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not one of: {', '.join(allowed)}", (name,))
+        raise ConfigError(f"{name}={shown(value)} is not one of: {', '.join(allowed)}", (name,))
     return value
 
 
@@ -116,7 +166,7 @@ def lmi_bool(var: Var, raw: str) -> bool:
     """LMI's booleans: true/false in any case; empty is true (a bare LMI option turns it on)."""
     value = raw.strip().lower()
     if value not in ("true", "false", ""):
-        raise ConfigError(f"{var.name}={raw!r} is not a boolean: use true or false", (var.name,))
+        raise ConfigError(f"{var.name}={shown(raw)} is not a boolean: use true or false", (var.name,))
     return value != "false"
 
 
@@ -129,14 +179,14 @@ def lmi_dtype(var: Var, raw: str) -> str:
 def lmi_count(var: Var, raw: str) -> str:
     """Decimal digits (whole: "²" passes isdigit and crashed int() later in the plan)."""
     if whole(raw) is None:
-        raise ConfigError(f"{var.name}={raw!r} is not a positive integer", (var.name,))
+        raise ConfigError(f"{var.name}={shown(raw)} is not a positive integer", (var.name,))
     return raw.strip()
 
 
 def lmi_cores(var: Var, raw: str) -> str:
     """A NeuronCore count, or `max` for every visible core."""
     if whole(raw) is None and raw.strip().lower() != "max":
-        raise ConfigError(f"{var.name}={raw!r} is not a positive integer or max", (var.name,))
+        raise ConfigError(f"{var.name}={shown(raw)} is not a positive integer or max", (var.name,))
     return raw.strip().lower()
 
 
@@ -151,7 +201,9 @@ def json_or_none(raw: str) -> Any:
 
 
 def sm_vllm_value(raw: str) -> EngineValue:
-    """The AWS vLLM DLC mapping of one SM_VLLM_* value (documented in SERVING.md)."""
+    """One SM_VLLM_* value as the AWS vLLM DLC maps it onto vLLM's argv (aws/deep-learning-containers,
+    vllm/build_artifacts/sagemaker_entrypoint.sh: `SM_VLLM_FOO_BAR=x` is `--foo-bar x`, empty is the
+    bare flag), with true/false and JSON as the README's configuration reference says."""
     stripped = raw.strip()
     if stripped == "" or stripped.lower() == "true":
         return True
@@ -178,7 +230,8 @@ def sm_vllm_switch(var: Var, raw: str) -> EngineValue:
     value = sm_vllm_value(raw)
     if not isinstance(value, bool):
         raise ConfigError(
-            f"{var.name}={raw.strip()!r} is a switch (vLLM's --{var.key} takes no value): use true or false",
+            f"{var.name}={shown(raw.strip())} is a switch (vLLM's --{var.key} takes no value): "
+            "use true or false",
             (var.name,),
         )
     return value

@@ -1,7 +1,8 @@
 """One row of the settings table (`Var`) and the names of the conventions rows come from.
 
-Kept apart from the rows themselves (table.py: engine settings; hosttable.py: NEURONSERVE_*;
-runtimetable.py: the Neuron runtime's and SageMaker's) so the three parts of the table share them.
+Kept apart from the rows themselves (table.py: engine settings; hosttable.py and limitstable.py:
+NEURONSERVE_*; runtimetable.py: the Neuron runtime's and SageMaker's; awstable.py: the AWS SDK's) so
+every part of the table shares them.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ TGI = "TGI / HF"
 NS = "neuronserve"
 SAGEMAKER = "SageMaker"
 NRT = "Neuron runtime"
+AWS = "AWS SDK"
 
 SM_PATTERN = "SM_VLLM_<NAME>"  # the row for every SM_VLLM_* variable without a row of its own
 OVERRIDE_PATTERN = "SM_NEURON_<KEY>"  # the row for every SM_NEURON_* override key

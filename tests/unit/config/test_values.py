@@ -26,7 +26,11 @@ def row(parse: p.Parser, default: Any = None) -> Var:
         (p.number, None, "0", 0.0),
         (p.number_or_default, 6.0, "0", 6.0),
         (p.number_or_default, 6.0, "12", 12.0),
-        (p.whole_number, None, "8080.9", 8080),
+        (p.whole_number, None, " 8080 ", 8080),
+        (p.whole_number, None, "0", 0),
+        (p.port, 8080, "65535", 65535),
+        (p.whole_between(1, 128), None, "128", 128),
+        (p.number, None, "1e3", 1000.0),
         (p.boolean, False, "TRUE", True),
         (p.boolean, False, "1", True),
         (p.boolean, False, "0", False),
@@ -64,6 +68,30 @@ def test_parsers_type_the_text(parse: p.Parser, default: Any, raw: str, value: A
     [
         (p.number, None, " ten ", "X_VAR='ten' is not a number"),
         (p.number, None, "-1", "X_VAR='-1' must not be negative"),
+        (p.number, None, "nan", "X_VAR='nan' is not a number"),
+        (p.number, None, "inf", "X_VAR='inf' is not a number"),
+        (p.number, None, "1e999", "X_VAR='1e999' is not a number"),
+        (p.number, None, "1_0", "X_VAR='1_0' is not a number"),
+        (p.number, None, "٣", "X_VAR='٣' is not a number"),
+        (p.whole_number, 8080, "8080.9", "X_VAR='8080.9' must be a whole number (digits only, e.g. 8080)"),
+        (p.whole_number, 8080, "1e3", "X_VAR='1e3' must be a whole number (digits only, e.g. 8080)"),
+        (p.whole_number, 8080, "nan", "X_VAR='nan' is not a number"),
+        (p.whole_number, 8080, "-inf", "X_VAR='-inf' is not a number"),
+        (p.whole_number, 8080, "1_0", "X_VAR='1_0' is not a number"),
+        (p.whole_number, 8080, "-1", "X_VAR='-1' must not be negative"),
+        (p.whole_number, 8080, "+8", "X_VAR='+8' must be a whole number (digits only, e.g. 8080)"),
+        (p.port, 8080, "0", "X_VAR=0 is out of range: use a whole number from 1 to 65535"),
+        (p.port, 8080, "65536", "X_VAR=65536 is out of range: use a whole number from 1 to 65535"),
+        (
+            p.port,
+            8080,
+            "99999999999999999999",
+            "X_VAR=99999999999999999999 is out of range: use a whole number from 1 to 65535",
+        ),
+        (p.whole_between(1, 128), None, "-3", "X_VAR='-3' must not be negative"),
+        (p.whole_between(1, 128), None, "129", "X_VAR=129 is out of range: use a whole number from 1 to 128"),
+        (p.niceness, 10, "nan", "X_VAR='nan' is not a number"),
+        (p.seconds_above_zero, 1200.0, "inf", "X_VAR='inf' is not a number"),
         (p.boolean, False, " Maybe ", "X_VAR='maybe' is not a boolean: use true or false"),
         (p.at_least_one, None, "0", "X_VAR='0' must be a whole number >= 1"),
         (p.at_least_one, None, "²", "X_VAR='²' must be a whole number >= 1"),
@@ -115,3 +143,19 @@ def test_every_number_parser_refuses_text_naming_the_variable(parse: p.Parser) -
 )
 def test_a_size_above_zero_may_be_below_one(parse: p.Parser, raw: str, value: float) -> None:
     assert parse(row(parse), raw) == value
+
+
+def test_a_long_value_is_quoted_cut_short() -> None:
+    """A 100 KB value is named by its start and its length, not echoed whole onto the terminal."""
+    with pytest.raises(ConfigError) as err:
+        p.number(row(p.number), "x" * 100_000)
+    assert str(err.value) == f"X_VAR={'x' * 80!r}... (100000 characters) is not a number"
+
+
+def test_more_digits_than_int_converts_is_refused_not_a_traceback() -> None:
+    """int() refuses more than 4300 digits with a ValueError; a count that long is just not a count."""
+    with pytest.raises(ConfigError) as err:
+        p.at_least_one(row(p.at_least_one), "9" * 5000)
+    assert err.value.variables == ("X_VAR",)
+    with pytest.raises(ConfigError):
+        p.lmi_count(row(p.lmi_count), "9" * 5000)
