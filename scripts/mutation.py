@@ -74,10 +74,9 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
 # What CI may run (scripts/test, NEURONSERVE_MUTATION_SAMPLE=1): two small protocol modules, ~1 minute.
 SAMPLE = ("front/sse.py", "deploy/stream.py")
 # The tests mutmut may run; it maps each test to the functions it calls and runs only those per mutant.
-# Pure and fast: no engine, no S3 server (test_paths only parses; stream reassembly reads recordings).
+# Pure and fast: no engine, no S3 server (stream reassembly reads recordings).
 TESTS = (
     "tests/unit",
-    "tests/s3/test_paths.py",
     "tests/deploy/test_stream_reassembly.py",
     "tests/deploy/test_stream_edges.py",
     "tests/deploy/test_stream_errors.py",

@@ -1,5 +1,5 @@
 """Stage one model archive (a local path or an s3:// URI) in this process, for a test that runs it
-as a resource-capped child (tests/s3/test_archive_hostile.py sets the caps before exec).
+as a resource-capped child (tests/s3/stage/test_archive.py sets the caps before exec).
 
 Exit 0 and print the staged files on success; exit 3 with the StageError on stderr; anything else
 (a traceback, a kill by the kernel's caps) is a failure the test reports as such.

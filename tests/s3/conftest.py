@@ -16,7 +16,7 @@ def s5cmd_is_installed() -> None:
 
     A skip here once hid that the s5cmd engine, the default one, was not tested at all.
     """
-    from neuronserve.stage.s5 import s5cmd_binary
+    from neuronserve.stage.s5cmdproc import s5cmd_binary
 
     if s5cmd_binary() is None:
         pytest.fail("the s5cmd package (a dependency in pyproject.toml) is not installed: pip install -e .")

@@ -2,11 +2,14 @@
 
 The two functions below are the contract the serve command calls: `stage_all` before the engine
 starts (blocking, in a worker thread, progress fed to /ping) and `publish_artifacts` in the
-background once the engine is READY. Modules: `paths` (key -> path, safety), `client` (S3 client,
-error translation), `transfer` (parallel ranged downloads), `manifest`, `atomic` (temp dir + rename),
-`archive` + `tarread` (safe tar, our own bounded reader), `sources` (model kinds), `assets`
-(everything else the engine reads, and the plan's files; `hub` downloads a hub repo), `cache` (compile
-cache), `upload` (write-back), `progress` (log lines, bar, callback).
+background once the engine is READY. Modules: `context` (what a run hands down: StageContext, Batch),
+`paths` (key -> path, safety), `client` (S3 client, error translation), `transfer` (what both download
+engines share: objects, options, listing, journal), `s3engine` (which engine: s5cmd or Python),
+`rangedget` (the Python engine), `s5cmdcopy` + `s5cmdproc` (the s5cmd engine and its process),
+`fresh` (is a complete copy still what S3 holds), `manifest`, `atomic` (temp dir + rename), `archive` +
+`tarread` (safe tar, our own bounded reader), `sources` (model kinds), `assets` (everything else the
+engine reads, and the plan's files; `hub` + `hubfetch` download a hub repo), `cache` (compile cache),
+`upload` (write-back), `progress` (log lines, bar, callback), `events` (cache events for metrics).
 """
 
 from __future__ import annotations
@@ -14,9 +17,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from neuronserve.errors import StageError
+from neuronserve.errors import ConfigError, StageError
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
@@ -24,40 +26,28 @@ ProgressCallback = Callable[[Progress], None]
 log = logging.getLogger("neuronserve.stage")
 
 
-def _client_factory(environ: Mapping[str, str], pool: int) -> Callable[[], Any]:
-    """Build the boto3 client only when a request is really needed (a complete copy needs none)."""
-    made: list[Any] = []
-
-    def make() -> Any:
-        from neuronserve.stage.client import make_client  # noqa: PLC0415
-
-        if not made:
-            made.append(make_client(environ, pool=pool))
-        return made[0]
-
-    return make
-
-
 def stage_all(
     plan: LaunchPlan, environ: Mapping[str, str], progress: ProgressCallback | None = None
 ) -> StageResult:
-    """Fetch what the plan needs; blocking; raises StageError with the URI and the likely fix."""
-    from neuronserve.stage.cache import stage_artifacts  # noqa: PLC0415
-    from neuronserve.stage.sources import stage_model  # noqa: PLC0415
-    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
+    """Fetch what the plan needs; blocking; raises StageError with the URI and the likely fix.
 
-    opts = options_from(environ)
-    make = _client_factory(environ, opts.concurrency + 4)
+    `environ` is read once, through the rows, into the run's context (stage/context.py): the staging
+    options were already checked with the settings (config/stage.py), so a bad one never gets here."""
+    from neuronserve.stage.cache import stage_artifacts  # noqa: PLC0415
+    from neuronserve.stage.context import StageContext  # noqa: PLC0415
+    from neuronserve.stage.sources import stage_model  # noqa: PLC0415
+
+    ctx = StageContext.from_environ(environ, progress)
     if plan.artifacts.require_hit:  # fail before the model download, not after it
-        artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
-        model_dir = stage_model(plan.model, make, opts, progress)
+        artifacts_dir, cache = stage_artifacts(plan.artifacts, ctx)
+        model_dir = stage_model(plan.model, ctx)
     else:
-        model_dir = stage_model(plan.model, make, opts, progress)
-        artifacts_dir, cache = stage_artifacts(plan.artifacts, make, opts, progress)
+        model_dir = stage_model(plan.model, ctx)
+        artifacts_dir, cache = stage_artifacts(plan.artifacts, ctx)
     if plan.assets or plan.files:  # adapters, a draft, checkpoints, a template; then the plan's files
         from neuronserve.stage.assets import stage_assets  # noqa: PLC0415
 
-        stage_assets(plan, make, opts, progress, environ)
+        stage_assets(plan, ctx)
     if model_dir:
         check_model_config(model_dir, plan.model.uri)
     return StageResult(model_dir=model_dir, artifacts_dir=artifacts_dir, cache=cache)
@@ -102,19 +92,19 @@ def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[st
     if not spec.remote_uri or not result.artifacts_dir:
         return
     from neuronserve.stage.atomic import list_files  # noqa: PLC0415
+    from neuronserve.stage.context import StageContext  # noqa: PLC0415
     from neuronserve.stage.paths import parse_s3_uri  # noqa: PLC0415
-    from neuronserve.stage.transfer import options_from  # noqa: PLC0415
     from neuronserve.stage.upload import mark_local, publish_dir  # noqa: PLC0415
 
     try:
         if not list_files(result.artifacts_dir):
             log.info("nothing compiled into %s: no write-back to %s", result.artifacts_dir, spec.remote_uri)
             return
-        opts = options_from(environ)
-        client = _client_factory(environ, opts.concurrency + 4)()
-        manifest = publish_dir(client, result.artifacts_dir, parse_s3_uri(spec.remote_uri), opts)
+        ctx = StageContext.from_environ(environ)
+        remote = parse_s3_uri(spec.remote_uri)
+        manifest = publish_dir(ctx.client(), result.artifacts_dir, remote, ctx.transfer)
         mark_local(result.artifacts_dir, manifest)
-    except StageError as err:
+    except (StageError, ConfigError) as err:
         events.emit("publish_failed")
         log.warning("compile cache write-back failed (the server keeps running): %s", err)
         return

@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from neuronserve.config.stage import StageOptions, parse_stage
 from neuronserve.errors import StageError
 from neuronserve.stage.manifest import FileEntry
 from neuronserve.stage.paths import safe_relpath
@@ -47,14 +48,14 @@ class ArchiveLimits:
     max_name_bytes: int = 64 * MIB
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> ArchiveLimits:
-        """`NEURONSERVE_ARCHIVE_MAX_MEMBERS`, `NEURONSERVE_ARCHIVE_MAX_BYTES` (config/hosttable.py rows)."""
-        from neuronserve.config.table import VARS  # noqa: PLC0415
+    def from_options(cls, options: StageOptions) -> ArchiveLimits:
+        """NEURONSERVE_ARCHIVE_MAX_MEMBERS and NEURONSERVE_ARCHIVE_MAX_BYTES, typed (config/stage.py)."""
+        return cls(max_members=options.archive_max_members, max_bytes=options.archive_max_bytes)
 
-        return cls(
-            max_members=VARS["NEURONSERVE_ARCHIVE_MAX_MEMBERS"].read(environ),
-            max_bytes=VARS["NEURONSERVE_ARCHIVE_MAX_BYTES"].read(environ),
-        )
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ArchiveLimits:
+        """The limits `environ` sets, through their rows (config/limitstable.py)."""
+        return cls.from_options(parse_stage(environ))
 
 
 def free_margin(free: int) -> int:
@@ -123,22 +124,14 @@ def _name(member: Member) -> str:
 
 
 def extract_tar(
-    archive: str,
-    staging: str,
-    uri: str,
-    meter: ProgressMeter | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    limits: ArchiveLimits | None = None,
+    archive: str, staging: str, uri: str, meter: ProgressMeter | None = None, *, limits: ArchiveLimits
 ) -> list[FileEntry]:
-    """Extract `archive` into the directory `staging`, refusing unsafe members; returns the files.
+    """Extract `archive` into the directory `staging` within `limits`, refusing unsafe members; returns
+    the files.
 
-    `limits` default to those `environ` sets (the process environment when None). On any error,
-    every entry this call created in `staging` is removed before the StageError is raised (and
-    `staging` itself, when this call created it).
+    On any error, every entry this call created in `staging` is removed before the StageError is raised
+    (and `staging` itself, when this call created it).
     """
-    if limits is None:
-        limits = ArchiveLimits.from_environ(os.environ if environ is None else environ)
     created = not os.path.isdir(staging)
     os.makedirs(staging, exist_ok=True)
     before = set(os.listdir(staging))
@@ -172,7 +165,7 @@ def _extract(
                     continue
                 rel = safe_relpath(name, what=what)
                 budget.reserve(member)
-                _write(reader, staging, rel, member, uri, budget, meter)
+                _write(reader, rel, member, budget, meter)
                 files.append(FileEntry(path=rel, size=member.size))
     except BadArchive as err:
         raise StageError(f"{uri} is not a readable .tar.gz ({err}); {FIX}") from None
@@ -200,16 +193,10 @@ def _make_dirs(staging: str, rel: str, uri: str) -> None:
         ) from None
 
 
-def _write(  # noqa: PLR0917
-    reader: TarReader,
-    staging: str,
-    rel: str,
-    member: Member,
-    uri: str,
-    budget: _Budget,
-    meter: ProgressMeter | None,
-) -> None:
-    """Write one file member, refusing a name that exists already (a duplicate, or a directory)."""
+def _write(reader: TarReader, rel: str, member: Member, budget: _Budget, meter: ProgressMeter | None) -> None:
+    """Write one file member at `rel` under the budget's staging directory, refusing a name that exists
+    already (a duplicate, or a directory)."""
+    staging, uri = budget.staging, budget.uri
     target = os.path.join(staging, rel)
     if "/" in rel:
         _make_dirs(staging, os.path.dirname(rel), uri)

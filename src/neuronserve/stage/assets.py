@@ -18,24 +18,22 @@ import logging
 import os
 import posixpath
 import shutil
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic
 from neuronserve.stage.client import translate
+from neuronserve.stage.context import Batch, StageContext
 from neuronserve.stage.hub import stage_hub
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri, safe_relpath
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.s3engine import fetch_objects
 from neuronserve.stage.sources import stage_archive, stage_prefix
-from neuronserve.stage.transfer import RemoteObject, TransferOptions
-from neuronserve.types import AssetSpec, LaunchPlan, Progress
+from neuronserve.stage.transfer import RemoteObject
+from neuronserve.types import AssetSpec, LaunchPlan
 
 log = logging.getLogger("neuronserve.stage")
-ClientFactory = Callable[[], Any]
-ProgressCb = Callable[[Progress], None] | None
 
 KIND_WORDS = {
     "model": "model",
@@ -48,13 +46,7 @@ _DIRECTORY_KINDS = frozenset({"model", "lora", "draft"})  # the engine loads the
 BOX_SUFFIX = ".staged"  # a single-file asset's staged copy lives in `<local>.staged/` (with its manifest)
 
 
-def stage_assets(
-    plan: LaunchPlan,
-    make_client: ClientFactory,
-    opts: TransferOptions,
-    progress: ProgressCb,
-    environ: Mapping[str, str],
-) -> list[str]:
+def stage_assets(plan: LaunchPlan, ctx: StageContext) -> list[str]:
     """Stage every asset but the model (unless the model is a hub download), then write `plan.files`.
 
     Returns the local paths staged, in the plan's order.
@@ -63,7 +55,7 @@ def stage_assets(
     for asset in plan.assets:
         if asset.kind == "model" and asset.fetch != "hub":
             continue  # sources.stage_model staged it
-        staged.append(stage_asset(asset, make_client, opts, progress, environ))
+        staged.append(stage_asset(asset, ctx))
     write_files(plan.files)
     return staged
 
@@ -79,13 +71,7 @@ def describe(asset: AssetSpec) -> str:
     return f"{label(asset)} {asset.source}"
 
 
-def stage_asset(
-    asset: AssetSpec,
-    make_client: ClientFactory,
-    opts: TransferOptions,
-    progress: ProgressCb,
-    environ: Mapping[str, str],
-) -> str:
+def stage_asset(asset: AssetSpec, ctx: StageContext) -> str:
     """Make `asset.local` hold the asset; a StageError names the setting that named it."""
     what = describe(asset)
     if asset.fetch == "local":
@@ -93,7 +79,7 @@ def stage_asset(
     if not asset.local:
         raise StageError(f"{what}: no local path planned for it")
     try:
-        _fetch(asset, make_client, opts, progress, environ, what)
+        _fetch(asset, ctx, what)
     except StageError as err:
         if asset.origin and asset.origin not in str(err):
             raise StageError(f"{err} (named by {asset.origin})") from err
@@ -102,29 +88,21 @@ def stage_asset(
     return asset.local
 
 
-def _fetch(  # noqa: PLR0917
-    asset: AssetSpec,
-    make_client: ClientFactory,
-    opts: TransferOptions,
-    progress: ProgressCb,
-    environ: Mapping[str, str],
-    what: str,
-) -> None:
+def _fetch(asset: AssetSpec, ctx: StageContext, what: str) -> None:
     if asset.is_file and asset.fetch != "s3":
         raise StageError(f"{what}: a single-file asset comes from s3:// or a local path, not {asset.fetch}")
     if asset.fetch == "s3":
         if asset.is_file:
-            stage_object(make_client, parse_s3_uri(asset.source), asset.local, opts, progress, what)
+            stage_object(ctx, parse_s3_uri(asset.source), asset.local, what)
         else:
-            src = parse_s3_uri(asset.source)
-            stage_prefix(make_client, src, asset.local, opts, progress, what, check_fresh=True)
+            stage_prefix(ctx, parse_s3_uri(asset.source), asset.local, what, check_fresh=True)
     elif asset.fetch == "archive":
         if not asset.source.startswith("s3://") and not os.path.isfile(asset.source):
             raise StageError(f"{what}: archive {asset.source} does not exist: fix the path or mount it")
         log.info("%s: extracting to %s", what, asset.local)
-        stage_archive(make_client, asset.source, asset.local, opts, progress, label(asset))
+        stage_archive(ctx, asset.source, asset.local, label(asset))
     elif asset.fetch == "hub":
-        stage_hub(asset.source, asset.revision, asset.local, environ, progress, what=what)
+        stage_hub(asset.source, asset.revision, asset.local, ctx.hub, ctx.progress, what=what)
     else:
         raise StageError(f"{what}: unknown fetch kind {asset.fetch!r}")
 
@@ -146,9 +124,7 @@ def check_local(asset: AssetSpec, what: str) -> str:
     return path
 
 
-def stage_object(  # noqa: PLR0917
-    make_client: ClientFactory, src: S3Uri, local: str, opts: TransferOptions, progress: ProgressCb, what: str
-) -> Manifest:
+def stage_object(ctx: StageContext, src: S3Uri, local: str, what: str) -> Manifest:
     """One S3 object (a chat template) at the file path `local`.
 
     Staged like a prefix into `<local>.staged/` (lock, `.partial`, journal, manifest last, rename), then
@@ -160,27 +136,27 @@ def stage_object(  # noqa: PLR0917
         raise StageError(f"{what}: {src.uri} names a prefix; a single file needs the object's full key")
     box = local.rstrip("/") + BOX_SUFFIX
     done = local_complete(box, src.uri)
-    if done is not None and _unchanged(make_client, src, done, what):
+    if done is not None and _unchanged(ctx, src, done, what):
         _publish(box, done, local)
         return done
     with atomic.dir_lock(box):
-        manifest = _fetch_object(make_client, src, box, opts, progress, what)
+        manifest = _fetch_object(ctx, src, box, what)
     _publish(box, manifest, local)
     return manifest
 
 
-def _head(make_client: ClientFactory, src: S3Uri) -> RemoteObject:
+def _head(ctx: StageContext, src: S3Uri) -> RemoteObject:
     try:
-        head = make_client().head_object(Bucket=src.bucket, Key=src.key)
+        head = ctx.client().head_object(Bucket=src.bucket, Key=src.key)
     except Exception as err:
         raise translate(err, src.uri) from err
     name = safe_relpath(posixpath.basename(src.key), what="S3 key")
     return RemoteObject(src.key, name, int(head["ContentLength"]), str(head["ETag"]).strip('"'))
 
 
-def _unchanged(make_client: ClientFactory, src: S3Uri, done: Manifest, what: str) -> bool:
+def _unchanged(ctx: StageContext, src: S3Uri, done: Manifest, what: str) -> bool:
     try:
-        obj = _head(make_client, src)
+        obj = _head(ctx, src)
     except (StageError, OSError) as err:
         log.warning(
             "%s: could not check %s for changes (%s); using the complete local copy", what, src.uri, err
@@ -193,18 +169,16 @@ def _unchanged(make_client: ClientFactory, src: S3Uri, done: Manifest, what: str
     return False
 
 
-def _fetch_object(  # noqa: PLR0917
-    make_client: ClientFactory, src: S3Uri, box: str, opts: TransferOptions, progress: ProgressCb, what: str
-) -> Manifest:
-    obj = _head(make_client, src)
+def _fetch_object(ctx: StageContext, src: S3Uri, box: str, what: str) -> Manifest:
+    obj = _head(ctx, src)
     done = local_complete(box, src.uri)  # another stager may have finished while we waited for the lock
     if done is not None and [(f.path, f.size, f.etag) for f in done.files] == [(obj.rel, obj.size, obj.etag)]:
         return done
     staging = atomic.staging_path(box)
     os.makedirs(staging, exist_ok=True)
     atomic.check_free_space(staging, obj.size, src.uri)
-    with ProgressMeter(what, obj.size, progress) as meter:
-        fetch_objects(make_client, src.bucket, [obj], staging, opts, meter)
+    with ProgressMeter(what, obj.size, ctx.progress) as meter:
+        fetch_objects(ctx, Batch(src.bucket, [obj], staging, meter))
     atomic.prune(staging, {obj.rel})
     manifest = Manifest(source=src.uri, files=(FileEntry(obj.rel, obj.size, obj.etag, obj.key),))
     atomic.commit(staging, box, manifest)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
 from typing import Any, Literal
 
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic, events
 from neuronserve.stage.client import translate
+from neuronserve.stage.context import Batch, StageContext
 from neuronserve.stage.manifest import (
     LOCAL_COMPILE_SOURCE,
     Manifest,
@@ -27,10 +27,10 @@ from neuronserve.stage.manifest import (
 )
 from neuronserve.stage.paths import MANIFEST_NAME, S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import fetch_objects
+from neuronserve.stage.s3engine import fetch_objects
 from neuronserve.stage.sources import copy_prefix_locked
-from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
-from neuronserve.types import ArtifactSpec, Progress
+from neuronserve.stage.transfer import RemoteObject, list_prefix
+from neuronserve.types import ArtifactSpec
 
 log = logging.getLogger("neuronserve.stage")
 CacheState = Literal["hit", "miss", "off"]
@@ -66,14 +66,7 @@ def read_remote_manifest(client: Any, remote: S3Uri) -> Manifest | None:
     return manifest
 
 
-def fetch_entry(  # noqa: PLR0917
-    client: Any,
-    remote: S3Uri,
-    manifest: Manifest,
-    local_dir: str,
-    opts: TransferOptions,
-    progress: Callable[[Progress], None] | None,
-) -> None:
+def fetch_entry(ctx: StageContext, remote: S3Uri, manifest: Manifest, local_dir: str) -> None:
     """Download and verify every file the manifest names, then swap the directory into place."""
     objects = []
     for f in manifest.files:
@@ -92,8 +85,8 @@ def fetch_entry(  # noqa: PLR0917
     shutil.rmtree(staging, ignore_errors=True)  # never resume into a tree from another upload id
     os.makedirs(staging)
     atomic.check_free_space(staging, manifest.total_bytes, remote.uri)
-    with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, progress) as meter:
-        fetch_objects(lambda: client, remote.bucket, objects, staging, opts, meter, verify, whole_prefix=True)
+    with ProgressMeter(f"artifacts {remote.uri}", manifest.total_bytes, ctx.progress) as meter:
+        fetch_objects(ctx, Batch(remote.bucket, objects, staging, meter, verify, whole_prefix=True))
     atomic.prune(staging, set(wanted))
     atomic.commit(staging, local_dir, manifest)
 
@@ -119,12 +112,7 @@ def stage_owned_local(local_dir: str) -> tuple[str, CacheState]:
     return local_dir, "miss"
 
 
-def stage_artifacts(
-    spec: ArtifactSpec,
-    make_client: Callable[[], Any],
-    opts: TransferOptions,
-    progress: Callable[[Progress], None] | None,
-) -> tuple[str | None, CacheState]:
+def stage_artifacts(spec: ArtifactSpec, ctx: StageContext) -> tuple[str | None, CacheState]:
     """Make `spec.local_dir` hold usable artifacts (hit) or be empty for the compiler (miss)."""
     if spec.mode == "local" and spec.owned and spec.local_dir:
         return stage_owned_local(spec.local_dir)
@@ -142,30 +130,24 @@ def stage_artifacts(
     with atomic.dir_lock(local_dir):
         if local_complete(local_dir, remote.uri) is not None:
             return local_dir, "hit"
-        if _remote_hit(spec, local_dir, remote, make_client(), opts, progress):
+        if _remote_hit(spec, local_dir, remote, ctx):
             return local_dir, "hit"
     fresh_dir(local_dir)
     return local_dir, "miss"
 
 
-def _remote_hit(  # noqa: PLR0917
-    spec: ArtifactSpec,
-    local_dir: str,
-    remote: S3Uri,
-    client: Any,
-    opts: TransferOptions,
-    progress: Callable[[Progress], None] | None,
-) -> bool:
+def _remote_hit(spec: ArtifactSpec, local_dir: str, remote: S3Uri, ctx: StageContext) -> bool:
     """Fetch the remote entry into `local_dir` (True), or say it is a miss (False): none there, or a
     corrupt one ignored. Raises CacheMissError when a hit is required, and an explicit location's
     errors other than a bad manifest. Runs under the directory lock."""
+    client = ctx.client()
     try:
         manifest = read_remote_manifest(client, remote)
         if manifest is not None:
-            fetch_entry(client, remote, manifest, local_dir, opts, progress)
+            fetch_entry(ctx, remote, manifest, local_dir)
             log.info("compile cache hit: %s -> %s (upload %s)", remote.uri, local_dir, manifest.upload_id)
             return True
-        if spec.mode == "explicit" and _plain_copy(client, remote, local_dir, opts, progress):
+        if spec.mode == "explicit" and _plain_copy(ctx, remote, local_dir):
             return True
         if spec.require_hit:
             raise CacheMissError(spec, remote.uri)
@@ -183,16 +165,10 @@ def _remote_hit(  # noqa: PLR0917
     return False
 
 
-def _plain_copy(
-    client: Any,
-    remote: S3Uri,
-    local_dir: str,
-    opts: TransferOptions,
-    progress: Callable[[Progress], None] | None,
-) -> bool:
+def _plain_copy(ctx: StageContext, remote: S3Uri, local_dir: str) -> bool:
     """An explicit location without our manifest (e.g. `aws s3 cp` of a compiled dir): copy it as is."""
     try:
-        objects = list_prefix(client, remote)
+        objects = list_prefix(ctx.client(), remote)
     except StageError as err:
         if str(err).startswith("no objects under"):
             return False
@@ -200,5 +176,5 @@ def _plain_copy(
     if any(o.rel.startswith("uploads/") for o in objects):
         log.warning("%s has uploads but no manifest (a writer died or is still writing): a miss", remote.uri)
         return False
-    copy_prefix_locked(lambda: client, remote, local_dir, opts, progress, f"artifacts {remote.uri}")
+    copy_prefix_locked(ctx, remote, local_dir, f"artifacts {remote.uri}")
     return True

@@ -3,7 +3,8 @@
 boto3 is imported inside functions: `neuronserve plan` must not pay for it. The endpoint follows the
 standard variables (`AWS_ENDPOINT_URL_S3`, then `AWS_ENDPOINT_URL`), so a test server or an
 S3-compatible store needs no code change. Credentials come from the mapping when given there, else
-from boto3's default chain (instance/task role); they are never logged.
+from boto3's default chain (instance/task role); they are never logged. Every AWS_* variable is read
+through its row (config/awstable.py) by config/aws.py.
 """
 
 from __future__ import annotations
@@ -12,38 +13,34 @@ import errno
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.config.aws import AwsSettings, parse_aws
 from neuronserve.errors import StageError
-
-_CRED_VARS = {
-    "aws_access_key_id": "AWS_ACCESS_KEY_ID",
-    "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
-    "aws_session_token": "AWS_SESSION_TOKEN",
-}
-
-
-def endpoint_url(environ: Mapping[str, str]) -> str | None:
-    return environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None
 
 
 def make_client(environ: Mapping[str, str], *, pool: int = 32) -> Any:
-    """A botocore S3 client: adaptive retries (throttling, 5xx, dropped connections), `pool` sockets."""
+    """The S3 client `environ` configures (its AWS_* rows, config/aws.py): see `client_for`."""
+    return client_for(parse_aws(environ), pool=pool)
+
+
+def client_for(aws: AwsSettings, *, pool: int = 32) -> Any:
+    """A botocore S3 client: adaptive retries (throttling, 5xx, dropped connections), `pool` sockets.
+
+    Keys given in the environment win; else the profile; else boto3's default chain (the role)."""
     import boto3  # noqa: PLC0415
     from botocore.config import Config  # noqa: PLC0415
 
-    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
-    kwargs: dict[str, Any] = {k: environ[v] for k, v in _CRED_VARS.items() if environ.get(v)}
-    profile = environ.get("AWS_PROFILE") if not kwargs else None
-    session = boto3.session.Session(region_name=region, profile_name=profile, **kwargs)
-    endpoint = endpoint_url(environ)
+    keys: dict[str, Any] = dict(aws.credentials())
+    profile = aws.profile if not keys else None
+    session = boto3.session.Session(region_name=aws.region, profile_name=profile, **keys)
     config = Config(
         retries={"max_attempts": 8, "mode": "adaptive"},
         max_pool_connections=pool,
         connect_timeout=10,
         read_timeout=60,
         tcp_keepalive=True,
-        s3={"addressing_style": "path"} if endpoint else {},
+        s3={"addressing_style": "path"} if aws.s3_endpoint else {},
     )
-    return session.client("s3", endpoint_url=endpoint, config=config)
+    return session.client("s3", endpoint_url=aws.s3_endpoint, config=config)
 
 
 # No space, over the file-size limit (RLIMIT_FSIZE), over the quota: the same fix for the user.

@@ -17,25 +17,22 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
-from typing import Any
 
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic
+from neuronserve.stage.context import StageContext
 from neuronserve.stage.manifest import Manifest
 from neuronserve.stage.paths import S3Uri
-from neuronserve.stage.s5 import list_with_s5cmd
-from neuronserve.stage.transfer import Journal, RemoteObject, TransferOptions, list_prefix
+from neuronserve.stage.s3engine import list_with_s5cmd
+from neuronserve.stage.transfer import Journal, RemoteObject, list_prefix
 
 log = logging.getLogger("neuronserve.stage")
 
 
-def list_for_check(
-    make_client: Callable[[], Any], src: S3Uri, opts: TransferOptions, what: str, dest: str
-) -> list[RemoteObject] | None:
+def list_for_check(ctx: StageContext, src: S3Uri, what: str, dest: str) -> list[RemoteObject] | None:
     """The prefix's listing, or None (logged) when S3 cannot be asked right now."""
     try:
-        return list_with_s5cmd(opts, src) or list_prefix(make_client(), src)
+        return list_with_s5cmd(ctx, src) or list_prefix(ctx.client(), src)
     except (StageError, OSError) as err:
         log.warning(
             "%s: could not check %s for changes (%s); using the complete local copy at %s",

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.errors import StageError
@@ -39,7 +40,7 @@ from neuronserve.stage import atomic
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import safe_relpath
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5proc import _PASS_ENV, _die_with_parent
+from neuronserve.stage.s5cmdproc import PASS_ENV, die_with_parent
 from neuronserve.types import Progress
 
 log = logging.getLogger("neuronserve.stage")
@@ -52,10 +53,29 @@ _OFFLINE = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"})
 _HF_META = os.path.join(".cache", "huggingface")
 
 
-def hub_source(repo: str, revision: str | None, environ: Mapping[str, str]) -> str:
+@dataclass(frozen=True)
+class HubAccess:
+    """How the hub download is started: the child's environment (see `child_env`), the hub's URL
+    (HF_ENDPOINT through its row, config/stage.py; None: the public hub) and the secret values
+    scrubbed from anything the child says."""
+
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    endpoint: str | None = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str], endpoint: str | None) -> HubAccess:
+        return cls(child_env(environ), endpoint, tuple(secret_values(environ)))
+
+    @property
+    def url(self) -> str:
+        return self.endpoint or DEFAULT_ENDPOINT
+
+
+def hub_source(repo: str, revision: str | None, endpoint: str | None) -> str:
     """What a manifest records for a hub copy: the endpoint (when not the public hub), repo, revision."""
-    endpoint = environ.get("HF_ENDPOINT", "").strip().rstrip("/")
-    where = "" if endpoint in ("", DEFAULT_ENDPOINT) else f"{endpoint}/"
+    url = (endpoint or "").rstrip("/")
+    where = "" if url in ("", DEFAULT_ENDPOINT) else f"{url}/"
     return f"hf://{where}{repo}@{revision or 'main'}"
 
 
@@ -63,13 +83,13 @@ def stage_hub(
     repo: str,
     revision: str | None,
     dest: str,
-    environ: Mapping[str, str],
+    hub: HubAccess,
     progress: ProgressCb,
     *,
     what: str,
 ) -> Manifest:
     """Make `dest` a complete copy of the hub repo at `revision`; raises StageError naming the fix."""
-    source = hub_source(repo, revision, environ)
+    source = hub_source(repo, revision, hub.endpoint)
     done = local_complete(dest, source)
     if done is not None:
         log.info("%s: complete copy at %s (manifest present), nothing to download", what, dest)
@@ -80,8 +100,8 @@ def stage_hub(
             return done
         staging = atomic.staging_path(dest)
         os.makedirs(staging, exist_ok=True)  # kept across runs: a killed download resumes into it
-        secrets = secret_values(environ)
-        child = _HubChild(repo, revision, staging, environ)
+        secrets = list(hub.secrets)
+        child = _HubChild(repo, revision, staging, hub)
         try:
             commit, files = child.listing(what, secrets)
             total = sum(f.size for f in files)
@@ -104,9 +124,9 @@ def stage_hub(
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The hub child's environment: the process basics, the HF_* settings given (the offline switches
     left out), this interpreter's import path, and huggingface_hub's bars and telemetry off."""
-    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    env = {k: v for k, v in os.environ.items() if k in PASS_ENV}
     env.update(
-        {k: v for k, v in environ.items() if (k.startswith("HF_") or k in _PASS_ENV) and k not in _OFFLINE}
+        {k: v for k, v in environ.items() if (k.startswith("HF_") or k in PASS_ENV) and k not in _OFFLINE}
     )
     env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)  # "" is the cwd
     env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
@@ -117,9 +137,9 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
 class _HubChild:
     """One running hubfetch: its JSON lines read in order, its stderr kept for a failure message."""
 
-    def __init__(self, repo: str, revision: str | None, staging: str, environ: Mapping[str, str]) -> None:
+    def __init__(self, repo: str, revision: str | None, staging: str, hub: HubAccess) -> None:
         self.repo, self.revision = repo, revision
-        self.endpoint = environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT
+        self.endpoint = hub.url
         request = {
             "repo": repo,
             "revision": revision,
@@ -133,8 +153,8 @@ class _HubChild:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env=child_env(environ),
-                preexec_fn=_die_with_parent,  # noqa: PLW1509
+                env=dict(hub.env),
+                preexec_fn=die_with_parent,  # noqa: PLW1509
             )
         except OSError as err:
             raise StageError(f"cannot start the hub download of {repo}: {err}") from err

@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Any
 
+from neuronserve.config.table import VARS
 from neuronserve.stage.paths import check_no_conflicts, safe_relpath
 
 
@@ -72,8 +73,9 @@ def fetch(request: dict[str, Any], token: str | bool) -> None:
 def main() -> int:
     try:
         request = json.loads(sys.stdin.read())
-        # HF_TOKEN or no token at all (False): never a token file the parent does not know to scrub
-        fetch(request, os.environ.get("HF_TOKEN") or False)
+        # HF_TOKEN (its row) or no token at all (False): never a token file the parent does not know to
+        # scrub. This child's environment is the one hub.child_env gave it, read here like cli.py reads.
+        fetch(request, VARS["HF_TOKEN"].read(os.environ) or False)
     except Exception as err:  # every failure is reported to the parent as one JSON line
         _say({"error": _error(err)})
         return 3

@@ -10,37 +10,27 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from collections.abc import Callable
-from typing import Any
 
 from neuronserve.errors import StageError
 from neuronserve.stage import atomic, fresh
 from neuronserve.stage.archive import extract_tar, remove_tree
 from neuronserve.stage.client import translate
+from neuronserve.stage.context import Batch, StageContext
 from neuronserve.stage.manifest import FileEntry, Manifest, local_complete
 from neuronserve.stage.paths import S3Uri, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import fetch_objects, list_with_s5cmd, start_early_copy
-from neuronserve.stage.s5proc import S5Run
-from neuronserve.stage.transfer import RemoteObject, TransferOptions, list_prefix
-from neuronserve.types import ModelSpec, Progress
+from neuronserve.stage.s3engine import fetch_objects, list_with_s5cmd, start_early_copy
+from neuronserve.stage.s5cmdproc import S5Run
+from neuronserve.stage.transfer import RemoteObject, list_prefix
+from neuronserve.types import ModelSpec
 
 log = logging.getLogger("neuronserve.stage")
-ClientFactory = Callable[[], Any]
-ProgressCb = Callable[[Progress], None] | None
 
 
-def stage_prefix(  # noqa: PLR0917
-    make_client: ClientFactory,
-    src: S3Uri,
-    dest: str,
-    opts: TransferOptions,
-    progress: ProgressCb,
-    what: str,
-    *,
-    check_fresh: bool = False,
+def stage_prefix(
+    ctx: StageContext, src: S3Uri, dest: str, what: str, *, check_fresh: bool = False
 ) -> Manifest:
-    """Copy every object under `src` to `dest` (atomically, resumably).
+    """Copy every object under `src` to `dest` (atomically, resumably); `what` names it in logs.
 
     A complete copy costs no request, unless `check_fresh` (models): then one listing is compared,
     by key, size and ETag, against the manifest, and only what changed in S3 is fetched (fresh.py).
@@ -53,7 +43,7 @@ def stage_prefix(  # noqa: PLR0917
         if not check_fresh:
             log.info("%s: complete copy at %s (manifest present), nothing to download", what, dest)
             return done
-        listing = fresh.list_for_check(make_client, src, opts, what, dest)
+        listing = fresh.list_for_check(ctx, src, what, dest)
         if listing is None or not fresh.changes(done, listing):
             return done
     with atomic.dir_lock(dest):
@@ -67,26 +57,23 @@ def stage_prefix(  # noqa: PLR0917
                 src.uri,
                 fresh.describe(done, listing),
             )
-            staging = atomic.staging_path(dest)
-            fresh.seed_staging(dest, staging, done, listing, src.uri)
-            return _fetch_and_commit(make_client, src, dest, staging, listing, opts, progress, what, None)
+            fresh.seed_staging(dest, atomic.staging_path(dest), done, listing, src.uri)
+            return _fetch_and_commit(ctx, src, dest, listing, what=what, early=None)
         if done is not None:
             return done
-        return copy_prefix_locked(make_client, src, dest, opts, progress, what)
+        return copy_prefix_locked(ctx, src, dest, what)
 
 
-def copy_prefix_locked(  # noqa: PLR0917
-    make_client: ClientFactory, src: S3Uri, dest: str, opts: TransferOptions, progress: ProgressCb, what: str
-) -> Manifest:
+def copy_prefix_locked(ctx: StageContext, src: S3Uri, dest: str, what: str) -> Manifest:
     """The copy itself; the caller holds `dir_lock(dest)`.
 
     A fresh copy starts transferring while the prefix is listed (`start_early_copy`); whatever
     goes wrong before the listing has been checked stops that copy and removes what it wrote.
     """
     staging = atomic.staging_path(dest)
-    early = start_early_copy(opts.environ, src, staging, opts)
+    early = start_early_copy(ctx, src, staging)
     try:
-        objects = list_with_s5cmd(opts, src) or list_prefix(make_client(), src)
+        objects = list_with_s5cmd(ctx, src) or list_prefix(ctx.client(), src)
         os.makedirs(staging, exist_ok=True)
         total = sum(o.size for o in objects)
         atomic.check_free_space(staging, total - _bytes_present(staging, objects), src.uri)
@@ -95,27 +82,19 @@ def copy_prefix_locked(  # noqa: PLR0917
             early.abandon(staging, keep_dir=False)
         raise
     log.info("%s: %d files, %.1f MiB from %s to %s", what, len(objects), total / 2**20, src.uri, dest)
-    return _fetch_and_commit(make_client, src, dest, staging, objects, opts, progress, what, early)
+    return _fetch_and_commit(ctx, src, dest, objects, what=what, early=early)
 
 
-def _fetch_and_commit(  # noqa: PLR0917
-    make_client: ClientFactory,
-    src: S3Uri,
-    dest: str,
-    staging: str,
-    objects: list[RemoteObject],
-    opts: TransferOptions,
-    progress: ProgressCb,
-    what: str,
-    early: S5Run | None,
+def _fetch_and_commit(
+    ctx: StageContext, src: S3Uri, dest: str, objects: list[RemoteObject], *, what: str, early: S5Run | None
 ) -> Manifest:
     """Fetch what the staging journal lacks, drop what the listing lacks, commit with the new manifest."""
+    staging = atomic.staging_path(dest)
     total = sum(o.size for o in objects)
     try:
-        with ProgressMeter(what, total, progress) as meter:
-            fetched = fetch_objects(
-                make_client, src.bucket, objects, staging, opts, meter, whole_prefix=True, early=early
-            )
+        with ProgressMeter(what, total, ctx.progress) as meter:
+            batch = Batch(src.bucket, objects, staging, meter, whole_prefix=True, early=early)
+            fetched = fetch_objects(ctx, batch)
     finally:
         if early is not None:
             early.kill()  # a no-op once it finished; never left writing after an error
@@ -145,14 +124,7 @@ def _bytes_present(staging: str, objects: list[RemoteObject]) -> int:
     return n
 
 
-def stage_archive(  # noqa: PLR0917
-    make_client: ClientFactory,
-    uri: str,
-    dest: str,
-    opts: TransferOptions,
-    progress: ProgressCb,
-    label: str = "model",
-) -> Manifest:
+def stage_archive(ctx: StageContext, uri: str, dest: str, label: str = "model") -> Manifest:
     """Download (if s3://) and safely extract a .tar.gz into `dest`; the manifest names the archive.
 
     `label` names what it holds in logs and progress lines ("model", "LoRA adapter 'sql'", ...).
@@ -169,7 +141,7 @@ def stage_archive(  # noqa: PLR0917
             return done
         download_dir = dest.rstrip("/") + ".download"
         if uri.startswith("s3://"):
-            archive = _download_archive(make_client(), parse_s3_uri(uri), download_dir, opts, progress, label)
+            archive = _download_archive(ctx, parse_s3_uri(uri), download_dir, label)
         else:
             archive = uri
         staging = atomic.staging_path(dest)
@@ -178,8 +150,8 @@ def stage_archive(  # noqa: PLR0917
         atomic.check_free_space(staging, os.path.getsize(archive), uri)
         log.info("extracting %s to %s", uri, dest)
         try:
-            with ProgressMeter(f"extract {uri}", None, progress) as meter:
-                files = extract_tar(archive, staging, uri, meter, environ=opts.environ)
+            with ProgressMeter(f"extract {uri}", None, ctx.progress) as meter:
+                files = extract_tar(archive, staging, uri, meter, limits=ctx.archive)
         except OSError as err:
             raise translate(err, uri) from err
         atomic.commit(staging, dest, Manifest(source=source, files=tuple(files)))
@@ -195,9 +167,8 @@ def _local_stamp(path: str) -> str:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def _download_archive(  # noqa: PLR0917
-    client: Any, src: S3Uri, download_dir: str, opts: TransferOptions, progress: ProgressCb, label: str
-) -> str:
+def _download_archive(ctx: StageContext, src: S3Uri, download_dir: str, label: str) -> str:
+    client = ctx.client()
     try:
         head = client.head_object(Bucket=src.bucket, Key=src.key)
     except Exception as err:
@@ -206,14 +177,12 @@ def _download_archive(  # noqa: PLR0917
     obj = RemoteObject(src.key, name, int(head["ContentLength"]), str(head["ETag"]).strip('"'))
     os.makedirs(download_dir, exist_ok=True)
     atomic.check_free_space(download_dir, obj.size, src.uri)
-    with ProgressMeter(f"{label} {src.uri}", obj.size, progress) as meter:
-        fetch_objects(lambda: client, src.bucket, [obj], download_dir, opts, meter)
+    with ProgressMeter(f"{label} {src.uri}", obj.size, ctx.progress) as meter:
+        fetch_objects(ctx, Batch(src.bucket, [obj], download_dir, meter))
     return os.path.join(download_dir, name)
 
 
-def stage_model(
-    spec: ModelSpec, make_client: ClientFactory, opts: TransferOptions, progress: ProgressCb
-) -> str | None:
+def stage_model(spec: ModelSpec, ctx: StageContext) -> str | None:
     """Return the directory the engine reads (None for a hub id left to the engine)."""
     if spec.source == "hub":
         if spec.local_path is None:  # with a local path, the plan stages it (stage/assets.py, hub.py)
@@ -230,17 +199,9 @@ def stage_model(
     if not spec.local_path:
         raise StageError(f"no local path planned for model {spec.uri}")
     if spec.source == "s3":
-        stage_prefix(
-            make_client,
-            parse_s3_uri(spec.uri),
-            spec.local_path,
-            opts,
-            progress,
-            f"model {spec.uri}",
-            check_fresh=True,
-        )
+        stage_prefix(ctx, parse_s3_uri(spec.uri), spec.local_path, f"model {spec.uri}", check_fresh=True)
     elif spec.source == "archive":
-        stage_archive(make_client, spec.uri, spec.local_path, opts, progress)
+        stage_archive(ctx, spec.uri, spec.local_path)
     else:
         raise StageError(f"unknown model source {spec.source!r} for {spec.uri}")
     return spec.local_path

@@ -150,3 +150,18 @@ def test_sha256_default_buffer_reads_large_files_whole(tmp_path: Path) -> None:
     data = bytes(range(256)) * (5 * 4096 + 7)
     (tmp_path / "big").write_bytes(data)
     assert sha256_file(str(tmp_path / "big")) == hashlib.sha256(data).hexdigest()
+
+
+def test_manifest_round_trip_and_rejections() -> None:
+    m = Manifest(
+        source="s3://b/p/", files=(FileEntry("a/b.bin", 3, "e", "p/a/b.bin", "0" * 64),), upload_id="u1"
+    )
+    assert parse_manifest(m.to_json(), where="x") == m
+    for text in (
+        "",
+        "[]",
+        '{"format": "other", "files": []}',
+        m.to_json().replace('"a/b.bin"', '"../b.bin"'),
+    ):
+        with pytest.raises(StageError, match="invalid manifest"):
+            parse_manifest(text, where="x")

@@ -1,8 +1,8 @@
 """The exact refusals of the S3 key -> path mapping, and the directory reading of an S3 location.
 
 Every message here reaches the person who set SM_VLLM_MODEL / the artifacts URI as the one line the CLI
-prints before exiting 1, so it must name the bad value and what was expected. tests/s3/test_paths.py
-checks that these inputs are refused at all; these pin what the refusal says (added where mutation
+prints before exiting 1, so it must name the bad value and what was expected. The last tests
+check that these inputs are refused at all; the others pin what the refusal says (added where mutation
 testing showed the messages unchecked: docs/TESTING.md).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from neuronserve.errors import StageError
-from neuronserve.stage.paths import S3Uri, check_no_conflicts, key_to_relpath, parse_s3_uri
+from neuronserve.stage.paths import S3Uri, check_no_conflicts, key_to_relpath, parse_s3_uri, safe_relpath
 
 
 def refusal(call: object, *args: object, **kwargs: object) -> str:
@@ -105,3 +105,57 @@ def test_a_key_making_a_directory_of_a_bookkeeping_name_is_refused(key: str) -> 
     assert refusal(key_to_relpath, key, "p/") == (
         f"refusing S3 key {rest!r}: the name is reserved for neuronserve's bookkeeping"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "rel"),
+    [
+        ("p/a.json", "a.json"),
+        ("p/sub/dir/w.bin", "sub/dir/w.bin"),
+        ("p/sub/", None),
+        ("p/", None),
+        ("p/a//b", "a/b"),
+    ],
+)
+def test_keys_map_under_the_prefix(key: str, rel: str | None) -> None:
+    assert key_to_relpath(key, "p/") == rel
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../x",
+        "a/../../x",
+        "/etc/passwd",
+        "a\\..\\x",
+        "a/./b",
+        ".",
+        "",
+        "a\x00b",
+        ".neuronserve-manifest.json",
+        "d/.neuronserve-journal.jsonl",
+        "w.bin.neuronserve-part",
+    ],
+)
+def test_unsafe_names_are_refused(name: str) -> None:
+    with pytest.raises(StageError, match="refusing"):
+        safe_relpath(name, what="S3 key")
+
+
+def test_key_outside_prefix_and_file_dir_clash_are_refused() -> None:
+    with pytest.raises(StageError):
+        key_to_relpath("other/x", "p/")
+    with pytest.raises(StageError, match="both a file and a directory"):
+        check_no_conflicts(["a", "a/b"], where="s3://b/p/")
+
+
+def test_uri_parsing() -> None:
+    uri = parse_s3_uri("s3://bucket/models/llama")
+    assert (uri.bucket, uri.key, uri.as_prefix().uri) == (
+        "bucket",
+        "models/llama",
+        "s3://bucket/models/llama/",
+    )
+    for bad in ("http://x/y", "s3:///key", "bucket/key"):
+        with pytest.raises(StageError):
+            parse_s3_uri(bad)

@@ -1,5 +1,5 @@
 """Running the s5cmd binary: where it is, what environment it gets, and one running copy whose
-output is read as it comes. The transfer logic that drives it is in `s5`."""
+output is read as it comes. s3engine.py decides when s5cmd runs; s5cmdcopy.py drives its copies."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from neuronserve.stage.client import endpoint_url
-
-_PASS_ENV = (
+# The process basics a child needs besides its own settings (s5cmd here, the hub download in hub.py).
+PASS_ENV = (
     "PATH",
     "HOME",
     "TMPDIR",
@@ -48,16 +47,17 @@ def s5cmd_binary() -> str | None:
 
 
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """Only what s5cmd needs: AWS settings and proxies; nothing else of ours leaks into the child."""
-    env = {k: v for k, v in environ.items() if k.startswith("AWS_") or k in _PASS_ENV}
-    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+    """Only what s5cmd needs: the AWS settings (it reads its own: keys, profile, region, CA bundle) and
+    the process basics; nothing else of ours leaks into the child. The binary is started by its full
+    path, so without a PATH it gets the system default."""
+    env = {k: v for k, v in environ.items() if k.startswith("AWS_") or k in PASS_ENV}
+    env.setdefault("PATH", os.defpath)
     return env
 
 
-def global_args(binary: str, environ: Mapping[str, str], retries: int) -> list[str]:
+def global_args(binary: str, endpoint: str | None, retries: int) -> list[str]:
     """The options every s5cmd call starts with: JSON output, retries, and the S3 endpoint if set."""
     argv = [binary, "--json", "-r", str(retries)]
-    endpoint = endpoint_url(environ)
     if endpoint:
         argv += ["--endpoint-url", endpoint]
     return argv
@@ -66,7 +66,8 @@ def global_args(binary: str, environ: Mapping[str, str], retries: int) -> list[s
 class S5Run:
     """One running s5cmd whose JSON lines are read on a thread, so a full pipe never stalls it."""
 
-    def __init__(self, argv: list[str], environ: Mapping[str, str], stdin: str = "") -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], stdin: str = "") -> None:
+        """Start `argv` with exactly the environment `env` (child_env's), feeding it `stdin`."""
         self.prefix: str | None = None  # for a wildcard copy: the key prefix it copies
         self.proc = subprocess.Popen(
             argv,
@@ -74,8 +75,8 @@ class S5Run:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=child_env(environ),
-            preexec_fn=_die_with_parent,  # noqa: PLW1509
+            env=dict(env),
+            preexec_fn=die_with_parent,  # noqa: PLW1509
         )
         self.errors: list[str] = []
         self._events: queue.SimpleQueue[dict[str, object] | None] = queue.SimpleQueue()
@@ -120,7 +121,7 @@ class S5Run:
             os.makedirs(staging_dir, exist_ok=True)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: SIGKILL it when we die, so a killed stager never leaves s5cmd writing on."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.stage.test_cache import compile_into, keyed_plan, tree
 
 from neuronserve.stage import stage_all
 
-from .test_cache import compile_into, keyed_plan, tree
-
 pytestmark = pytest.mark.s3
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

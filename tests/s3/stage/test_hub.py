@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.s3.assetplans import asset_plan
+from tests.s3.conftest import wait_for
+from tests.s3.helpers import read_tree
 from tests.support.hubserver import HubControl, HubRepo, hub_server
 
 from neuronserve.errors import StageError
@@ -22,12 +25,8 @@ from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
 from neuronserve.types import AssetSpec, ModelSpec, Progress
 
-from .assetplans import asset_plan
-from .conftest import wait_for
-from .helpers import read_tree
-
 pytestmark = pytest.mark.s3
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 TOKEN = "hf_TestTokenValue0123456789"
 REPO = "tiny-org/tiny-llama"
 

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .test_cache import compile_into, tree
-from .test_cli import cli
+from tests.s3.commands.test_cli import cli
+from tests.s3.stage.test_cache import compile_into, tree
 
 pytestmark = pytest.mark.s3
 

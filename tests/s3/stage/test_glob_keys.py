@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl
+from tests.s3.helpers import make_plan, put_tree, read_tree, s3_model
 
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
 from neuronserve.types import ModelSpec
-
-from .conftest import ServerControl
-from .helpers import make_plan, put_tree, read_tree, s3_model
 
 pytestmark = pytest.mark.s3
 

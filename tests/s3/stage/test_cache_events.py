@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl
+from tests.s3.stage.test_cache import compile_into, keyed_plan
 
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.state import ServerState
 from neuronserve.stage import events, publish_artifacts, stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
-
-from .conftest import ServerControl
-from .test_cache import compile_into, keyed_plan
 
 pytestmark = pytest.mark.s3
 

@@ -9,12 +9,11 @@ import os
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl
+from tests.s3.helpers import put_tree, read_tree, s3_model, sample_files
 
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
-
-from .conftest import ServerControl
-from .helpers import put_tree, read_tree, s3_model, sample_files
 
 pytestmark = pytest.mark.s3
 
@@ -23,7 +22,7 @@ def _listings(requests: list[tuple[str, str, str]]) -> list[tuple[str, str, str]
     return [r for r in requests if r[0] == "GET" and "list-type=2" in r[2]]
 
 
-def test_unchanged_prefix_costs_one_list_and_no_get(  # noqa: PLR0917
+def test_unchanged_prefix_costs_one_list_and_no_get(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Any, engine: str
 ) -> None:
     env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
@@ -48,7 +47,7 @@ def fetch_and_read(
     return {k for k, n in s3_server.object_gets(bucket).items() if n != gets.get(k, 0)}, got
 
 
-def test_in_place_update_is_fetched_and_only_it(  # noqa: PLR0917
+def test_in_place_update_is_fetched_and_only_it(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Any, engine: str
 ) -> None:
     env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .test_cache import tree
-from .test_cli import cli
+from tests.s3.commands.test_cli import cli
+from tests.s3.stage.test_cache import tree
 
 pytestmark = pytest.mark.s3
 # One compiled entry as the plugin leaves it (compilation_cache.md: a <hash>/ directory per graph).

@@ -8,13 +8,12 @@ import tarfile
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl
+from tests.s3.helpers import make_plan, put_tree, read_tree, s3_model, sample_files
 
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
 from neuronserve.types import ModelSpec, Progress
-
-from .conftest import ServerControl
-from .helpers import make_plan, put_tree, read_tree, s3_model, sample_files
 
 pytestmark = pytest.mark.s3
 
@@ -63,7 +62,7 @@ def test_complete_copy_rerun_lists_once_and_fetches_nothing(
     assert len(s3_server.all_requests(bucket)) == before + 1  # one listing: is the copy still current?
 
 
-def test_archive_from_s3_and_local(  # noqa: PLR0917
+def test_archive_from_s3_and_local(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Any, engine: str
 ) -> None:
     s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}

