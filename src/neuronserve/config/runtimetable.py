@@ -125,7 +125,15 @@ RUNTIME_VARS: tuple[Var, ...] = (
         SAGEMAKER,
         "Where SageMaker puts model data (used when non-empty)",
     ),
-    Var("SAGEMAKER_BIND_TO_PORT", "", 8080, SAGEMAKER, "Front server port, 1-65535", p.port, "serve.port"),
+    Var(
+        "SAGEMAKER_BIND_TO_PORT",
+        "",
+        8080,
+        SAGEMAKER,
+        "Front server port, 0-65535 (0: any free port)",
+        p.listen_port,
+        "serve.port",
+    ),
     Var(
         "SAGEMAKER_MAX_PAYLOAD_IN_MB",
         "",

@@ -97,7 +97,8 @@ def whole_between(least: int, most: int) -> Parser:
     return parse
 
 
-port = whole_between(1, 65535)  # a TCP port to bind or connect to (0 would bind a random one)
+port = whole_between(1, 65535)  # a TCP port another process listens on (the engine's: known in advance)
+listen_port = whole_between(0, 65535)  # a TCP port this process binds; 0 takes any free one
 
 
 def boolean(var: Var, raw: str) -> bool:

@@ -29,6 +29,7 @@ def row(parse: p.Parser, default: Any = None) -> Var:
         (p.whole_number, None, " 8080 ", 8080),
         (p.whole_number, None, "0", 0),
         (p.port, 8080, "65535", 65535),
+        (p.listen_port, 8080, "0", 0),
         (p.whole_between(1, 128), None, "128", 128),
         (p.number, None, "1e3", 1000.0),
         (p.boolean, False, "TRUE", True),
@@ -82,6 +83,7 @@ def test_parsers_type_the_text(parse: p.Parser, default: Any, raw: str, value: A
         (p.whole_number, 8080, "+8", "X_VAR='+8' must be a whole number (digits only, e.g. 8080)"),
         (p.port, 8080, "0", "X_VAR=0 is out of range: use a whole number from 1 to 65535"),
         (p.port, 8080, "65536", "X_VAR=65536 is out of range: use a whole number from 1 to 65535"),
+        (p.listen_port, 8080, "65536", "X_VAR=65536 is out of range: use a whole number from 0 to 65535"),
         (
             p.port,
             8080,
