@@ -90,17 +90,24 @@ class Journal:
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, tuple[int, str]]:
-        done: dict[str, tuple[int, str]] = {}
+        """{relative path: (size, ETag)} of every file a run finished. A torn last line (a run killed
+        mid-write) is skipped and ended, so the next record starts a line of its own instead of being
+        joined to it and lost."""
         try:
             with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                        done[str(rec["rel"])] = (int(rec["size"]), str(rec["etag"]))
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a torn last line from a killed run
+                text = fh.read()
         except FileNotFoundError:
-            pass
+            return {}
+        done: dict[str, tuple[int, str]] = {}
+        for line in text.split("\n"):
+            try:
+                rec = json.loads(line)
+                done[str(rec["rel"])] = (int(rec["size"]), str(rec["etag"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn line from a killed run
+        if text and not text.endswith("\n"):
+            with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+                fh.write("\n")
         return done
 
     def record(self, obj: RemoteObject) -> None:
