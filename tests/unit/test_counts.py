@@ -22,6 +22,11 @@ from neuronserve.counts import positive, whole
         ("1.5", None),
         ("eight", None),
         ("1e3", None),
+        ("nan", None),
+        ("inf", None),
+        ("٣", None),  # int() reads other scripts' digits; a setting is written in ASCII
+        ("9" * 5000, None),  # more digits than int() converts: not a count, and no ValueError
+        ("12345678901234567890", 12345678901234567890),
     ],
 )
 def test_whole(text: str, want: int | None) -> None:
