@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         )
     key = args.key
     if not key:
-        from neuronserve.host.resolve import resolve_plan  # noqa: PLC0415
+        from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
 
         plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
         key = plan.cache_key

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from neuronserve.front.answer import Event, Seq, Tok
+from neuronserve.front.completion_reader import Event, Seq, Tok
 from neuronserve.front.errors import TGI_ERROR_TYPES
 from neuronserve.front.genparams import GenRequest
 

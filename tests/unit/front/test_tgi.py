@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from neuronserve.front import answer, genparams, tgi
+from neuronserve.front import completion_reader, genparams, tgi
 from neuronserve.front.errors import FrontError
 
 
@@ -19,7 +19,7 @@ def _tr(body: dict[str, Any]) -> tuple[genparams.GenRequest, dict[str, Any]]:
 
 
 def _answer(req: genparams.GenRequest, resp: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    seqs = answer.sequences(req, resp, {})
+    seqs = completion_reader.sequences(req, resp, {})
     return [tgi.response(req, seqs)], seqs[0].generated
 
 
@@ -28,7 +28,7 @@ class _Stream:
 
     def __init__(self, req: genparams.GenRequest) -> None:
         self.req = req
-        self.reader = answer.StreamReader(req)
+        self.reader = completion_reader.StreamReader(req)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -276,7 +276,7 @@ def test_details_token_texts_join_to_the_generated_text() -> None:
 def test_token_texts_always_join_to_the_text(
     texts: list[str], text: str, offsets: list[int] | None, want: list[str]
 ) -> None:
-    got = answer.token_texts(texts, text, offsets)
+    got = completion_reader.token_texts(texts, text, offsets)
     assert got == want
     assert "".join(got) == text or not texts
 

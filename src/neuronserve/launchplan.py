@@ -1,8 +1,10 @@
-"""resolve_plan: settings + host facts -> LaunchPlan, the one call serve/stage/plan commands make.
+"""The launch plan of this machine: settings + host facts -> LaunchPlan, the one call the serve, stage,
+plan and cache commands (and the ECS renderer) make.
 
-The shell around the pure core: read serving.properties and host facts (the only I/O), parse the
-settings from the environment mapping the CLI read once, then `plan.build_plan`. Tests pass `facts=`
-to plan for any instance type on any machine.
+The top-level wiring around the pure core, kept out of each package it joins: `config/` parses the
+settings, `host/` reads serving.properties and the host facts (the only I/O), `plan/` builds the plan.
+It is none of them (host/ reads the machine, plan/ is pure, commands/ is the CLI), so it lives beside
+`cli.py`. Tests pass `facts=` to plan for any instance type on any machine.
 """
 
 from __future__ import annotations

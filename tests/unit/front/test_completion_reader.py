@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from neuronserve.front import answer, genparams, lmi, tgi
-from neuronserve.front.answer import Event, Tok
+from neuronserve.front import completion_reader, genparams, lmi, tgi
+from neuronserve.front.completion_reader import Event, Tok
 
 
 def _req(stream: bool = False, **params: Any) -> genparams.GenRequest:
@@ -33,7 +33,7 @@ def _req(stream: bool = False, **params: Any) -> genparams.GenRequest:
     ],
 )
 def test_token_id(raw: str, want: tuple[int | None, str]) -> None:
-    assert answer.token_id(raw, {12: "twelve"}) == want
+    assert completion_reader.token_id(raw, {12: "twelve"}) == want
 
 
 def test_ids_to_resolve_collects_generated_top_and_first_prompt_ids() -> None:
@@ -45,10 +45,12 @@ def test_ids_to_resolve_collects_generated_top_and_first_prompt_ids() -> None:
         "prompt_token_ids": [1, 2],
         "prompt_logprobs": [None, {"2": {"logprob": -1.0}}],
     }
-    assert answer.ids_to_resolve(choice) == {5, 6, 9, 1}
-    assert answer.ids_to_resolve({**choice, "prompt_logprobs": None}) == {5, 6, 9}
-    assert answer.ids_to_resolve({"logprobs": {"tokens": ["a"]}, "prompt_logprobs": [None]}) == set()
-    assert answer.ids_to_resolve({}) == set()
+    assert completion_reader.ids_to_resolve(choice) == {5, 6, 9, 1}
+    assert completion_reader.ids_to_resolve({**choice, "prompt_logprobs": None}) == {5, 6, 9}
+    assert (
+        completion_reader.ids_to_resolve({"logprobs": {"tokens": ["a"]}, "prompt_logprobs": [None]}) == set()
+    )
+    assert completion_reader.ids_to_resolve({}) == set()
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_ids_to_resolve_collects_generated_top_and_first_prompt_ids() -> None:
     ],
 )
 def test_finish_reason(reason: str | None, stop: list[str], stop_reason: Any, want: str) -> None:
-    assert answer.finish_reason(reason, stop, stop_reason) == want
+    assert completion_reader.finish_reason(reason, stop, stop_reason) == want
 
 
 def test_prefill_reads_prompt_logprobs() -> None:
@@ -77,21 +79,21 @@ def test_prefill_reads_prompt_logprobs() -> None:
             {"16": {"logprob": -0.25, "rank": 1, "decoded_token": None}},
         ],
     }
-    assert answer.prefill(choice, {1: "<s>"}) == [
+    assert completion_reader.prefill(choice, {1: "<s>"}) == [
         Tok(1, "<s>", None),
         Tok(15, "Hi", -3.5),
         Tok(16, "", -0.25),
     ]
     # no prompt ids: the first entry stands for the token
-    assert answer.prefill(
+    assert completion_reader.prefill(
         {"prompt_logprobs": [None, {"4": {"logprob": -1.0, "decoded_token": "a"}}]}, {}
     ) == [Tok(4, "a", -1.0)]
-    assert answer.prefill({"prompt_logprobs": None}, {}) == []
+    assert completion_reader.prefill({"prompt_logprobs": None}, {}) == []
 
 
 def test_top_tokens_by_id_and_by_text() -> None:
     choice = {"logprobs": {"top_logprobs": [{"token_id:3": -0.5, "token_id:4": -1.5}, None, {"x": -0.1}]}}
-    assert answer.top_tokens(choice, {3: "a", 4: "b"}) == [
+    assert completion_reader.top_tokens(choice, {3: "a", 4: "b"}) == [
         [Tok(3, "a", -0.5), Tok(4, "b", -1.5)],
         [],
         [Tok(-1, "x", -0.1)],
@@ -100,11 +102,15 @@ def test_top_tokens_by_id_and_by_text() -> None:
 
 def test_tokens_take_ids_from_the_choice_when_texts_are_strings() -> None:
     choice = {"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [-1.0, None]}, "token_ids": [7, 8]}
-    assert answer.tokens(choice, "abc", {}) == [Tok(7, "a", -1.0), Tok(8, "b", None), Tok(-1, "c", None)]
+    assert completion_reader.tokens(choice, "abc", {}) == [
+        Tok(7, "a", -1.0),
+        Tok(8, "b", None),
+        Tok(-1, "c", None),
+    ]
     by_id = {"logprobs": {"tokens": ["token_id:7", "token_id:8"], "text_offset": [0, 2]}}
-    assert answer.tokens(by_id, "ab", {7: "a", 8: "b"}) == [Tok(7, "a", None), Tok(8, "b", None)]
+    assert completion_reader.tokens(by_id, "ab", {7: "a", 8: "b"}) == [Tok(7, "a", None), Tok(8, "b", None)]
     # ids' texts that do not join to the text: the offsets (of "token_id:N" strings) are not used
-    assert answer.tokens(by_id, "aXb", {7: "a", 8: "b"}) == [Tok(7, "", None), Tok(8, "aXb", None)]
+    assert completion_reader.tokens(by_id, "aXb", {7: "a", 8: "b"}) == [Tok(7, "", None), Tok(8, "aXb", None)]
 
 
 def _choice(text: str, logprobs: list[float], ids: list[int], finish: str = "length") -> dict[str, Any]:
@@ -122,26 +128,26 @@ def test_sequences_most_likely_first_and_counts() -> None:
         "choices": [_choice("ab", [-2.0, -1.0], [1, 2]), _choice("cd", [-0.5, -0.25], [3, 4], "stop")],
         "usage": {"completion_tokens": 4},
     }
-    seqs = answer.sequences(req, resp, {})
+    seqs = completion_reader.sequences(req, resp, {})
     assert [(s.text, s.score, s.generated, s.finish_reason) for s in seqs] == [
         ("cd", -0.75, 2, "eos_token"),
         ("ab", -3.0, 2, "length"),
     ]
     # one sequence: the engine's usage counts the generated tokens
-    one = answer.sequences(
+    one = completion_reader.sequences(
         _req(), {"choices": [_choice("ab", [-1.0, -1.0], [1, 2])], "usage": {"completion_tokens": 5}}, {}
     )
     assert one[0].generated == 5
-    none = answer.sequences(_req(), {"choices": [{"text": "ab", "token_ids": [1, 2]}]}, {})
+    none = completion_reader.sequences(_req(), {"choices": [{"text": "ab", "token_ids": [1, 2]}]}, {})
     assert (none[0].generated, none[0].tokens, none[0].top) == (2, [], [])
-    empty = answer.sequences(_req(), {}, {})
+    empty = completion_reader.sequences(_req(), {}, {})
     assert (empty[0].text, empty[0].finish_reason, empty[0].generated) == ("", "length", 0)
 
 
 def test_tgi_best_of_answer_shape() -> None:
     req = _req(best_of=2, do_sample=True, details=True, seed=3, return_full_text=True)
     resp = {"choices": [_choice("ab", [-2.0, -1.0], [1, 2]), _choice("cd", [-0.5, -0.25], [3, 4], "stop")]}
-    got = tgi.response(req, answer.sequences(req, resp, {}))
+    got = tgi.response(req, completion_reader.sequences(req, resp, {}))
     tokens_cd = [
         {"id": 3, "text": "c", "logprob": -0.5, "special": False},
         {"id": 4, "text": "d", "logprob": -0.25, "special": False},
@@ -190,7 +196,7 @@ def test_tgi_details_with_top_tokens_and_prefill() -> None:
             }
         ]
     }
-    got = tgi.response(req, answer.sequences(req, resp, {5: "a", 1: "<s>"}))
+    got = tgi.response(req, completion_reader.sequences(req, resp, {5: "a", 1: "<s>"}))
     tok = {"id": 5, "text": "a", "logprob": -0.5, "special": False}
     assert got == {
         "generated_text": "a",
@@ -248,7 +254,7 @@ def test_tgi_stream_events_with_top_tokens() -> None:
 
 def test_lmi_answer_shapes() -> None:
     req = _req(details=True, decoder_input_details=True, top_n_tokens=1)
-    seq = answer.Seq(
+    seq = completion_reader.Seq(
         text="a",
         finish_reason="length",
         tokens=[Tok(5, "a", -0.5)],
@@ -269,7 +275,7 @@ def test_lmi_answer_shapes() -> None:
     }
     assert lmi.response(_req(), [seq]) == {"generated_text": "a"}
     # best_of: details appear even when not asked for, to carry the other sequences
-    other = answer.Seq(
+    other = completion_reader.Seq(
         text="b", finish_reason="eos_token", tokens=[Tok(6, "b", -2.0)], top=[], prefill=[], generated=1
     )
     assert lmi.response(_req(return_full_text=True, best_of=2, do_sample=True), [seq, other]) == {
@@ -309,7 +315,7 @@ def test_lmi_stream_and_error_shapes() -> None:
 
 
 def test_stream_reader_counts_tokens_and_skips_empty_chunks() -> None:
-    reader = answer.StreamReader(_req(stream=True, details=True))
+    reader = completion_reader.StreamReader(_req(stream=True, details=True))
     assert reader.pending("[DONE]") == (None, set())
     assert reader.pending(" [DONE] ") == (None, set())
     assert reader.pending("[1]") == (None, set())
@@ -326,7 +332,7 @@ def test_stream_reader_counts_tokens_and_skips_empty_chunks() -> None:
     last = reader.events({"text": "", "token_ids": [2], "finish_reason": "stop"}, {})
     assert [(e.token, e.final) for e in last] == [(Tok(2, "", None, special=True), ("eos_token", 1, "a"))]
     # a final chunk with text but no logprobs is one token; with several ids the id is unknown
-    reader = answer.StreamReader(_req(stream=True))
+    reader = completion_reader.StreamReader(_req(stream=True))
     last = reader.events({"text": "bc", "token_ids": [7, 8], "finish_reason": "length"}, {})
     assert [(e.token, e.final) for e in last] == [(Tok(-1, "bc", None), ("length", 1, "bc"))]
 
@@ -337,26 +343,28 @@ def test_prefill_takes_the_prompt_token_not_the_most_likely_one() -> None:
         "prompt_token_ids": [1, 15],
         "prompt_logprobs": [None, {"7": {"logprob": -0.1, "decoded_token": "x"}, "15": {"logprob": -3.5}}],
     }
-    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(15, "", -3.5)]
+    assert completion_reader.prefill(choice, {}) == [Tok(1, "", None), Tok(15, "", -3.5)]
     # more entries than prompt ids: the first entry stands for the token
     choice = {
         "prompt_token_ids": [1],
         "prompt_logprobs": [None, {"9": {"logprob": -2.0, "decoded_token": "y"}}],
     }
-    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(9, "y", -2.0)]
+    assert completion_reader.prefill(choice, {}) == [Tok(1, "", None), Tok(9, "y", -2.0)]
     # an id that is not among the entries: the first entry
     choice = {"prompt_token_ids": [1, 15], "prompt_logprobs": [None, {"7": {"logprob": -0.1}}]}
-    assert answer.prefill(choice, {}) == [Tok(1, "", None), Tok(7, "", -0.1)]
+    assert completion_reader.prefill(choice, {}) == [Tok(1, "", None), Tok(7, "", -0.1)]
 
 
 def test_top_tokens_only_when_asked_for() -> None:
     choice = {**_choice("a", [-0.5], [5]), "logprobs": {"tokens": ["a"], "top_logprobs": [{"a": -0.5}]}}
-    assert answer.sequences(_req(details=True), {"choices": [choice]}, {})[0].top == []
-    assert answer.sequences(_req(top_n_tokens=1), {"choices": [choice]}, {})[0].top == [[Tok(-1, "a", -0.5)]]
+    assert completion_reader.sequences(_req(details=True), {"choices": [choice]}, {})[0].top == []
+    assert completion_reader.sequences(_req(top_n_tokens=1), {"choices": [choice]}, {})[0].top == [
+        [Tok(-1, "a", -0.5)]
+    ]
 
 
 def test_stream_reader_top_tokens_ids_and_stop_sequences() -> None:
-    reader = answer.StreamReader(_req(stream=True, top_n_tokens=2, stop=["##"]))
+    reader = completion_reader.StreamReader(_req(stream=True, top_n_tokens=2, stop=["##"]))
     assert reader.usage == {}
     chunk = {
         "text": "a",
@@ -373,7 +381,7 @@ def test_stream_reader_top_tokens_ids_and_stop_sequences() -> None:
     assert last.final == ("stop_sequence", 1, "a")
     assert last.top == []
     # without top_n the engine's top_logprobs are not turned into top tokens
-    reader = answer.StreamReader(_req(stream=True, details=True))
+    reader = completion_reader.StreamReader(_req(stream=True, details=True))
     (event,) = reader.events(chunk, {5: "a", 6: "b"})
     assert event == Event(Tok(5, "a", -0.5), [])
     (last,) = reader.events({"text": "", "finish_reason": "stop", "stop_reason": "##"}, {})
@@ -398,7 +406,7 @@ def test_tgi_events_are_utf8_not_ascii_escapes() -> None:
     ],
 )
 def test_aligned_texts_join_to_the_text(parts: list[str], text: str, want: list[str]) -> None:
-    out = answer.aligned_texts(parts, text)
+    out = completion_reader.aligned_texts(parts, text)
     assert out == want and "".join(out) == text
 
 
@@ -407,13 +415,13 @@ def test_details_without_engine_logprobs_are_served_from_token_ids() -> None:
     req = _req(details=True)
     req.engine.pop("logprobs")  # what the generate flow does where logprobs are not served
     choice = {"text": " Paris is", "token_ids": [5, 6], "logprobs": None, "finish_reason": "length"}
-    assert answer.ids_to_resolve(choice, generated=True) == {5, 6}
-    assert answer.ids_to_resolve(choice) == set()
-    seqs = answer.sequences(req, {"choices": [choice]}, {5: "Paris", 6: "is"})
+    assert completion_reader.ids_to_resolve(choice, generated=True) == {5, 6}
+    assert completion_reader.ids_to_resolve(choice) == set()
+    seqs = completion_reader.sequences(req, {"choices": [choice]}, {5: "Paris", 6: "is"})
     details = tgi.response(req, seqs)["details"]
     assert details["tokens"] == [
         {"id": 5, "text": " Paris", "logprob": None, "special": False},
         {"id": 6, "text": " is", "logprob": None, "special": False},
     ]
     # without details, nothing is built from the ids
-    assert answer.sequences(_req(), {"choices": [choice]}, {})[0].tokens == []
+    assert completion_reader.sequences(_req(), {"choices": [choice]}, {})[0].tokens == []
