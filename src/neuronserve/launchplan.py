@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from neuronserve.config.settings import Settings, parse_settings
+from neuronserve.config.table import VARS
 from neuronserve.host import facts as hostfacts
 from neuronserve.host import properties
 from neuronserve.plan import assets
@@ -24,7 +25,7 @@ from neuronserve.types import LaunchPlan
 def read_settings(
     environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
 ) -> Settings:
-    model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
+    model_dir: str = VARS["SM_MODEL_DIR"].read(environ)
     props = properties.read_serving_properties(model_dir)
     return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
 

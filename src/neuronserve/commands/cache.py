@@ -30,7 +30,9 @@ def add_arguments(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    cache_uri = environ.get("NEURONSERVE_CACHE_URI", "").strip()
+    from neuronserve.config.table import VARS  # noqa: PLC0415 (keeps `cache --help` light)
+
+    cache_uri = VARS["NEURONSERVE_CACHE_URI"].read(environ) or ""
     if not cache_uri:
         raise ConfigError(
             "`cache push` needs NEURONSERVE_CACHE_URI (an s3://bucket/prefix/ for the compile cache)",
