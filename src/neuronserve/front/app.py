@@ -186,13 +186,13 @@ class Handlers:
         limits = {"best_of": MAX_BEST_OF, "stop": MAX_STOP_SEQUENCES, "batch": MAX_CLIENT_BATCH}
         return JSONResponse(
             tgi.info(
-                state.model_name,
-                state.model_dtype,
-                state.device,
-                state.max_model_len,
-                self.opts.max_concurrency,
-                neuronserve.__version__,
-                limits,
+                model_id=state.model_name,
+                dtype=state.model_dtype,
+                device=state.device,
+                max_model_len=state.max_model_len,
+                max_concurrency=self.opts.max_concurrency,
+                version=neuronserve.__version__,
+                limits=limits,
             )
             | {"stack": dict(state.stack)}  # the lane (plan/lanes.py): an extension of TGI's Info
         )

@@ -282,7 +282,15 @@ def test_token_texts_always_join_to_the_text(
 
 
 def test_tgi_info() -> None:
-    got = tgi.info("org/m", "bfloat16", "neuron", 2048, 6, "0.1.0", {"best_of": 2, "stop": 4, "batch": 8})
+    got = tgi.info(
+        model_id="org/m",
+        dtype="bfloat16",
+        device="neuron",
+        max_model_len=2048,
+        max_concurrency=6,
+        version="0.1.0",
+        limits={"best_of": 2, "stop": 4, "batch": 8},
+    )
     assert got == {
         "model_id": "org/m",
         "model_sha": None,
@@ -304,5 +312,13 @@ def test_tgi_info() -> None:
 
 
 def test_tgi_info_without_a_known_length_or_model() -> None:
-    got = tgi.info(None, "auto", "cpu", None, 0, "0.1.0", {"best_of": 1, "stop": 1, "batch": 1})
+    got = tgi.info(
+        model_id=None,
+        dtype="auto",
+        device="cpu",
+        max_model_len=None,
+        max_concurrency=0,
+        version="0.1.0",
+        limits={"best_of": 1, "stop": 1, "batch": 1},
+    )
     assert (got["model_id"], got["max_input_tokens"], got["max_total_tokens"]) == ("", 0, 0)
