@@ -78,7 +78,7 @@ SAMPLE = ("front/sse.py", "deploy/stream.py")
 TESTS = (
     "tests/unit",
     "tests/s3/test_paths.py",
-    "tests/deploy/test_stream_reassembly.py",
+    "tests/deploy/test_stream.py",
     "tests/deploy/test_stream_edges.py",
     "tests/deploy/test_stream_errors.py",
 )
