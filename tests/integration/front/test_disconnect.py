@@ -24,6 +24,7 @@ from neuronserve.types import ServeOptions
 
 pytestmark = pytest.mark.integration  # the front served by uvicorn on a real socket
 
+
 async def _scenario(stream: bool) -> tuple[float, int, str]:
     closed = asyncio.Event()
 
