@@ -35,7 +35,7 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "deploy/stream.py",
     "plan/cachekey.py",
     "plan/intree.py",
-    "host/resolve.py",
+    "launchplan.py",
     "host/properties.py",
     "host/versions.py",
     "plan/jsonint.py",
@@ -47,7 +47,7 @@ MODULES = (  # small and fast first: time a module leaves unused passes on to th
     "front/lmi.py",
     "front/tgi.py",
     "front/dialect.py",
-    "front/answer.py",
+    "front/completion_reader.py",
     "front/checks.py",
     "front/genparams.py",
     "config/values.py",
@@ -77,7 +77,7 @@ SAMPLE = ("front/sse.py", "deploy/stream.py")
 # Pure and fast: no engine, no S3 server (stream reassembly reads recordings).
 TESTS = (
     "tests/unit",
-    "tests/deploy/test_stream_reassembly.py",
+    "tests/deploy/test_stream.py",
     "tests/deploy/test_stream_edges.py",
     "tests/deploy/test_stream_errors.py",
 )

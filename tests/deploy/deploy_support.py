@@ -1,4 +1,4 @@
-"""A real moto server on 127.0.0.1 for SageMaker, with the two patches moto 5.2.5 needs (shared/SERVING.md).
+"""A real moto server on 127.0.0.1 for SageMaker, with the two patches moto 5.2.5 needs.
 
 1. moto's ProductionVariant instance-type list stops at ml.inf1.*: Neuron types inf2/trn1/trn2 are added.
 2. moto answers describe calls with empty `VpcConfig: {}` / `DataCaptureConfig: {}`, which the

@@ -1,4 +1,4 @@
-"""Record real streaming bodies for test_stream_reassembly: `python tests/deploy/record_stream.py URL`.
+"""Record real streaming bodies for test_stream.py: `python tests/deploy/record_stream.py URL`.
 
 URL is a running neuronserve or vLLM OpenAI server (e.g. http://127.0.0.1:8080). The raw bytes of each
 streamed `/invocations` answer are saved unchanged under tests/deploy/data/.

@@ -19,7 +19,7 @@ import pytest
 from service_model import check
 
 from neuronserve.deploy.envfile import load_env
-from neuronserve.host.resolve import resolve_plan
+from neuronserve.launchplan import resolve_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "DEPLOY.md"]

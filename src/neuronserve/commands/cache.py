@@ -30,7 +30,9 @@ def add_arguments(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    cache_uri = environ.get("NEURONSERVE_CACHE_URI", "").strip()
+    from neuronserve.config.table import VARS  # noqa: PLC0415 (keeps `cache --help` light)
+
+    cache_uri = VARS["NEURONSERVE_CACHE_URI"].read(environ) or ""
     if not cache_uri:
         raise ConfigError(
             "`cache push` needs NEURONSERVE_CACHE_URI (an s3://bucket/prefix/ for the compile cache)",
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         )
     key = args.key
     if not key:
-        from neuronserve.host.resolve import resolve_plan  # noqa: PLC0415
+        from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
 
         plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
         key = plan.cache_key

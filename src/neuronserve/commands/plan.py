@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         return recommend.run(args, environ)
     if args.instance_type:  # the fit check reads it like the variable (planning on a laptop)
         environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
-    from neuronserve.host.resolve import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
+    from neuronserve.launchplan import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)

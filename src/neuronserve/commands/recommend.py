@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.config.fit import parse_fit
-from neuronserve.config.table import read_group
+from neuronserve.config.table import VARS, read_group
 from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
@@ -52,7 +52,7 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
         except (OSError, ValueError) as err:
             raise ConfigError(f"--model-config {args.model_config}: {err}", ("--model-config",)) from None
         return args.model_config, doc, None
-    path = args.model_dir or environ.get("SM_VLLM_MODEL", "").strip()
+    path = args.model_dir or VARS["SM_VLLM_MODEL"].read(environ) or ""
     origin = "--model-dir" if args.model_dir else "SM_VLLM_MODEL"
     if not path:
         raise ConfigError(
@@ -68,10 +68,10 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
 
 
 def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceFacts:
-    lnc = whole(environ.get("NEURON_LOGICAL_NC_CONFIG", ""))
+    lnc = whole(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "")
     if args.instance_type:
         return instances.instance_facts(args.instance_type, lnc, "--instance-type")
-    name = environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip()
+    name = VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
     if name:
         return instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE")
     host = hostfacts.gather(environ)
@@ -90,8 +90,18 @@ def _check_lane(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
     the lane and the refusal are plan/lanes.py's, as `plan` makes them."""
     stack = read_group(environ, "settings", ("stack",))["stack"]
     host = hostfacts.gather(environ)
-    declared = args.instance_type or environ.get("NEURONSERVE_INSTANCE_TYPE", "").strip() or None
+    declared = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
     lanes.check_instance(lanes.choose_lane(stack, host), declared, host)
+
+
+def _dtype(environ: Mapping[str, str]) -> str:
+    """The weights' dtype as SM_VLLM_DTYPE names it (bfloat16 when unset). The row reads it as the engine
+    flag's value (a string, or a bool for `true`/`false`, which vLLM refuses and the estimate sizes as 2
+    bytes like any other unknown name)."""
+    value = VARS["SM_VLLM_DTYPE"].read(environ)
+    if value is None:
+        return "bfloat16"
+    return value.strip() if isinstance(value, str) else str(value).lower()
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -129,7 +139,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     options = parse_fit(environ)
     if options.hbm_gib_per_core:
         instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))
-    dtype = environ.get("SM_VLLM_DTYPE", "").strip() or "bfloat16"
+    dtype = _dtype(environ)
     size = memory.DTYPE_BYTES.get(dtype.lower(), 2)
     model = memory.Model(shape, memory.Precision(size, size), params)
     overhead = (

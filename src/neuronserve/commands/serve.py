@@ -15,8 +15,8 @@ from typing import Any
 
 from neuronserve import logsetup
 from neuronserve.errors import EngineError
-from neuronserve.host.resolve import resolve_plan
 from neuronserve.host.secrets import with_secrets
+from neuronserve.launchplan import resolve_plan
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
 from neuronserve.types import LaunchPlan
 

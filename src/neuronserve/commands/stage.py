@@ -24,7 +24,7 @@ def add_arguments(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
-    from neuronserve.host.resolve import resolve_plan  # noqa: PLC0415
+    from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
     from neuronserve.stage import stage_all  # noqa: PLC0415
 
     if not logging.getLogger().handlers:

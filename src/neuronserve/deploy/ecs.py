@@ -63,7 +63,7 @@ def check_instance(instance_type: str) -> None:
 def plan_check(env: Mapping[str, str], instance_type: str) -> list[str]:
     """Run the launch plan the container will run (device neuron, every core of the instance visible)
     on this environment; returns its warnings, raises its ConfigError with the fix it names."""
-    from neuronserve.host.resolve import resolve_plan
+    from neuronserve.launchplan import resolve_plan
     from neuronserve.plan import instances
 
     check_instance(instance_type)

@@ -1,7 +1,9 @@
 """NeuronCores per SageMaker instance type, and the tensor-parallel check made before anything is created.
 
-TP larger than the instance's NeuronCores fails only after the model is downloaded and compiled
-(shared/NEURON.md rule 3), so the deploy script refuses it up front.
+TP larger than the instance's NeuronCores fails only after the model is downloaded and compiled (the
+plan refuses it on the host too: `check_tp` in plan/), so the deploy script refuses it up front. The core
+counts are plan/instances.py's, from the Neuron documentation's instance pages (e.g.
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/inf2-arch.html).
 """
 
 from __future__ import annotations

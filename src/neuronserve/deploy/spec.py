@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronserve.config.table import VARS
 from neuronserve.deploy.instances import check_tensor_parallel
 from neuronserve.errors import ConfigError
 from neuronserve.host.secrets import ARN_VAR, TOKEN_VAR, check_arn
@@ -181,7 +182,9 @@ def _check_volume(spec: DeploySpec) -> None:
 
 def _check_model_named(spec: DeploySpec) -> None:
     """A model: model data, or a model named in the environment."""
-    if spec.model_data_s3 is None and not (spec.env.get("SM_VLLM_MODEL") or spec.env.get("HF_MODEL_ID")):
+    if spec.model_data_s3 is None and not (
+        VARS["SM_VLLM_MODEL"].read(spec.env) or VARS["HF_MODEL_ID"].read(spec.env)
+    ):
         raise ConfigError(
             "no model: pass --model-data s3://bucket/prefix/ or set SM_VLLM_MODEL / HF_MODEL_ID"
         )
@@ -209,7 +212,7 @@ def _check_isolation(spec: DeploySpec) -> None:
                 "--network-isolation: the container cannot reach the Hugging Face Hub; "
                 "pass --model-data s3://bucket/prefix/ (SageMaker downloads it before the container starts)"
             )
-        if spec.env.get("NEURONSERVE_CACHE_URI"):
+        if VARS["NEURONSERVE_CACHE_URI"].read(spec.env):
             raise ConfigError(
                 "--network-isolation with NEURONSERVE_CACHE_URI: an isolated container cannot reach S3; "
                 "put the compiled artifacts under --model-data instead, or drop the isolation"
@@ -236,14 +239,14 @@ def _check_async(spec: DeploySpec) -> None:
 def _check_secrets(spec: DeploySpec) -> None:
     """The token reference: a Secrets Manager ARN, not beside a clear HF_TOKEN, reachable."""
     arn = spec.hf_token_secret_arn
-    in_env = spec.env.get(ARN_VAR)
+    in_env = VARS["HF_TOKEN_SECRET_ARN"].read(spec.env)
     if arn is not None:
         check_arn(arn, "--hf-token-secret-arn")
         if in_env and in_env != arn:
             raise ConfigError(f"--hf-token-secret-arn and {ARN_VAR} in the environment differ: keep one")
     elif in_env:
         check_arn(in_env)
-    if (arn or in_env) and spec.env.get(TOKEN_VAR):
+    if (arn or in_env) and VARS["HF_TOKEN"].read(spec.env):
         raise ConfigError(
             f"{TOKEN_VAR} in the environment and a token secret ARN: drop {TOKEN_VAR} "
             "(the container reads it from the secret)"

@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
 import neuronserve
-from neuronserve.front import proxy, routes, schema, tgi, version, work
+from neuronserve.front import proxy, request_cost, routes, schema, tgi, version
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
     BadRequest,
@@ -132,7 +132,7 @@ def _refused(request: Request, err: FrontError) -> Response:
 
 
 def with_retry_after(resp: Response) -> Response:
-    """A 429 from a handler (its sequences did not fit, work.py) says when to retry, as the gate's."""
+    """A 429 from a handler (its sequences did not fit, request_cost.py) says when to retry, as the gate's."""
     if resp.status_code == 429:
         resp.headers["retry-after"] = "1"
     return resp
@@ -186,13 +186,13 @@ class Handlers:
         limits = {"best_of": MAX_BEST_OF, "stop": MAX_STOP_SEQUENCES, "batch": MAX_CLIENT_BATCH}
         return JSONResponse(
             tgi.info(
-                state.model_name,
-                state.model_dtype,
-                state.device,
-                state.max_model_len,
-                self.opts.max_concurrency,
-                neuronserve.__version__,
-                limits,
+                model_id=state.model_name,
+                dtype=state.model_dtype,
+                device=state.device,
+                max_model_len=state.max_model_len,
+                max_concurrency=self.opts.max_concurrency,
+                version=neuronserve.__version__,
+                limits=limits,
             )
             | {"stack": dict(state.stack)}  # the lane (plan/lanes.py): an extension of TGI's Info
         )
@@ -232,11 +232,13 @@ class Handlers:
         return out
 
     def check_openai(self, request: Request, path: str, body: dict[str, Any]) -> bool:
-        """The engine's advisories, the sequences of one request and their weight (work.py), then on the
-        generating routes what the planned engine can serve (support.py). True: the body's `model`
+        """The engine's advisories, the sequences of one request and their weight (request_cost.py), then
+        on the generating routes what the planned engine can serve (support.py). True: the body's `model`
         names a served LoRA adapter."""
         opts = self.opts
-        work.check_openai(request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds)
+        request_cost.check_openai(
+            request.scope, path, body, opts.max_sequences_per_request, opts.allow_prompt_embeds
+        )
         if path in _MODEL_ROUTES or path == _RESPONSES:
             return check_support(body, self.support)
         return False
@@ -301,7 +303,7 @@ def _recorder(request: Request) -> Callable[[dict[str, Any]], None]:
 
 
 def _charger(request: Request) -> Callable[[int], None]:
-    return lambda sequences: work.charge(request.scope, sequences)
+    return lambda sequences: request_cost.charge(request.scope, sequences)
 
 
 def create_app(

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from neuronserve.front import lmi, tgi
-from neuronserve.front.answer import Event, Seq
+from neuronserve.front.completion_reader import Event, Seq
 from neuronserve.front.errors import FrontError, error_body
 from neuronserve.front.genparams import GenRequest
 from neuronserve.front.proxy import StreamBroken

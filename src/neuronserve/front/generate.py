@@ -17,7 +17,7 @@ from typing import Any
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from neuronserve.front import answer, genparams, proxy, schema, work
+from neuronserve.front import completion_reader, genparams, proxy, request_cost, schema
 from neuronserve.front.dialect import Framing
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
@@ -52,7 +52,7 @@ class Generator:
     ) -> None:
         self.client = client
         self.model = model
-        self.max_sequences = max_sequences  # NEURONSERVE_MAX_SEQUENCES_PER_REQUEST (work.py)
+        self.max_sequences = max_sequences  # NEURONSERVE_MAX_SEQUENCES_PER_REQUEST (request_cost.py)
         self.support = support or RequestSupport()  # what the planned engine serves (front/support.py)
         self.texts: dict[int, str] = {}
         self._detok = asyncio.Semaphore(8)
@@ -88,7 +88,7 @@ class Generator:
     async def _call(self, req: genparams.GenRequest, rid: str) -> proxy.EngineResponse:
         engine = dict(req.engine)
         if req.top_n:
-            engine["return_tokens_as_token_ids"] = True  # ids of the alternatives (answer.py)
+            engine["return_tokens_as_token_ids"] = True  # ids of the alternatives (completion_reader.py)
         return await proxy.send(
             self.client,
             "POST",
@@ -97,7 +97,9 @@ class Generator:
             content=json.dumps(engine).encode(),
         )
 
-    async def _one(self, req: genparams.GenRequest, rid: str) -> tuple[list[answer.Seq], dict[str, Any]]:
+    async def _one(
+        self, req: genparams.GenRequest, rid: str
+    ) -> tuple[list[completion_reader.Seq], dict[str, Any]]:
         resp = await self._call(req, rid)
         raw = await proxy.read_body(resp)
         if resp.status != 200:
@@ -110,9 +112,9 @@ class Generator:
         ids: set[int] = set()
         by_id = req.details and "logprobs" not in req.engine  # details from the token ids alone
         for choice in choices:
-            ids |= answer.ids_to_resolve(choice, generated=by_id)
+            ids |= completion_reader.ids_to_resolve(choice, generated=by_id)
         texts = await self.resolve(ids) if ids else self.texts
-        return answer.sequences(req, body, texts), body.get("usage") or {}
+        return completion_reader.sequences(req, body, texts), body.get("usage") or {}
 
     async def serve(
         self,
@@ -122,7 +124,7 @@ class Generator:
         record: Callable[[dict[str, Any]], None],
         charge: Callable[[int], None] = lambda _: None,
     ) -> Response:
-        """`charge` gets the request's sequences once they are known (the gate's weight, work.py)."""
+        """`charge` gets the request's sequences once they are known (the gate's weight, request_cost.py)."""
         try:
             return await self._serve(body, framing, rid, record, charge)
         except FrontError as err:
@@ -135,7 +137,7 @@ class Generator:
         """Prompts x best_of/n against the per-request limit (the dialect's validation error), then
         against the concurrency slots."""
         sequences = sum(r.n for r in reqs)
-        refusal = work.over_limit(sequences, self.max_sequences, "inputs x best_of/n")
+        refusal = request_cost.over_limit(sequences, self.max_sequences, "inputs x best_of/n")
         if refusal:
             raise genparams.bad(refusal)
         if sequences > 1:
@@ -147,7 +149,7 @@ class Generator:
         so a 64-prompt list was refused without saying which variable bounds it."""
         listed = body.get("inputs")
         if isinstance(listed, list):
-            refusal = work.over_limit(len(listed), self.max_sequences, "inputs x best_of/n")
+            refusal = request_cost.over_limit(len(listed), self.max_sequences, "inputs x best_of/n")
             if refusal:
                 raise genparams.bad(refusal)
 
@@ -199,7 +201,7 @@ class Generator:
         resp = await self._call(req, rid)
         if resp.status != 200:
             raise EngineRefused(resp.status, _engine_message(await proxy.read_body(resp)))
-        reader = answer.StreamReader(req)
+        reader = completion_reader.StreamReader(req)
         fmt = framing.dialect.stream_event
 
         async def events_of(data: str) -> list[bytes]:

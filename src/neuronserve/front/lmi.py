@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronserve.front.answer import Event, Seq, Tok
+from neuronserve.front.completion_reader import Event, Seq, Tok
 from neuronserve.front.genparams import GenRequest
 
 

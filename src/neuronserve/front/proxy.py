@@ -64,7 +64,7 @@ UNLIMITED_POOL = 1024  # NEURONSERVE_MAX_CONCURRENCY=0 (no gate limit)
 def pool_size(max_concurrency: int, configured: int | None = None) -> int:
     """Connections to the engine(s): NEURONSERVE_ENGINE_CONNECTIONS, else derived from the gate.
 
-    Why derived this way: the gate counts sequences (work.py), and the front opens at most one
+    Why derived this way: the gate counts sequences (request_cost.py), and the front opens at most one
     engine connection per prompt (a TGI `inputs` list fans out one /v1/completions per prompt; an
     OpenAI body is one request whatever its n), so the slots bound the inference connections;
     POOL_HEADROOM covers the front's own calls. A request that still finds the pool full waits for a

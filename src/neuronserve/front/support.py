@@ -9,7 +9,7 @@ prompt logprobs (`prompt_logprobs_dict={}`, :484) and no sample logprobs when sa
 choices are not enforced. A request asking for any of these would get an answer that looks right and
 is not; it is refused before it reaches the engine, naming the field and ending with `support.why`.
 
-What needs what (field names are vLLM 0.11.0's, ../shared/vllm-0.11.0-request-fields.json):
+What needs what (field names are vLLM 0.11.0's, tests/data/vllm-0.11.0-request-fields.json):
 - penalties: `presence_penalty`, `frequency_penalty` (neutral 0), `repetition_penalty` (neutral 1),
   `min_p` (neutral 0), and a non-empty `logit_bias`, `allowed_token_ids` or `bad_words`: they change
   the distribution the engine samples from, on the host logits the device sampler never produces.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from neuronserve.front.answer import Event, Seq, Tok
+from neuronserve.front.completion_reader import Event, Seq, Tok
 from neuronserve.front.errors import TGI_ERROR_TYPES
 from neuronserve.front.genparams import GenRequest
 
@@ -76,7 +76,8 @@ def encode_event(event: dict[str, Any], jsonlines: bool) -> bytes:
     return (data + "\n").encode() if jsonlines else f"data:{data}\n\n".encode()
 
 
-def info(  # noqa: PLR0917 - one value per field of TGI's Info
+def info(
+    *,
     model_id: str | None,
     dtype: str,
     device: str,
@@ -85,7 +86,8 @@ def info(  # noqa: PLR0917 - one value per field of TGI's Info
     version: str,
     limits: dict[str, int],
 ) -> dict[str, Any]:
-    """GET /info: TGI's Info object with our own values (components.schemas.Info)."""
+    """GET /info: TGI's Info object with our own values (components.schemas.Info). Keyword-only: seven
+    values of one shape, easy to swap by position."""
     total = max_model_len or 0
     return {
         "model_id": model_id or "",

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from neuronserve.config.table import VARS
 from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import parse_core_list
@@ -56,9 +57,9 @@ class Cores(NamedTuple):
 
 def visible_cores(environ: Mapping[str, str], devices: int) -> Cores:
     """The cores by the first source that says: the variables, then the devices."""
-    lnc = positive(environ.get("NEURON_LOGICAL_NC_CONFIG", ""))
-    spec = environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
-    count = environ.get("NEURON_RT_NUM_CORES", "").strip()
+    lnc = positive(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "")
+    spec = VARS["NEURON_RT_VISIBLE_CORES"].read(environ) or ""
+    count = VARS["NEURON_RT_NUM_CORES"].read(environ) or ""
     if spec:
         return Cores(len(parse_core_list(spec)), "NEURON_RT_VISIBLE_CORES", lnc, None)
     if count:

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
+from neuronserve.config.table import VARS
 from neuronserve.host.devices import neuron_devices, visible_cores
 from neuronserve.host.modelfiles import model_facts, parse_config_json, safetensors_params, weights_digest
 from neuronserve.host.properties import read_serving_properties
@@ -41,7 +42,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     """Collect the facts once, at the entrypoint (the only impure part of planning)."""
     devices = neuron_devices()
     cores = visible_cores(environ, devices)
-    model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
+    model_dir: str = VARS["SM_MODEL_DIR"].read(environ)
     paths: dict[str, ModelFacts] = {}
     for p in model_paths:
         if p and not p.startswith("s3://") and (os.path.sep in p or os.path.exists(p)):

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.config.table import VARS
 from neuronserve.errors import ConfigError
 
 log = logging.getLogger("neuronserve.secrets")
@@ -59,11 +60,11 @@ def check_arn(arn: str, name: str = ARN_VAR) -> str:
 def with_secrets(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ`, plus HF_TOKEN read from the secret HF_TOKEN_SECRET_ARN names (when it names one)."""
     out = dict(environ)
-    arn = out.get(ARN_VAR, "").strip()
+    arn = VARS["HF_TOKEN_SECRET_ARN"].read(out)
     if not arn:
         return out
     region = check_arn(arn)
-    if out.get(TOKEN_VAR, "").strip():
+    if VARS["HF_TOKEN"].read(out):
         raise ConfigError(
             f"both {TOKEN_VAR} and {ARN_VAR} are set: keep {ARN_VAR} (the token stays out of the "
             f"environment) and unset {TOKEN_VAR}",

@@ -21,6 +21,7 @@ import httpx
 import uvicorn
 
 from neuronserve import __version__, logsetup, stage
+from neuronserve.config.table import VARS
 from neuronserve.engine import health as engine_health
 from neuronserve.engine.pool import Fatal, ReplicaPool
 from neuronserve.errors import NeuronServeError
@@ -285,7 +286,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
     client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
-    sdk = environ.get("NEURON_SDK_VERSION")
+    sdk = VARS["NEURON_SDK_VERSION"].read(environ)
     build = build_labels(installed_versions(), __version__, sdk, plan.stack.get("lane"))
     metrics = FrontMetrics(state, lambda: gate.in_flight, build)
     app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)

@@ -28,7 +28,7 @@ from tests.support.tcpproxy import TcpProxy
 
 from neuronserve.errors import ConfigError, StageError
 from neuronserve.host.facts import read_serving_properties
-from neuronserve.host.resolve import resolve_plan
+from neuronserve.launchplan import resolve_plan
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from neuronserve.front import answer, genparams, lmi, tgi
+from neuronserve.front import completion_reader, genparams, lmi, tgi
 
 
 def _req(params: dict[str, Any], stream: bool = False) -> genparams.GenRequest:
@@ -34,7 +34,7 @@ def test_lmi_object_with_details_and_prefill() -> None:
         prompt_token_ids=[1, 9],
         prompt_logprobs=[None, {"9": {"logprob": -3.0, "rank": 4, "decoded_token": "hi"}}],
     )
-    body = lmi.response(req, answer.sequences(req, {"choices": [choice]}, {1: "<s>"}))
+    body = lmi.response(req, completion_reader.sequences(req, {"choices": [choice]}, {1: "<s>"}))
     assert body == {
         "generated_text": " a b",
         "details": {
@@ -54,7 +54,7 @@ def test_best_of_answers_the_most_likely_sequence() -> None:
     req = _req({"best_of": 2, "do_sample": True, "details": True})
     worse = _choice(" x", [" x"], [-4.0], [7])
     better = _choice(" y", [" y"], [-0.1], [8])
-    seqs = answer.sequences(req, {"choices": [worse, better]}, {})
+    seqs = completion_reader.sequences(req, {"choices": [worse, better]}, {})
     out = tgi.response(req, seqs)
     assert out["generated_text"] == " y"
     assert [s["generated_text"] for s in out["details"]["best_of_sequences"]] == [" x"]
@@ -74,8 +74,8 @@ def test_top_tokens_by_id_use_the_resolved_texts() -> None:
             "top_logprobs": [{"token_id:5": -0.5, "token_id:6": -1.5}],
         },
     }
-    assert answer.ids_to_resolve(choice) == {5, 6}
-    out = tgi.response(req, answer.sequences(req, {"choices": [choice]}, {5: " a", 6: " b"}))
+    assert completion_reader.ids_to_resolve(choice) == {5, 6}
+    out = tgi.response(req, completion_reader.sequences(req, {"choices": [choice]}, {5: " a", 6: " b"}))
     assert out["details"]["tokens"] == [{"id": 5, "text": " a", "logprob": -0.5, "special": False}]
     assert out["details"]["top_tokens"] == [
         [
@@ -87,7 +87,7 @@ def test_top_tokens_by_id_use_the_resolved_texts() -> None:
 
 def test_lmi_stream_lines() -> None:
     req = _req({"details": True}, stream=True)
-    reader = answer.StreamReader(req)
+    reader = completion_reader.StreamReader(req)
     lines = []
     for piece, reason in ((" a", None), (" b", "length")):
         choice, _ = reader.pending(json.dumps({"choices": [{"text": piece, "finish_reason": reason}]}))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from neuronserve.front import answer, genparams, tgi
+from neuronserve.front import completion_reader, genparams, tgi
 from neuronserve.front.errors import FrontError
 
 
@@ -19,7 +19,7 @@ def _tr(body: dict[str, Any]) -> tuple[genparams.GenRequest, dict[str, Any]]:
 
 
 def _answer(req: genparams.GenRequest, resp: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    seqs = answer.sequences(req, resp, {})
+    seqs = completion_reader.sequences(req, resp, {})
     return [tgi.response(req, seqs)], seqs[0].generated
 
 
@@ -28,7 +28,7 @@ class _Stream:
 
     def __init__(self, req: genparams.GenRequest) -> None:
         self.req = req
-        self.reader = answer.StreamReader(req)
+        self.reader = completion_reader.StreamReader(req)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -276,13 +276,21 @@ def test_details_token_texts_join_to_the_generated_text() -> None:
 def test_token_texts_always_join_to_the_text(
     texts: list[str], text: str, offsets: list[int] | None, want: list[str]
 ) -> None:
-    got = answer.token_texts(texts, text, offsets)
+    got = completion_reader.token_texts(texts, text, offsets)
     assert got == want
     assert "".join(got) == text or not texts
 
 
 def test_tgi_info() -> None:
-    got = tgi.info("org/m", "bfloat16", "neuron", 2048, 6, "0.1.0", {"best_of": 2, "stop": 4, "batch": 8})
+    got = tgi.info(
+        model_id="org/m",
+        dtype="bfloat16",
+        device="neuron",
+        max_model_len=2048,
+        max_concurrency=6,
+        version="0.1.0",
+        limits={"best_of": 2, "stop": 4, "batch": 8},
+    )
     assert got == {
         "model_id": "org/m",
         "model_sha": None,
@@ -304,5 +312,13 @@ def test_tgi_info() -> None:
 
 
 def test_tgi_info_without_a_known_length_or_model() -> None:
-    got = tgi.info(None, "auto", "cpu", None, 0, "0.1.0", {"best_of": 1, "stop": 1, "batch": 1})
+    got = tgi.info(
+        model_id=None,
+        dtype="auto",
+        device="cpu",
+        max_model_len=None,
+        max_concurrency=0,
+        version="0.1.0",
+        limits={"best_of": 1, "stop": 1, "batch": 1},
+    )
     assert (got["model_id"], got["max_input_tokens"], got["max_total_tokens"]) == ("", 0, 0)

@@ -17,8 +17,8 @@ from neuronserve.commands.recommend import _instance
 from neuronserve.config.settings import Setting, parse_settings
 from neuronserve.deploy.instances import tensor_parallel_size
 from neuronserve.errors import ConfigError
-from neuronserve.front.answer import token_id
 from neuronserve.front.app import read_limited
+from neuronserve.front.completion_reader import token_id
 from neuronserve.plan import overrides
 from neuronserve.plan.build import build_plan
 

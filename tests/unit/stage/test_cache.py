@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronserve.host.resolve import resolve_plan
+from neuronserve.launchplan import resolve_plan
 from neuronserve.stage import publish_artifacts, stage_all
 from neuronserve.types import ArtifactSpec, LaunchPlan
 

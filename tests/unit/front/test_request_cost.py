@@ -13,7 +13,7 @@ from aiohttp import web
 from tests.support.front_app import running_front
 
 from neuronserve.front import proxy
-from neuronserve.front.work import openai_sequences
+from neuronserve.front.request_cost import openai_sequences
 
 VAR = "NEURONSERVE_MAX_SEQUENCES_PER_REQUEST"
 SAMPLE = {"do_sample": True, "max_new_tokens": 2}

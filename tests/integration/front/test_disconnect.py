@@ -11,6 +11,7 @@ import json
 import socket
 import time
 
+import pytest
 import uvicorn
 from aiohttp import web
 
@@ -20,6 +21,8 @@ from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import ServeOptions
+
+pytestmark = pytest.mark.integration  # the front served by uvicorn on a real socket
 
 
 async def _scenario(stream: bool) -> tuple[float, int, str]:

@@ -1,4 +1,4 @@
-"""resolve_plan (host/resolve.py), as the CLI calls it, on real model directories: serving.properties
+"""resolve_plan (launchplan.py), as the CLI calls it, on real model directories: serving.properties
 in SageMaker's model directory (and which directory is read when SM_MODEL_DIR is unset or blank), local
 models checked or refused, and a local speculative draft read from disk so its checks run. Edge cases
 from mutation testing among them (docs/TESTING.md)."""
@@ -14,7 +14,7 @@ from tests.support.host_files import write_model
 from neuronserve.errors import ConfigError
 from neuronserve.host import properties
 from neuronserve.host.properties import read_serving_properties
-from neuronserve.host.resolve import read_settings, resolve_plan
+from neuronserve.launchplan import read_settings, resolve_plan
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 

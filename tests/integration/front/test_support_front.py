@@ -23,6 +23,7 @@ from text_generation.errors import ValidationError
 
 from neuronserve.types import RequestSupport
 
+pytestmark = pytest.mark.integration  # the front served by uvicorn on a real port
 # What a Neuron plan of vllm-neuron 0.2.2+lts tells the front (plan.request_support), built by the
 # real plan: on-device sampling (the default) without and with LoRA adapters a and b.
 NEURON = asset_plan({}).request_support

@@ -1,8 +1,10 @@
-"""resolve_plan: settings + host facts -> LaunchPlan, the one call serve/stage/plan commands make.
+"""The launch plan of this machine: settings + host facts -> LaunchPlan, the one call the serve, stage,
+plan and cache commands (and the ECS renderer) make.
 
-The shell around the pure core: read serving.properties and host facts (the only I/O), parse the
-settings from the environment mapping the CLI read once, then `plan.build_plan`. Tests pass `facts=`
-to plan for any instance type on any machine.
+The top-level wiring around the pure core, kept out of each package it joins: `config/` parses the
+settings, `host/` reads serving.properties and the host facts (the only I/O), `plan/` builds the plan.
+It is none of them (host/ reads the machine, plan/ is pure, commands/ is the CLI), so it lives beside
+`cli.py`. Tests pass `facts=` to plan for any instance type on any machine.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from neuronserve.config.settings import Settings, parse_settings
+from neuronserve.config.table import VARS
 from neuronserve.host import facts as hostfacts
 from neuronserve.host import properties
 from neuronserve.plan import assets
@@ -22,7 +25,7 @@ from neuronserve.types import LaunchPlan
 def read_settings(
     environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
 ) -> Settings:
-    model_dir = environ.get("SM_MODEL_DIR", "").strip() or "/opt/ml/model"
+    model_dir: str = VARS["SM_MODEL_DIR"].read(environ)
     props = properties.read_serving_properties(model_dir)
     return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
 

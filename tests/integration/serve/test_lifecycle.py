@@ -17,7 +17,7 @@ from tests.support.server import Server, ServerPool, base_env, engine_core_pid, 
 
 from neuronserve.front.sse import SSEParser
 
-from .conftest import model_from_s3
+from ..conftest import model_from_s3
 
 pytestmark = [pytest.mark.integration, pytest.mark.after_shared_server(2)]
 

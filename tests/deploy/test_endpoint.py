@@ -1,5 +1,6 @@
-"""Day-two operations through the real CLI against a moto server on 127.0.0.1: delete then redeploy at
-once, a failed deploy, describe, blue/green update, async deploy and invoke, tags/VPC/KMS.
+"""The endpoint's life (deploy/endpoint.py, with rollout.py and asyncinvoke.py on top) through the real
+CLI against a moto server on 127.0.0.1: delete then redeploy at once, a failed deploy, describe,
+blue/green update, async deploy and invoke, tags/VPC/KMS.
 
 moto 5.2.5 lacks UpdateEndpoint and the Deleting state; `deploy_support.Lifecycle` adds them as the
 SageMaker API reference describes them. What each created is read back with plain boto3.

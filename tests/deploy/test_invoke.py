@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from deploy_support import RecordingMotoServer, free_port
-from test_stream_reassembly import DATA, STREAMED_TEXT
+from test_stream import DATA, STREAMED_TEXT
 
 pytestmark = pytest.mark.s3
 

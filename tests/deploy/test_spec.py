@@ -1,5 +1,5 @@
-"""Every SageMaker and autoscaling request the deploy tooling builds, checked against botocore's
-service models (`service_model.check`)."""
+"""The deployment as data (deploy/spec.py): the requests it builds, checked against botocore's service
+models (`service_model.check`), and the refusals made before any AWS call, each naming its flag."""
 
 from __future__ import annotations
 
@@ -10,30 +10,53 @@ import pytest
 
 pytest.importorskip("botocore")
 
+from deploy_specs import FULL, TRN, spec
 from service_model import check
 
-from neuronserve.deploy.autoscale import policy_request, scalable_target_request
-from neuronserve.deploy.rollout import Rollout, update_request
-from neuronserve.deploy.spec import DeploySpec, config_request, model_request, validate
-
-FULL = DeploySpec(
-    name="ns-full",
-    image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:x",
-    role_arn="arn:aws:iam::123456789012:role/sm",
-    instance_type="ml.inf2.48xlarge",
-    env={"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"},
-    model_data_s3="s3://bucket/model/",
-    instance_count=2,
-    tags={"team": "ml"},
-    subnets=("subnet-1", "subnet-2"),
-    security_groups=("sg-1",),
-    kms_key="arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-    network_isolation=True,
-    async_output_s3="s3://bucket/out/",
-    async_failure_s3="s3://bucket/failed/",
-    async_max_concurrent=8,
+from neuronserve.deploy.autoscale import policy_request
+from neuronserve.deploy.spec import (
+    DeploySpec,
+    config_request,
+    container_request,
+    model_request,
+    validate,
+    variant_request,
 )
-TRN = replace(FULL, instance_type="ml.trn1.32xlarge", kms_key=None, revision="0a1b2c3d")
+from neuronserve.errors import ConfigError
+
+
+def test_requests_use_an_uncompressed_prefix_and_neuron_sized_timeouts() -> None:
+    s = spec()
+    assert container_request(s)["ModelDataSource"] == {
+        "S3DataSource": {
+            "S3Uri": "s3://bucket/models/tiny/",
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+        }
+    }
+    variant = variant_request(s)
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
+    assert variant["ModelDataDownloadTimeoutInSeconds"] == 3600
+    assert variant["VolumeSizeInGB"] == 100
+    big = {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}
+    assert variant_request(spec(instance_type="ml.inf2.48xlarge", env=big))["VolumeSizeInGB"] == 512
+    # trn1/trn1n/trn2 have local NVMe only: SageMaker refuses VolumeSizeInGB there
+    assert "VolumeSizeInGB" not in variant_request(spec(instance_type="ml.trn1.32xlarge", env=big))
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"model_data_s3": "s3://bucket/model.tar.gz"}, "ending with '/'"),
+        ({"model_data_s3": None, "env": {}}, "no model"),
+        ({"startup_timeout_s": 7200}, "60 to 3600"),
+        ({"volume_gb": 1000}, "1 to 512"),
+        ({"env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}}, "exceeds the 2 NeuronCores"),
+    ],
+)
+def test_validate_refuses_before_any_call(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate(spec(**kw))
 
 
 @pytest.mark.parametrize("spec", [FULL, TRN], ids=["inf2-everything", "trn1-revision"])
@@ -42,25 +65,6 @@ def test_create_requests_match_the_sagemaker_model(spec: DeploySpec) -> None:
     check("sagemaker", "CreateModel", model_request(spec))
     check("sagemaker", "CreateEndpointConfig", config_request(spec))
     assert model_request(spec)["EnableNetworkIsolation"] is True
-
-
-@pytest.mark.parametrize(
-    "rollout",
-    [Rollout(), Rollout(traffic="canary", canary_percent=10, alarms=("a", "b"), wait_interval_s=0)],
-    ids=["all-at-once", "canary-alarms"],
-)
-def test_update_request_matches_the_sagemaker_model(rollout: Rollout) -> None:
-    request = update_request(FULL, rollout)
-    check("sagemaker", "UpdateEndpoint", request)
-    assert request["EndpointConfigName"].startswith("ns-full-config-")
-
-
-@pytest.mark.parametrize("metric", ["invocations", "concurrency"])
-def test_autoscaling_requests_match_the_model(metric: str) -> None:
-    check(
-        "application-autoscaling", "RegisterScalableTarget", scalable_target_request("ns", "AllTraffic", 1, 4)
-    )
-    check("application-autoscaling", "PutScalingPolicy", policy_request("ns", "AllTraffic", 6, metric=metric))
 
 
 def test_the_checker_can_fail() -> None:
@@ -116,19 +120,3 @@ def test_option_refusals_name_the_flag(change: dict[str, object], needle: str) -
 
     with pytest.raises(ConfigError, match=re.escape(needle)):
         validate(replace(FULL, **change))  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("rollout", "needle"),
-    [
-        (Rollout(traffic="linear"), "all-at-once or canary"),
-        (Rollout(alarms=tuple(f"a{i}" for i in range(11))), "at most 10"),
-        (Rollout(wait_interval_s=3601), "0 to 3600"),
-        (Rollout(traffic="canary", canary_percent=60), "1 to 50"),
-    ],
-)
-def test_rollout_refusals(rollout: Rollout, needle: str) -> None:
-    from neuronserve.errors import ConfigError
-
-    with pytest.raises(ConfigError, match=re.escape(needle)):
-        update_request(FULL, rollout)

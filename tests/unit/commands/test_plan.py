@@ -1,0 +1,107 @@
+"""`neuronserve plan` (commands/plan.py) in process through the CLI: the JSON document is the plan with
+every secret masked, the text form is the same plan for a person, and --instance-type reads like the
+variable."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from tests.support.host_files import write_model
+
+from neuronserve.cli import main
+from neuronserve.commands.plan import plan_document
+from neuronserve.launchplan import resolve_plan
+
+ROOT = Path(__file__).resolve().parents[3]
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
+KEYS = {
+    "device",
+    "argv",
+    "env",
+    "model",
+    "neuron_override",
+    "cache_key",
+    "warnings",
+    "memory",
+    "replicas",
+    "assets",
+    "request_support",
+    "stack",
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    model = write_model(tmp_path / "tiny llama", LLAMA)  # a space: the text form must quote it
+    return {
+        "SM_VLLM_MODEL": str(model),
+        "SM_MODEL_DIR": str(tmp_path / "none"),
+        "NEURONSERVE_WORK_DIR": str(tmp_path / "work"),
+        "HF_TOKEN": "hf_plan_secret_1234",
+    }
+
+
+def test_json_is_the_plan_document_with_secrets_masked(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--api-key", "sk-plan-secret-5678", "--seed", "1"]
+    assert main(["plan", "--json", "--device", "cpu", "--", *extra], env) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out)
+    assert set(doc) == KEYS
+    assert doc == plan_document(resolve_plan(env, device="cpu", extra_args=extra))
+    assert "sk-plan-secret-5678" not in out and "hf_plan_secret_1234" not in out
+    argv = doc["argv"]
+    assert (
+        argv[argv.index("--seed") + 1] == "1" and argv[argv.index("--api-key") + 1] != "sk-plan-secret-5678"
+    )
+    assert doc["device"] == "cpu" and doc["model"]["local_path"] == env["SM_VLLM_MODEL"]
+
+
+def test_text_form_is_the_same_plan_for_a_person(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--device", "cpu", "--", "--api-key", "sk-plan-secret-5678"], env) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("device:      cpu")
+    assert f"model:       {env['SM_VLLM_MODEL']} (local, read from {env['SM_VLLM_MODEL']})" in lines
+    assert f"work dir:    {env['NEURONSERVE_WORK_DIR']}" in lines
+    command = lines[lines.index("command:") + 1]
+    argv = shlex.split(command)  # one shell-quoted line: the model path with its space is one word
+    assert argv[argv.index("--model") + 1] == env["SM_VLLM_MODEL"]
+    assert "sk-plan-secret-5678" not in out
+
+
+def test_an_invalid_configuration_exits_2_naming_the_variable(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--device", "cpu"], {**env, "SAGEMAKER_BIND_TO_PORT": "http"}) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("neuronserve plan: error: ") and "SAGEMAKER_BIND_TO_PORT" in captured.err
+
+
+def test_instance_type_flag_is_read_like_the_variable(
+    env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads((ROOT / "tests" / "data" / "models" / "Llama-3.2-1B" / "config.json").read_text())
+    model = write_model(tmp_path / "llama-1b", config)
+    neuron = {
+        **env,
+        "SM_VLLM_MODEL": str(model),
+        "NEURON_RT_VISIBLE_CORES": "0-1",
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+    }
+    assert main(["plan", "--json", "--device", "neuron"], neuron) == 0
+    unchecked = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--json", "--device", "neuron", "--instance-type", "ml.inf2.xlarge"], neuron) == 0
+    by_flag = json.loads(capsys.readouterr().out)
+    neuron["NEURONSERVE_INSTANCE_TYPE"] = "ml.inf2.xlarge"
+    assert main(["plan", "--json", "--device", "neuron"], neuron) == 0
+    by_var = json.loads(capsys.readouterr().out)
+    assert by_flag == by_var
+    assert unchecked["memory"] is None and by_flag["memory"] is not None  # the fit was checked for it

@@ -1,0 +1,59 @@
+"""`neuronserve stage` (commands/stage.py) in process through the CLI, on a local model: where things
+are, as JSON or lines, and a refusal before anything is staged. Against S3 (a real moto server) the
+command runs as a subprocess in tests/s3/test_cli.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.support.host_files import write_model
+
+from neuronserve.cli import main
+
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    model = write_model(tmp_path / "tiny", LLAMA)
+    return {
+        "SM_VLLM_MODEL": str(model),
+        "SM_MODEL_DIR": str(tmp_path / "none"),
+        "NEURONSERVE_WORK_DIR": str(tmp_path),
+    }
+
+
+def test_json_says_where_the_model_is(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stage", "--json", "--device", "cpu"], env) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "model_dir": env["SM_VLLM_MODEL"],
+        "artifacts_dir": None,
+        "cache": "off",
+    }
+
+
+def test_lines_say_the_same(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stage", "--device", "cpu"], env) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"model_dir: {env['SM_VLLM_MODEL']}",
+        "artifacts_dir: None",
+        "cache: off",
+    ]
+
+
+def test_a_required_hit_without_a_remote_cache_is_refused_before_staging(
+    env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    neuron = {
+        **env,
+        "NEURON_RT_VISIBLE_CORES": "0-1",
+        "NEURONSERVE_REQUIRE_CACHE_HIT": "true",
+        "NEURON_COMPILED_ARTIFACTS": str(tmp_path / "artifacts"),
+    }
+    assert main(["stage", "--json", "--device", "neuron"], neuron) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "NEURONSERVE_REQUIRE_CACHE_HIT" in captured.err and "NEURONSERVE_CACHE_URI" in captured.err
+    assert not (tmp_path / "artifacts").exists()
