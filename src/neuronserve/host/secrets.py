@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.config.aws import parse_aws
 from neuronserve.config.table import VARS
 from neuronserve.errors import ConfigError
 
@@ -36,11 +37,6 @@ TOKEN_VAR = "HF_TOKEN"  # noqa: S105 (a variable's name)
 SECRETS_MANAGER_ARN = re.compile(
     r"arn:aws(?:-[a-z]+)*:secretsmanager:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):\d{12}:secret:[A-Za-z0-9/_+=.@-]+"
 )
-_CRED_VARS = {
-    "aws_access_key_id": "AWS_ACCESS_KEY_ID",
-    "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
-    "aws_session_token": "AWS_SESSION_TOKEN",
-}
 
 
 def check_arn(arn: str, name: str = ARN_VAR) -> str:
@@ -102,10 +98,11 @@ def _client(environ: Mapping[str, str], region: str) -> Any:
     import boto3  # noqa: PLC0415
     from botocore.config import Config  # noqa: PLC0415
 
-    creds: dict[str, Any] = {k: environ[v] for k, v in _CRED_VARS.items() if environ.get(v)}
-    profile = environ.get("AWS_PROFILE") if not creds else None
+    aws = parse_aws(environ)
+    creds: dict[str, Any] = dict(aws.credentials())
+    profile = aws.profile if not creds else None
     session = boto3.session.Session(region_name=region, profile_name=profile, **creds)
-    endpoint = environ.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or environ.get("AWS_ENDPOINT_URL") or None
+    endpoint = aws.secrets_endpoint
     config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=30)
     return session.client("secretsmanager", endpoint_url=endpoint, config=config)
 

@@ -24,29 +24,6 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "neuronserve"
 READERS = ("config/", "cli.py")
 READ_METHODS = frozenset({"get", "pop"})  # setdefault builds a mapping to hand on; it reads nothing back
 
-# Reads in modules another helper is moving onto their rows (issue 27). Each entry names the row the read
-# must go through; the lead removes the entry when that module's fix is merged (a stale entry fails below).
-PENDING: dict[tuple[str, str], str] = {
-    ("commands/cache.py", "NEURONSERVE_CACHE_URI"): "hosttable.py row (Settings.cache_uri)",
-    ("commands/recommend.py", "SM_VLLM_MODEL"): "table.py row (Settings.models)",
-    ("commands/recommend.py", "SM_VLLM_DTYPE"): "table.py row SM_VLLM_DTYPE",
-    ("commands/recommend.py", "NEURON_LOGICAL_NC_CONFIG"): "runtimetable.py row (Settings.logical_nc_config)",
-    ("commands/recommend.py", "NEURONSERVE_INSTANCE_TYPE"): "hosttable.py row (FitOptions.instance_type)",
-    ("host/devices.py", "NEURON_LOGICAL_NC_CONFIG"): "runtimetable.py row (Settings.logical_nc_config)",
-    ("host/devices.py", "NEURON_RT_VISIBLE_CORES"): "runtimetable.py row (Settings.visible_cores)",
-    ("host/devices.py", "NEURON_RT_NUM_CORES"): "runtimetable.py row NEURON_RT_NUM_CORES",
-    ("host/facts.py", "SM_MODEL_DIR"): "runtimetable.py row SM_MODEL_DIR",
-    ("host/resolve.py", "SM_MODEL_DIR"): "runtimetable.py row SM_MODEL_DIR",
-    ("host/secrets.py", "<v>"): "config/aws.py parse_aws(environ).credentials() (awstable.py rows)",
-    ("host/secrets.py", "AWS_PROFILE"): "config/aws.py parse_aws(environ).profile",
-    (
-        "host/secrets.py",
-        "AWS_ENDPOINT_URL_SECRETS_MANAGER",
-    ): "config/aws.py parse_aws(environ).secrets_endpoint",
-    ("host/secrets.py", "AWS_ENDPOINT_URL"): "config/aws.py parse_aws(environ).secrets_endpoint",
-    ("serve/lifecycle.py", "NEURON_SDK_VERSION"): "runtimetable.py row NEURON_SDK_VERSION",
-}
-
 
 def _is_environ(node: ast.expr) -> bool:
     """`environ`, `os.environ`, `self.environ`, `opts._environ`: the environment mapping by its name."""
@@ -102,14 +79,8 @@ def _reads_outside_config() -> dict[tuple[str, str], list[int]]:
 
 def test_no_module_outside_config_and_the_cli_reads_a_variable() -> None:
     reads = _reads_outside_config()
-    unexpected = [f"{m}:{lines[0]}: reads {v}" for (m, v), lines in reads.items() if (m, v) not in PENDING]
+    unexpected = [f"{m}:{lines[0]}: reads {v}" for (m, v), lines in reads.items()]
     assert unexpected == [], "read these through their rows (config/), e.g. VARS[name].read(environ)"
-
-
-def test_every_pending_entry_is_still_a_read() -> None:
-    """An entry whose read is gone must go too, so the list only ever shrinks to empty."""
-    reads = _reads_outside_config()
-    assert [f"{m}: {v}" for m, v in PENDING if (m, v) not in reads] == []
 
 
 def test_the_readers_exist() -> None:
