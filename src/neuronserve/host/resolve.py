@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.host import facts as hostfacts
 from neuronserve.host import properties
-from neuronserve.plan import assets
+from neuronserve.plan.assets import kinds as assets
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
 from neuronserve.types import LaunchPlan

@@ -16,7 +16,7 @@ request that needs one (front/, from this object), so the plan decides here, onc
   (JSON schema, regex, grammar, guided_*) are not enforced.
 - on the CPU device (vLLM's CPU engine) everything is allowed. The in-tree integration (vLLM 0.9/0.10)
   is not judged by this source and is left allowed too.
-- lane 2.28 (vllm-neuron 0.4.1, plan/pluginrules.py): the same, except that structured outputs are
+- lane 2.28 (vllm-neuron 0.4.1, plan/lanes/nxdi/profiles.py): the same, except that structured outputs are
   enforced when sampling on the CPU: sample_tokens applies the grammar bitmask there (0.4.1
   worker/neuronx_distributed_model_runner.py:248-260) and ignores it on the device, with a warning
   (:229-242). Prompt logprobs are still never returned (:903).
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronserve.plan.pluginrules import V0_2, PluginRules
-from neuronserve.types import Device, RequestSupport
+from neuronserve.plan.lanes.nxdi.profiles import V0_2, PluginRules
+from neuronserve.types import Device, Integration, RequestSupport
 
 CANNOT_PROMPT_LOGPROBS = (
     "vllm-neuron 0.2.2+lts cannot: it never returns prompt logprobs (its model runner always answers an "
@@ -59,11 +59,11 @@ def cpu_sampling_setting(override: dict[str, Any] | None) -> str:
 
 
 def request_support(
-    device: Device, integration: str, override: dict[str, Any] | None, rules: PluginRules = V0_2
+    device: Device, integration: Integration, override: dict[str, Any] | None, rules: PluginRules = V0_2
 ) -> RequestSupport:
     """The RequestSupport of a plan: its device, its integration, its rendered override and its lane's
     plugin (`rules`)."""
-    if device != "neuron" or integration != "plugin":
+    if device != "neuron" or integration != Integration.PLUGIN:
         return RequestSupport()
     why = {"prompt_logprobs": CANNOT_PROMPT_LOGPROBS.replace(V0_2.plugin, rules.plugin)}
     on_cpu = cpu_sampling(override)
