@@ -14,7 +14,7 @@ from __future__ import annotations
 from neuronserve.config import values as p
 from neuronserve.config.limitstable import LIMIT_VARS
 from neuronserve.config.var import DEVICES, DIALECTS, FIT_MODES, NS, Var
-from neuronserve.plan.lanes.ids import LANE_IDS
+from neuronserve.lane_ids import LANE_IDS
 
 _OWN_VARS: tuple[Var, ...] = (
     Var(

@@ -14,14 +14,14 @@ import json
 from dataclasses import replace
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, command, model, replicas, support
+from neuronserve.plan import cachekey, command, model, replicas
 from neuronserve.plan.assets import kinds, lora
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit.check import check_fit
 from neuronserve.plan.lanes.lane import CONSUMED
 from neuronserve.plan.lanes.registry import check_instance, choose_lane
 from neuronserve.plan.resolution import Resolution
-from neuronserve.types import ArtifactSpec, Integration, LaunchPlan
+from neuronserve.types import ArtifactSpec, Integration, LaunchPlan, RequestSupport
 
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
@@ -69,7 +69,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         if settings.additional_config:
             argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
         key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, Integration.CPU
-        engine_support = support.request_support(device, integration, override)
+        engine_support = RequestSupport()  # vLLM's CPU engine: every request field is honoured
         memory, instance_doc = None, None
         slices = replicas.cpu_slices(settings, facts, res)
         rendered = staged.flags

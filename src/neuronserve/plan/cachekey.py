@@ -18,10 +18,11 @@ from typing import Any
 from neuronserve.counts import positive
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import instances
-from neuronserve.plan.lanes.ids import DEFAULT_ID
 from neuronserve.types import ModelSpec
 
-DEFAULT_LANE = DEFAULT_ID
+# The lane whose keys predate lanes: left out of the hashed document, so its keys stay what they were
+# (a key of any other lane names its lane). Lane 2.27, the default lane (plan/lanes/registry.py).
+DEFAULT_LANE = "2.27"
 
 # Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
 # --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/lanes/nxdi/engine.py _graph).
@@ -43,7 +44,7 @@ def neuron_target(instance_type: str | None, facts: HostFacts, lnc_text: str | N
 
     Why each part:
     - generation: NEFFs compiled for NeuronCore-v2 (inf2, trn1) are refused on NeuronCore-v3 (trn2),
-      and the reverse needs NEURON_RT_ALLOW_LEGACY_NEFF (aws-neuron-sdk#1259, shared/NEURON.md).
+      and the reverse needs NEURON_RT_ALLOW_LEGACY_NEFF (aws-neuron-sdk#1259).
     - target: are inf2 and trn1 NEFFs interchangeable? Both chips carry NeuronCore-v2 (the same per-core
       HBM and bandwidth, plan/fit/instances.py), and NKI groups them as one platform
       (NEURON_PLATFORM_TARGET_OVERRIDE accepts `trn1|inf2|gen2` as one value), but neuronx-cc takes

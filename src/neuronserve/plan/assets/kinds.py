@@ -10,10 +10,10 @@ itself, a hub id. Local targets sit under `<work_dir>/assets/<kind>[/<name>]`, n
 Why the engine must never get a hub id or an s3:// URI on Neuron: vllm-neuron 0.2.2+lts loads a model
 path that does not exist on disk with `AutoModelForCausalLM.from_pretrained(id)` and `save_pretrained`
 into `./local-models/<id>` (worker/neuronx_distributed_model_loader.py:228-232, reached from :391-393),
-a full second copy of the weights; seed 000 reports that models with `tie_word_embeddings` (Qwen3-8B)
-fail there with "Cannot copy out of meta tensor". The draft is read with `load_pretrained_config` and
-`draft_model_path` (:293-301), and NxD Inference reads adapters from local paths only (its
-LoraServingConfig refuses a path where `os.path.exists` fails: modules/lora_serving/config.py
+a full second copy of the weights; its README's known issue 2 says models with `tie_word_embeddings`
+(Qwen3-8B) fail there with "Cannot copy out of meta tensor". The draft is read with
+`load_pretrained_config` and `draft_model_path` (:293-301), and NxD Inference reads adapters from local
+paths only (its LoraServingConfig refuses a path where `os.path.exists` fails: modules/lora_serving/config.py
 `_check_valid_path`).
 """
 

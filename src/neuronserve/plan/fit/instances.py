@@ -1,8 +1,9 @@
 """Instance facts: NeuronCores, HBM and HBM bandwidth per core for every Inf2, Trn1/Trn1n and Trn2 size.
 
-The one table in the code base (deploy/instances.py reads it too). Per-chip figures are AWS's
-(shared/NEURON.md "Hardware"): Inferentia2 and Trainium each carry 2 NeuronCore-v2, 32 GiB HBM and
-820 GB/s; Trainium2 carries 8 physical NeuronCore-v3, 96 GiB and 2.9 TB/s. On Trn2 the runtime groups
+The one table in the code base (deploy/instances.py reads it too). Per-chip figures are AWS's (the
+Neuron documentation's architecture pages, general/arch/neuron-hardware/inferentia2, trainium and
+trainium2): Inferentia2 and Trainium each carry 2 NeuronCore-v2, 32 GiB HBM and 820 GB/s; Trainium2
+carries 8 physical NeuronCore-v3, 96 GiB and 2.9 TB/s. On Trn2 the runtime groups
 `NEURON_LOGICAL_NC_CONFIG` physical cores into one logical core (2 by default), so a logical core owns
 that many physical cores' HBM and bandwidth; the plugin and NxD Inference see logical cores only.
 
@@ -46,9 +47,9 @@ INSTANCES: dict[str, tuple[Chip, int]] = {
     "trn2.48xlarge": (TRAINIUM2, 16),
     "trn2u.48xlarge": (TRAINIUM2, 16),
 }
-# Families a stack lane runs (plan/lanes/registry.py: trn3 on lane 2.32) whose chip figures no project source
-# gives yet (shared/NEURON.md "Hardware" has none for Trainium3): named, so a declared trn3 instance is
-# told how to plan without the fit check instead of "not a Neuron instance type".
+# Families a stack lane runs (plan/lanes/registry.py: trn3 on lane 2.32) whose chip figures this table
+# does not hold yet (none were read for Trainium3): named, so a declared trn3 instance is told how to
+# plan without the fit check instead of "not a Neuron instance type".
 UNTABULATED = {"trn3": "Trainium3"}
 
 

@@ -46,7 +46,7 @@ DTYPE_BYTES = {
     "float32": 4,
     "fp32": 4,
     "float": 4,
-    "auto": 4,  # the plugin maps `auto` to float32 (shared/NEURON.md)
+    "auto": 4,  # `auto` compiles float32 on Neuron (plan/lanes/nxdi/rules.py check_dtype)
 }
 
 

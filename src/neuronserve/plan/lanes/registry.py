@@ -9,8 +9,8 @@ at run time and lifts limits; 0.24.0.1.1.0 (SDK 2.32) is a rewrite with its own 
 renders the engine with the lane's own renderer (`lane.engine`): the NxD Inference lanes share
 plan/lanes/nxdi/ and differ by their plugin profile (`lane.rules`), the 2.32 lane is plan/lanes/native/.
 
-Adding a lane: its entry below (and its id in ids.py, which config/ reads), with a renderer from its
-folder under plan/lanes/ (docs/DESIGN.md).
+Adding a lane: its entry below (and its id in neuronserve/lane_ids.py, which config/ reads), with a
+renderer from its folder under plan/lanes/ (docs/DESIGN.md).
 
 Pure: the facts and the settings are passed in.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts
 from neuronserve.plan.fit import instances
-from neuronserve.plan.lanes.ids import DEFAULT_ID
 from neuronserve.plan.lanes.lane import Lane
 from neuronserve.plan.lanes.native import engine as native
 from neuronserve.plan.lanes.nxdi import engine as nxdi
@@ -69,7 +68,7 @@ LANE_2_32 = Lane(
     engine=native.neuron_engine,
 )
 LANES: dict[str, Lane] = {lane.lane: lane for lane in (LANE_2_27, LANE_2_28, LANE_2_32)}
-DEFAULT = LANES[DEFAULT_ID]
+DEFAULT = LANE_2_27  # when neither NEURONSERVE_STACK nor an installed plugin says
 
 
 def lane_of_plugin(version: str | None) -> Lane | None:

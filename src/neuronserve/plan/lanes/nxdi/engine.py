@@ -6,7 +6,7 @@ of them left implicit becomes a plugin default nobody chose. So every one is dec
 (steps.py), said in a warning when derived, and rendered here either for the plugin
 (`--additional-config`) or for the older in-tree integration (`--device neuron --override-neuron-config`,
 VLLM_NEURON_FRAMEWORK): argv, environment and override (nested under text_neuron_config for Llama 4 /
-Pixtral, multimodal.nest), and what requests may ask of it (plan/support.py).
+Pixtral, multimodal.nest), and what requests may ask of it (support.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import json
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, support
+from neuronserve.plan import cachekey
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.lanes.lane import Lane, NeuronEngine
-from neuronserve.plan.lanes.nxdi import multimodal
+from neuronserve.plan.lanes.nxdi import multimodal, support
 from neuronserve.plan.lanes.nxdi.intree import tnx_env
 from neuronserve.plan.lanes.nxdi.launch import Launch
 from neuronserve.plan.lanes.nxdi.profiles import V0_2

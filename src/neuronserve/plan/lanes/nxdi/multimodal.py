@@ -36,7 +36,7 @@ QUANTIZATION_KEYS = frozenset(
     {"quantized", "quantized_checkpoints_path", "quantization_type", "quantization_dtype"}
 )
 PIXTRAL_MAX_SEQS = V0_2.pixtral_max_seqs or 4  # loader :442-447 (none in 0.4.1: profiles.py)
-PIXTRAL_MAX_LEN = 10240  # the seed's (README) limit: an estimate, not a check of the source
+PIXTRAL_MAX_LEN = 10240  # vllm-neuron 0.2.2+lts README, known issue 5: an estimate, not a check of the source
 
 
 def architecture(model: ModelFacts | None) -> str:
@@ -101,7 +101,7 @@ def check_launch(
     - additional_config.max_prompt_length: the loader then writes `max_context_length` at the top level
       of the override (:926-940), which :945-952 refuses: refused.
     - Pixtral: batch above 4 raises (loader :442-447: batch_size or tkg_batch_size > 4), and it does not
-      run before 0.2.2 (0.2.0 loader.py:672-674). max_model_len above 10240 (the seed's README limit, an
+      run before 0.2.2 (0.2.0 loader.py:672-674). max_model_len above 10240 (the plugin README's limit, an
       estimate rather than a check in the source) is refused like the HBM estimate, with its override
       NEURONSERVE_FIT_CHECK=warn|off.
     Lane 2.28 (vllm-neuron 0.4.1, `rules`): the same two refusals (0.4.1 loader :1180-1182 and

@@ -1,4 +1,6 @@
-"""Checks of shared/NEURON.md "Rules that fail late", each refusing with the variable and a value that works.
+"""The rules that fail late on Neuron (after the download and the compile) unless checked up front, each
+refusing with the variable and a value that works; each cites the plugin or NxD Inference source line
+it mirrors.
 
 These rules are what a Neuron start gets wrong after a 10 GB download and a 15-minute compile. They are
 pure functions of the resolved numbers, the override and the model's config.json, so each one is tested
@@ -42,7 +44,7 @@ DTYPES = ("auto", "bfloat16", "float", "float16", "float32", "half")  # vLLM 0.1
 
 def check_dtype(dtype: str, origin: str) -> None:
     """`auto` becomes float32 under NxD Inference: refuse it rather than compile the wrong graph. A value
-    outside vLLM's --dtype choices (../shared/vllm-0.11.0-cli.json; argparse compares them as written,
+    outside vLLM's --dtype choices (tests/data/vllm-0.11.0-cli.json; argparse compares them as written,
     so `AUTO` or `int8` too) is refused here, before any download, rather than by the engine."""
     if dtype not in DTYPES:
         raise ConfigError(

@@ -1,4 +1,5 @@
-"""What a request may ask of the planned engine (`plan.request_support`), from the plugin's source.
+"""What a request may ask of an NxD Inference lane's engine (`plan.request_support`), from the plugin's
+source.
 
 vllm-neuron 0.2.2+lts answers some request fields by silently ignoring them; the front refuses a
 request that needs one (front/, from this object), so the plan decides here, once, which ones:
@@ -16,7 +17,7 @@ request that needs one (front/, from this object), so the plan decides here, onc
   (JSON schema, regex, grammar, guided_*) are not enforced.
 - on the CPU device (vLLM's CPU engine) everything is allowed. The in-tree integration (vLLM 0.9/0.10)
   is not judged by this source and is left allowed too.
-- lane 2.28 (vllm-neuron 0.4.1, plan/lanes/nxdi/profiles.py): the same, except that structured outputs are
+- lane 2.28 (vllm-neuron 0.4.1, profiles.py): the same, except that structured outputs are
   enforced when sampling on the CPU: sample_tokens applies the grammar bitmask there (0.4.1
   worker/neuronx_distributed_model_runner.py:248-260) and ignores it on the device, with a warning
   (:229-242). Prompt logprobs are still never returned (:903).

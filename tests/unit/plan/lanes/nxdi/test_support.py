@@ -1,11 +1,12 @@
-"""plan.request_support: what requests may ask for, by device and sampling mode (plan/support.py), both
-ways: each capability False where vllm-neuron 0.2.2+lts ignores it, True in the neighbouring mode."""
+"""plan.request_support: what requests may ask for, by device and sampling mode
+(plan/lanes/nxdi/support.py), both ways: each capability False where vllm-neuron 0.2.2+lts ignores it,
+True in the neighbouring mode."""
 
 from __future__ import annotations
 
 from tests.support.builders import LLAMA_ENV, facts, llama_facts, llama_plan, plan
 
-from neuronserve.plan.support import CANNOT_PROMPT_LOGPROBS, CANNOT_STRUCTURED, request_support
+from neuronserve.plan.lanes.nxdi.support import CANNOT_PROMPT_LOGPROBS, CANNOT_STRUCTURED, request_support
 from neuronserve.types import RequestSupport
 
 ON_DEVICE_FIX = (
