@@ -11,7 +11,10 @@ from tests.support.vllm_cli import check_argv
 from tests.unit.plan.test_build_vllm_cli import run_cli
 
 import neuronserve.plan.lanes.registry as lanes
+from neuronserve.config.settings import parse_settings
+from neuronserve.config.table import VARS
 from neuronserve.errors import ConfigError
+from neuronserve.lane_ids import LANE_IDS
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.types import LaunchPlan
 
@@ -291,3 +294,15 @@ def test_the_plan_command_reports_the_lane_and_refuses_what_it_owes() -> None:
         ["--device", "cpu"], {**env, "NEURONSERVE_STACK": "2.32", "NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge"}
     )
     assert inf2.returncode == 2 and "use lane 2.28" in inf2.stderr and "Traceback" not in inf2.stderr
+
+
+def test_neuronserve_stack_accepts_exactly_the_registrys_lanes() -> None:
+    """config/hosttable.py's row reads neuronserve/lane_ids.py, which the registry is keyed by."""
+    assert tuple(lanes.LANES) == LANE_IDS
+    assert lanes.DEFAULT is lanes.LANES["2.27"]
+    for lane in LANE_IDS:
+        assert parse_settings({**HUB_MODEL, "NEURONSERVE_STACK": f" {lane} "}).stack == lane
+    with pytest.raises(ConfigError) as err:
+        parse_settings({**HUB_MODEL, "NEURONSERVE_STACK": "2.29"})
+    assert err.value.variables == ("NEURONSERVE_STACK",)
+    assert "2.27 | 2.28 | 2.32 (docs/LANES.md)" in VARS["NEURONSERVE_STACK"].help

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from tests.support.builders import LLAMA_ENV, facts, llama_facts, llama_plan, plan
 
+from neuronserve.config.settings import parse_settings
+from neuronserve.plan.lanes.nxdi.engine import neuron_engine
 from neuronserve.plan.lanes.nxdi.support import CANNOT_PROMPT_LOGPROBS, CANNOT_STRUCTURED, request_support
-from neuronserve.types import RequestSupport
+from neuronserve.plan.lanes.registry import LANE_2_27, LANE_2_28
+from neuronserve.plan.resolution import Resolution
+from neuronserve.types import Integration, RequestSupport
 
 ON_DEVICE_FIX = (
     "set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null (CPU sampling; vllm-neuron 0.2.2+lts samples on the "
@@ -73,3 +77,14 @@ def test_request_support_is_a_pure_function_of_its_inputs() -> None:
     assert request_support("neuron", "plugin", {"on_device_sampling_config": None}).penalties is True
     assert request_support("neuron", "plugin", {}).penalties is False
     assert request_support("neuron", "plugin", None).logprobs is False
+
+
+def test_the_engine_renders_its_lanes_request_support() -> None:
+    """plan/lanes/nxdi/engine.py fills NeuronEngine.support from the override it rendered and the lane's
+    profile: CPU sampling allows structured outputs on 2.28 only."""
+    settings = parse_settings({**LLAMA_ENV, "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"})
+    host = llama_facts()
+    for lane, structured in ((LANE_2_27, False), (LANE_2_28, True)):
+        engine = neuron_engine(settings, host, "/m", host.paths["/m"], Resolution.of(settings), lane=lane)
+        assert engine.support == request_support("neuron", Integration.PLUGIN, engine.override, lane.rules)
+        assert engine.support.logprobs and engine.support.structured_outputs is structured
