@@ -1,12 +1,16 @@
 """The engine command around what the lane renders (plan/command.py): the model and listen address, the
 user's other flags sorted, the arguments after `--` less those the plan decides, an override after `--`
-refused, and the tool-calling flags that must come together, from every dialect.
+refused, and the tool-calling flags that must come together, from every dialect; called directly and
+through build_plan.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 from tests.support.builders import (
+    HUB_MODEL,
     facts,
     llama_plan,
     plan,
@@ -16,8 +20,9 @@ from tests.support.builders import (
 
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.plan import command
+from neuronserve.plan.build import build_plan
 from neuronserve.plan.resolution import Resolution
-from neuronserve.types import ModelSpec
+from neuronserve.types import LaunchPlan, ModelSpec
 
 # --- tool calling in every dialect ----------------------------------------------------------------------
 
@@ -191,3 +196,60 @@ def test_setting_of_names_the_variable_else_the_argument_after_the_double_dash()
     assert command.setting_of(settings({"SM_VLLM_SEED": "5"}), "seed") == ("5", "SM_VLLM_SEED")
     assert command.setting_of(settings({}, ("--seed", "6")), "seed") == ("6", "-- --seed")
     assert command.setting_of(settings({}), "seed") == (None, "-- --seed")
+
+
+def test_host_and_port_settings_are_ignored_with_a_warning() -> None:
+    p = plan({**HUB_MODEL, "SM_VLLM_HOST": "0.0.0.0", "SM_VLLM_PORT": "9000", "SM_VLLM_SEED": "7"})
+    for var in ("SM_VLLM_HOST", "SM_VLLM_PORT"):
+        assert (
+            f"{var} ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front "
+            "server, whose port is SAGEMAKER_BIND_TO_PORT" in p.warnings
+        )
+    assert p.argv[p.argv.index("--host") + 1] == "127.0.0.1"
+    assert p.argv[p.argv.index("--seed") + 1] == "7"  # the flags after them are still passed
+
+
+def test_a_cpu_hub_model_with_a_revision_passes_it_after_the_model() -> None:
+    p = plan({"SM_VLLM_MODEL": "org/m", "SM_VLLM_REVISION": "abc"}, facts(cores=None), device="cpu")
+    assert list(p.argv[3:7]) == ["--model", "org/m", "--revision", "abc"]
+
+
+# --- edge cases found by mutation testing ---------------------------------------------------------
+
+
+DROPPED = "is a Neuron setting: dropped for the CPU engine"
+
+
+def cpu_plan(env: Mapping[str, str], extra: Sequence[str] = (), cpus: tuple[int, ...] = ()) -> LaunchPlan:
+    """A CPU plan (no Neuron devices) from an environment and the arguments after `--`."""
+    return build_plan(parse_settings(env, device="cpu", extra_args=extra), facts(cores=None, cpus=cpus))
+
+
+def test_a_dropped_neuron_flag_does_not_drop_the_flags_sorted_after_it() -> None:
+    """On the CPU a Neuron-only engine flag is dropped with a warning, and every other flag after it in
+    name order (num-gpu-blocks-override < seed) still reaches the engine."""
+    p = cpu_plan({"SM_VLLM_MODEL": "org/m", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100", "SM_VLLM_SEED": "7"})
+    assert p.warnings == (f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE {DROPPED}",)
+    assert list(p.argv[-2:]) == ["--seed", "7"]
+
+
+def test_a_flag_the_neuron_plan_renders_is_not_passed_again_from_after_the_separator() -> None:
+    """`-- --no-enable-prefix-caching` on Neuron: the plan reads it and renders the KV layout's own
+    `--no-enable-prefix-caching`, so vLLM gets it once (the plan's copy), while the flag after it that
+    the plan does not render (`--seed 3`) is passed through as given."""
+    p = build_plan(
+        parse_settings(HUB_MODEL, extra_args=("--no-enable-prefix-caching", "--seed", "3")), facts()
+    )
+    assert p.argv.count("--no-enable-prefix-caching") == 1
+    assert p.argv.index("--no-enable-prefix-caching") < p.argv.index("--additional-config")
+    assert list(p.argv[-2:]) == ["--seed", "3"]
+
+
+def test_the_cpu_plan_passes_boolean_flags_and_values_after_the_separator_verbatim() -> None:
+    """The CPU plan renders no engine flag of its own, so `-- --trust-remote-code` (a flag the plan reads)
+    reaches vLLM; and a value is only a value: `mymodel` after `--served-model-name` is not taken for a
+    `--model` flag, nor the token after it dropped."""
+    extra = ["--trust-remote-code", "--served-model-name", "mymodel", "--seed", "3"]
+    p = cpu_plan({"SM_VLLM_MODEL": "org/m"}, extra=extra)
+    assert list(p.argv[-5:]) == extra
+    assert p.warnings == ()

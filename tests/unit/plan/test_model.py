@@ -1,19 +1,22 @@
-"""The first decisions of a plan (plan/model.py), called directly: the device, the model and where it
-comes from (the order of its sources, the refusals naming each variable), where compiled artifacts live,
-and the Neuron settings a CPU plan drops, each said."""
+"""The first decisions of a plan (plan/model.py): the device, the model and where it comes from (the order
+of its sources, the refusals naming each variable), where compiled artifacts live, and the Neuron settings
+a CPU plan drops, each said; called directly, then through build_plan word for word (the latter added where
+mutation testing, scripts/mutation and docs/TESTING.md, showed messages and names no test checked).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import pytest
-from tests.support.builders import facts, raised
+from tests.support.builders import HUB_MODEL, facts, plan, raised, refusal
 
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.plan import model
+from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.resolution import Resolution
-from neuronserve.types import ArtifactSpec, ModelSpec
+from neuronserve.types import ArtifactSpec, LaunchPlan, ModelSpec
 
 WORK = "/w"
 KEY = "k" * 32
@@ -52,28 +55,6 @@ def test_the_device_is_the_setting_or_what_the_host_has(setting: str, devices: i
 )
 def test_each_model_source(uri: str, paths: dict[str, ModelFacts], spec: ModelSpec) -> None:
     assert choose({"SM_VLLM_MODEL": uri}, facts(paths=paths))[0] == spec
-
-
-@pytest.mark.parametrize(
-    ("uri", "paths", "message"),
-    [
-        ("/d/m.tar.gz", {}, "SM_VLLM_MODEL=/d/m.tar.gz: no such archive on this host"),
-        ("/d/m", {}, "SM_VLLM_MODEL=/d/m: no such model directory on this host"),
-        ("./m", {}, "SM_VLLM_MODEL=./m: no such model directory on this host"),
-        ("m", {"m": ModelFacts("file")}, "SM_VLLM_MODEL=m: no such model directory on this host"),
-    ],
-)
-def test_a_local_model_that_is_not_there_is_refused(uri: str, paths: dict[str, Any], message: str) -> None:
-    settings = parse_settings({"SM_VLLM_MODEL": uri})
-    err = raised(model.choose_model, settings, facts(paths=paths), WORK, Resolution.of(settings))
-    assert str(err) == message and err.variables == ("SM_VLLM_MODEL",)
-
-
-def test_no_model_is_refused_naming_every_source() -> None:
-    settings = parse_settings({})
-    err = raised(model.choose_model, settings, facts(), WORK, Resolution.of(settings))
-    assert err.variables == ("SM_VLLM_MODEL", "SM_MODEL_DIR", "HF_MODEL_ID", "OPTION_MODEL_ID")
-    assert "put the model in /opt/ml/model (SM_MODEL_DIR)" in str(err)
 
 
 def test_sm_vllm_model_wins_over_the_sagemaker_dir_and_hf_model_id_and_says_so() -> None:
@@ -152,21 +133,187 @@ def test_artifact_settings_that_cannot_work_are_refused(
     assert raised(model.artifacts, settings_of(env), WORK, KEY).variables == variables
 
 
-def test_a_cpu_plan_says_each_neuron_setting_it_drops() -> None:
-    settings = settings_of(
-        {
-            "SM_NEURON_SEQUENCE_PARALLEL_ENABLED": "true",
-            "NEURONSERVE_CACHE_URI": "s3://b/c",
-            "NEURON_RT_VISIBLE_CORES": "0-1",
-            "NEURON_LOGICAL_NC_CONFIG": "2",
-        }
+def test_no_model_names_every_way_to_give_one() -> None:
+    err = refusal({}, facts(sagemaker_model_dir="/opt/ml/model"))
+    assert str(err) == (
+        "no model configured: set SM_VLLM_MODEL (hub id, local dir, s3:// prefix or .tar.gz), put the model "
+        "in /opt/ml/model (SM_MODEL_DIR), or set HF_MODEL_ID"
     )
-    res = Resolution.of(settings)
-    model.cpu_warnings(settings, res)
-    assert res.warnings == [
-        "SM_NEURON_SEQUENCE_PARALLEL_ENABLED (sequence_parallel_enabled) is a Neuron setting: dropped for "
-        "the CPU engine",
-        "NEURONSERVE_CACHE_URI is a Neuron setting: dropped for the CPU engine",
-        "NEURON_RT_VISIBLE_CORES is a Neuron setting: dropped for the CPU engine",
-        "NEURON_LOGICAL_NC_CONFIG is a Neuron setting: dropped for the CPU engine",
-    ]
+    assert err.variables == ("SM_VLLM_MODEL", "SM_MODEL_DIR", "HF_MODEL_ID", "OPTION_MODEL_ID")
+
+
+@pytest.mark.parametrize("uri", ["/data/model.tar.gz", "/data/model.tgz"])
+def test_a_missing_local_archive_is_refused(uri: str) -> None:
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": uri})
+    assert str(err) == f"SM_VLLM_MODEL={uri}: no such archive on this host"
+    assert err.variables == ("SM_VLLM_MODEL",)
+
+
+@pytest.mark.parametrize("uri", ["s3://b/m.tar.gz", "s3://b/m.tgz"])
+def test_s3_archives_of_both_suffixes_are_staged(uri: str) -> None:
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": uri, "NEURONSERVE_WORK_DIR": "/srv/X/"})
+    assert (p.model.source, p.model.local_path) == ("archive", "/srv/X/model")
+
+
+def test_a_missing_local_directory_is_refused() -> None:
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": "/data/nothing-here"})
+    assert str(err) == "SM_VLLM_MODEL=/data/nothing-here: no such model directory on this host"
+    assert err.variables == ("SM_VLLM_MODEL",)
+
+
+def test_other_configured_models_are_named_as_ignored() -> None:
+    env = {**HUB_MODEL, "HF_MODEL_ID": "org/a", "OPTION_MODEL_ID": "org/b"}
+    p = plan(env)
+    assert p.model.uri == HUB_MODEL["SM_VLLM_MODEL"]
+    assert (
+        "model from SM_VLLM_MODEL; also configured and ignored: HF_MODEL_ID=org/a, OPTION_MODEL_ID=org/b"
+        in p.warnings
+    )
+
+
+def test_an_explicit_artifacts_location_and_a_cache_uri_are_refused_together() -> None:
+    env = {**HUB_MODEL, "NEURON_COMPILED_ARTIFACTS": "/art", "NEURONSERVE_CACHE_URI": "s3://b/cache/"}
+    err = refusal(env)
+    assert str(err) == (
+        "NEURON_COMPILED_ARTIFACTS=/art and NEURONSERVE_CACHE_URI=s3://b/cache/ both choose where compiled "
+        "artifacts live: keep NEURONSERVE_CACHE_URI (keyed, safe) or the explicit location, not both"
+    )
+    assert err.variables == ("NEURON_COMPILED_ARTIFACTS", "NEURONSERVE_CACHE_URI")
+
+
+def test_a_cache_uri_must_be_s3() -> None:
+    err = refusal({**HUB_MODEL, "NEURONSERVE_CACHE_URI": "/mnt/cache"})
+    assert str(err) == "NEURONSERVE_CACHE_URI=/mnt/cache must be an s3:// prefix"
+    assert err.variables == ("NEURONSERVE_CACHE_URI",)
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+@pytest.mark.parametrize(
+    ("extra", "mode"),
+    [
+        ({"NEURONSERVE_CACHE_URI": "s3://b/BOX/"}, "keyed"),
+        ({"NEURON_COMPILED_ARTIFACTS": "s3://b/compiled/"}, "explicit"),
+        ({"NEURON_COMPILED_ARTIFACTS": "/art"}, "local"),
+        ({}, "local"),
+    ],
+)
+def test_every_artifact_mode_carries_the_read_only_setting(
+    extra: dict[str, str], mode: str, read_only: bool
+) -> None:
+    env = {**HUB_MODEL, **extra, "NEURONSERVE_CACHE_READ_ONLY": "true" if read_only else "false"}
+    p = plan(env)
+    assert p.artifacts.mode == mode
+    assert p.artifacts.read_only is read_only
+    if mode == "keyed":
+        assert p.artifacts.remote_uri == f"s3://b/BOX/{p.cache_key}/"
+
+
+NEURON_ONLY = {
+    "NEURONSERVE_CACHE_URI": "s3://b/cache/",
+    "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
+    "NEURONSERVE_INTEGRATION": "plugin",
+    "NEURON_RT_VISIBLE_CORES": "0-1",
+    "NEURON_LOGICAL_NC_CONFIG": "2",
+    "NEURON_COMPILED_ARTIFACTS": "/art",
+}
+
+
+@pytest.mark.parametrize("var", sorted(NEURON_ONLY))
+def test_the_cpu_plan_names_each_neuron_setting_it_drops(var: str) -> None:
+    env = {"SM_VLLM_MODEL": "org/m", var: NEURON_ONLY[var]}
+    p = plan(env, facts(cores=None), device="cpu")
+    dropped = [w for w in p.warnings if w.endswith("is a Neuron setting: dropped for the CPU engine")]
+    assert dropped == [f"{var} is a Neuron setting: dropped for the CPU engine"]
+
+
+def test_the_cpu_plan_warns_about_nothing_it_was_not_given() -> None:
+    p = plan({"SM_VLLM_MODEL": "org/m"}, facts(cores=None), device="cpu")
+    assert p.warnings == ()
+
+
+def test_a_local_model_dir_is_used_in_place() -> None:
+    f = facts(paths={"/models/m": ModelFacts(kind="dir")})
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": "/models/m"}, f)
+    assert (p.model.source, p.model.local_path) == ("local", "/models/m")
+
+
+@pytest.mark.parametrize(
+    ("extra", "mode"),
+    [
+        ({"NEURONSERVE_CACHE_URI": "s3://b/c/"}, "keyed"),
+        ({"NEURON_COMPILED_ARTIFACTS": "s3://b/x/"}, "explicit"),
+    ],
+)
+def test_require_cache_hit_marks_a_remote_cache(extra: dict[str, str], mode: str) -> None:
+    p = plan({**HUB_MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert (p.artifacts.mode, p.artifacts.require_hit) == (mode, True)
+    assert plan({**HUB_MODEL, **extra}).artifacts.require_hit is False
+
+
+@pytest.mark.parametrize("extra", [{}, {"NEURON_COMPILED_ARTIFACTS": "/art"}])
+def test_require_cache_hit_without_a_remote_cache_is_refused(extra: dict[str, str]) -> None:
+    err = refusal({**HUB_MODEL, **extra, "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert str(err) == (
+        "NEURONSERVE_REQUIRE_CACHE_HIT=true needs a remote cache to hit: set NEURONSERVE_CACHE_URI "
+        "(s3:// prefix of the keyed cache) or unset NEURONSERVE_REQUIRE_CACHE_HIT"
+    )
+    assert err.variables == ("NEURONSERVE_REQUIRE_CACHE_HIT", "NEURONSERVE_CACHE_URI")
+
+
+@pytest.mark.parametrize("uri", ["./models/m", "~/m"])
+def test_relative_and_home_paths_are_local_directories(uri: str) -> None:
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": uri})
+    assert str(err) == f"SM_VLLM_MODEL={uri}: no such model directory on this host"
+
+
+def test_a_local_file_is_not_a_model_directory() -> None:
+    f = facts(paths={"models/m.bin": ModelFacts(kind="file")})
+    err = refusal({**HUB_MODEL, "SM_VLLM_MODEL": "models/m.bin"}, f)
+    assert str(err) == "SM_VLLM_MODEL=models/m.bin: no such model directory on this host"
+
+
+def test_a_revision_is_ignored_for_anything_but_a_hub_model() -> None:
+    p = plan({**HUB_MODEL, "SM_VLLM_MODEL": "s3://b/m/", "SM_VLLM_REVISION": "abc"})
+    assert "SM_VLLM_REVISION ignored: s3://b/m/ is not a hub model" in p.warnings
+    assert not [w for w in plan(HUB_MODEL).warnings if "is not a hub model" in w]
+
+
+# --- edge cases found by mutation testing ---------------------------------------------------------
+
+
+DROPPED = "is a Neuron setting: dropped for the CPU engine"
+
+
+def cpu_plan(env: Mapping[str, str], extra: Sequence[str] = (), cpus: tuple[int, ...] = ()) -> LaunchPlan:
+    """A CPU plan (no Neuron devices) from an environment and the arguments after `--`."""
+    return build_plan(parse_settings(env, device="cpu", extra_args=extra), facts(cores=None, cpus=cpus))
+
+
+def test_two_models_after_the_separator_name_the_second_as_ignored_once() -> None:
+    """`-- --model a --model b`: the first wins and the warning lists the other exactly once (the
+    candidates after the SageMaker directory must not repeat the `-- --model` ones)."""
+    p = cpu_plan({}, extra=["--model", "org/a", "--model", "org/b"])
+    assert (p.model.uri, p.model.origin) == ("org/a", "-- --model")
+    assert p.warnings == ("model from -- --model; also configured and ignored: -- --model=org/b",)
+
+
+def test_a_model_after_the_separator_names_sm_vllm_model_as_ignored_once() -> None:
+    """`-- --model a` with SM_VLLM_MODEL=b: the argument wins and SM_VLLM_MODEL is named once, in the
+    place of the source order (before the SageMaker directory and HF_MODEL_ID)."""
+    p = cpu_plan({"SM_VLLM_MODEL": "org/b", "HF_MODEL_ID": "org/c"}, extra=["--model", "org/a"])
+    assert p.model.uri == "org/a"
+    assert p.warnings == (
+        "model from -- --model; also configured and ignored: SM_VLLM_MODEL=org/b, HF_MODEL_ID=org/c",
+    )
+
+
+def test_a_model_that_is_not_from_the_hub_without_a_revision_gets_no_revision_warning() -> None:
+    """The "revision ignored" warning needs both a revision and a non-hub model: an s3:// model with no
+    revision plans without any warning."""
+    assert cpu_plan({"SM_VLLM_MODEL": "s3://b/m/"}).warnings == ()
+
+
+def test_the_cpu_plan_drops_require_cache_hit_with_a_warning() -> None:
+    """NEURONSERVE_REQUIRE_CACHE_HIT has no meaning without compiled artifacts: the CPU plan names it."""
+    p = cpu_plan({"SM_VLLM_MODEL": "org/m", "NEURONSERVE_REQUIRE_CACHE_HIT": "true"})
+    assert p.warnings == (f"NEURONSERVE_REQUIRE_CACHE_HIT {DROPPED}",)
