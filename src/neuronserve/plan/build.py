@@ -11,17 +11,38 @@ fit check (fit/), the cache key (cachekey.py), the command line (command.py) and
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from neuronserve.config.settings import Settings
 from neuronserve.plan import cachekey, command, model, replicas
 from neuronserve.plan.assets import kinds, lora
+from neuronserve.plan.assets.locate import Staged
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit.check import check_fit
-from neuronserve.plan.lanes.lane import CONSUMED
+from neuronserve.plan.lanes.lane import CONSUMED, Lane
 from neuronserve.plan.lanes.registry import check_instance, choose_lane
 from neuronserve.plan.resolution import Resolution
-from neuronserve.types import ArtifactSpec, Integration, LaunchPlan, RequestSupport
+from neuronserve.types import ArtifactSpec, Integration, LaunchPlan, ModelSpec, RequestSupport
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """What the device's half of the plan decides: the engine flags after the model argv, the engine
+    environment, the rendered override and integration, what requests may ask, the compiled artifacts
+    and their key, the HBM estimate, the replica slices, and the flags rendered (for engine_tail)."""
+
+    flags: list[str]
+    slices: list[list[int]]
+    rendered: list[str]
+    integration: Integration = Integration.CPU
+    support: RequestSupport = field(default_factory=RequestSupport)
+    env: dict[str, str] = field(default_factory=dict)
+    override: dict[str, Any] | None = None
+    key: str | None = None
+    artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
+    memory: dict[str, Any] | None = None
+    instance: dict[str, Any] | None = None
 
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
@@ -33,54 +54,22 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     work_dir = settings.work_dir
     spec = kinds.stage_hub_model(model.choose_model(settings, facts, work_dir, res), device, work_dir)
     command.check_tool_calling(settings)
-    model_facts: ModelFacts | None = facts.paths.get(spec.uri) if spec.local_path == spec.uri else None
     staged, adapters = kinds.plan_assets(settings, facts, spec, device, res)
     argv = command.model_argv(settings, facts, spec)
     if device == "neuron":
-        command.refuse_extra_override(settings.extra_args)
-        res.override.update(staged.override)  # local paths of assets named by override keys
-        res.origins.update(staged.origins)
-        engine = lane.engine(settings, facts, spec.uri, model_facts, res, lane=lane)
-        instance, estimate = check_fit(settings, facts, engine.graph, model_facts, res)
-        memory = estimate.as_json() if estimate else None
-        instance_doc = instance.as_json() if instance else None
-        argv += engine.flags + staged.flags
-        argv += command.user_flags(settings, CONSUMED | staged.skip, device, res)
-        identity = kinds.identity(staged.assets, facts)
-        graph = kinds.keyed_graph(engine.graph, staged)
-        key = cachekey.cache_key(spec, model_facts, graph, facts.versions, identity, lane=lane.lane)
-        artifacts = model.artifacts(settings, work_dir, key)
-        if engine.artifacts_subdir and artifacts.local_dir:
-            artifacts = replace(artifacts, local_dir=f"{artifacts.local_dir}/{engine.artifacts_subdir}")
-        elif artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
-            res.warn(
-                "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
-                "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
-                "(larger upload, faster start)"
-            )
-        env = {**engine.env, **engine.artifacts_env(artifacts.local_dir or "")}
-        override, integration, engine_support = engine.override, engine.integration, engine.support
-        slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
-        rendered = engine.flags + staged.flags
+        half = _neuron(settings, facts, spec, lane, staged=staged, res=res)
     else:
-        model.cpu_warnings(settings, res)
-        argv += staged.flags
-        argv += command.user_flags(settings, frozenset({"additional-config"}) | staged.skip, device, res)
-        if settings.additional_config:
-            argv += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
-        key, artifacts, env, override, integration = None, ArtifactSpec(), {}, None, Integration.CPU
-        engine_support = RequestSupport()  # vLLM's CPU engine: every request field is honoured
-        memory, instance_doc = None, None
-        slices = replicas.cpu_slices(settings, facts, res)
-        rendered = staged.flags
+        half = _cpu(settings, facts, staged=staged, res=res)
+    argv += half.flags
+    rendered = half.rendered
     if spec.revision and spec.local_path:
         rendered = [*rendered, "--revision"]  # staged at that revision: the engine reads a directory
     argv += replicas.strip_dp_args(command.engine_tail(settings.extra_args, rendered, res))
     specs = replicas.build(
         device,
         argv,
-        env,
-        slices,
+        half.env,
+        half.slices,
         base_port=settings.engine_port,
         front_port=settings.serve.port,
         min_ready=settings.serve.min_ready_replicas,
@@ -90,27 +79,79 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         argv=specs[0].argv,
         env=specs[0].env,
         model=spec,
-        neuron_override=override,
-        cache_key=key,
+        neuron_override=half.override,
+        cache_key=half.key,
         warnings=tuple(res.warnings),
         engine_host=command.ENGINE_HOST,
         engine_port=settings.engine_port,
-        artifacts=artifacts,
+        artifacts=half.artifacts,
         serve=settings.serve,
         work_dir=work_dir,
-        integration=integration,
-        memory=memory,
-        instance=instance_doc,
+        integration=half.integration,
+        memory=half.memory,
+        instance=half.instance,
         replicas=specs,
         assets=tuple(staged.assets),
         files=staged.files,
         request_support=lora.request_support(
-            engine_support,
+            half.support,
             adapters,
             lora=settings.get("enable-lora") is True,
             device=device,
-            integration=integration,
+            integration=half.integration,
             plugin_version=facts.versions.get("vllm-neuron"),
         ),
         stack=lane.stack_json(),
     )
+
+
+def _neuron(
+    settings: Settings, facts: HostFacts, spec: ModelSpec, lane: Lane, *, staged: Staged, res: Resolution
+) -> DevicePlan:
+    """The Neuron half: the lane renders the engine, then the fit check, the user's other flags, the
+    cache key of what it compiles and where those artifacts live, and the replicas' cores."""
+    command.refuse_extra_override(settings.extra_args)
+    res.override.update(staged.override)  # local paths of assets named by override keys
+    res.origins.update(staged.origins)
+    model_facts: ModelFacts | None = facts.paths.get(spec.uri) if spec.local_path == spec.uri else None
+    engine = lane.engine(settings, facts, spec.uri, model_facts, res, lane=lane)
+    instance, estimate = check_fit(settings, facts, engine.graph, model_facts, res)
+    flags = engine.flags + staged.flags
+    flags += command.user_flags(settings, CONSUMED | staged.skip, "neuron", res)
+    identity = kinds.identity(staged.assets, facts)
+    graph = kinds.keyed_graph(engine.graph, staged)
+    key = cachekey.cache_key(spec, model_facts, graph, facts.versions, identity, lane=lane.lane)
+    artifacts = model.artifacts(settings, settings.work_dir, key)
+    if engine.artifacts_subdir and artifacts.local_dir:
+        artifacts = replace(artifacts, local_dir=f"{artifacts.local_dir}/{engine.artifacts_subdir}")
+    elif artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+        res.warn(
+            "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
+            "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
+            "(larger upload, faster start)"
+        )
+    return DevicePlan(
+        flags=flags,
+        slices=replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res),
+        rendered=engine.flags + staged.flags,
+        integration=engine.integration,
+        support=engine.support,
+        env={**engine.env, **engine.artifacts_env(artifacts.local_dir or "")},
+        override=engine.override,
+        key=key,
+        artifacts=artifacts,
+        memory=estimate.as_json() if estimate else None,
+        instance=instance.as_json() if instance else None,
+    )
+
+
+def _cpu(settings: Settings, facts: HostFacts, *, staged: Staged, res: Resolution) -> DevicePlan:
+    """The CPU half: vLLM's CPU engine honours every request field and compiles nothing; the Neuron
+    settings are dropped, each said."""
+    model.cpu_warnings(settings, res)
+    flags = staged.flags + command.user_flags(
+        settings, frozenset({"additional-config"}) | staged.skip, "cpu", res
+    )
+    if settings.additional_config:
+        flags += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]
+    return DevicePlan(flags=flags, slices=replicas.cpu_slices(settings, facts, res), rendered=staged.flags)
