@@ -16,7 +16,7 @@ from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.config.table import VARS
 from neuronserve.host import facts as hostfacts
 from neuronserve.host import properties
-from neuronserve.plan import assets
+from neuronserve.plan.assets import kinds as assets
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
 from neuronserve.types import LaunchPlan

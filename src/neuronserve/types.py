@@ -8,6 +8,7 @@ has to make those paths exist (and the plan can be printed and checked before an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from neuronserve.config.serve import ServeOptions
@@ -148,6 +149,16 @@ class ReplicaSpec:
     port: int
 
 
+class Integration(StrEnum):
+    """How the engine reaches its device (LaunchPlan.integration). A StrEnum: `plan --json`, the text
+    output and the cache key's graph write the value itself, as when it was a bare string."""
+
+    PLUGIN = "plugin"  # vllm-neuron 0.2.x / 0.4.x on NxD Inference (lanes 2.27, 2.28)
+    IN_TREE = "in-tree"  # vLLM 0.9/0.10's own `--device neuron`
+    NATIVE = "native"  # the rewritten vllm-neuron 0.24 (lane 2.32), no NxD Inference
+    CPU = "cpu"  # vLLM's CPU engine
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     """Everything needed to start the engine, computed without I/O from settings + host facts."""
@@ -164,9 +175,8 @@ class LaunchPlan:
     artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
     serve: ServeOptions = field(default_factory=ServeOptions)
     work_dir: str = "/tmp/neuronserve"  # writable scratch: staged model, artifacts, engine CWD
-    # "plugin" (vllm-neuron 0.2.x), "in-tree" (vLLM 0.9/0.10), "cpu", "native" (vllm-neuron 0.24, lane 2.32)
-    integration: str = "plugin"
-    # HBM estimate per NeuronCore (plan/memory.py as_json); None on CPU or when it could not be made.
+    integration: Integration = Integration.PLUGIN
+    # HBM estimate per NeuronCore (plan/fit/memory.py as_json); None on CPU or when it could not be made.
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None  # the instance facts it was checked against
     # One entry per data-parallel replica (build_plan makes at least one); argv/env/engine_port above
@@ -179,7 +189,7 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)
     # What requests may ask for (the front refuses what the engine would silently ignore).
     request_support: RequestSupport = field(default_factory=RequestSupport)
-    # The stack lane planned for (plan/lanes.py Lane.stack_json): {"lane", "sdk", "vllm_neuron", "vllm"}.
+    # The stack lane planned for (plan/lanes/lane.py Lane.stack_json): {"lane", "sdk", "vllm_neuron", "vllm"}.
     stack: dict[str, str] = field(default_factory=dict)
 
 

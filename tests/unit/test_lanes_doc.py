@@ -1,12 +1,13 @@
 """docs/LANES.md "How the same settings map in each lane" stays true to the code: every 2.32 row of
-plan/lane232.py is in the override-key table with the field it lands under (or this lane's name for it),
-and every lane's pins are the ones plan/lanes.py reports."""
+plan/translate.py is in the override-key table with the field it lands under (or this lane's name for it),
+and every lane's pins are the ones plan/lanes/registry.py reports."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from neuronserve.plan import lane232, lanes
+import neuronserve.plan.lanes.registry as lanes
+from neuronserve.plan.lanes.native import translate
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "LANES.md"
 
@@ -30,7 +31,7 @@ def _rows() -> dict[str, list[str]]:
 
 def test_every_2_32_override_row_is_in_the_table_as_the_code_maps_it() -> None:
     rows = _rows()
-    for row in lane232.ROWS:
+    for row in translate.ROWS:
         cells = rows.get(f"`SM_NEURON_{row.key.upper()}`")
         assert cells is not None, f"docs/LANES.md lacks SM_NEURON_{row.key.upper()}"
         landed = f"`{row.field}`" if row.field else row.lane_name

@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
-from neuronserve.types import LaunchPlan, ReplicaSpec
+from neuronserve.types import Integration, LaunchPlan, ReplicaSpec
 
 
 def add_arguments(sub: Any) -> None:
@@ -91,7 +91,7 @@ def _override_name(plan: LaunchPlan) -> str:
     """What the engine calls the Neuron object: the rewritten plugin (integration "native", lane 2.32)
     takes `neuron_config` with its own fields, NxD Inference `override_neuron_config`; a person reading
     the plan must not be told to look for a key the engine never gets."""
-    return "neuron_config" if plan.integration == "native" else "override_neuron_config"
+    return "neuron_config" if plan.integration == Integration.NATIVE else "override_neuron_config"
 
 
 def _stack_line(plan: LaunchPlan) -> list[str]:

@@ -15,13 +15,14 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+import neuronserve.plan.lanes.registry as lanes
 from neuronserve.config.fit import parse_fit
 from neuronserve.config.table import VARS, read_group
 from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
-from neuronserve.plan import instances, lanes, memory, recommend
-from neuronserve.plan.instances import GIB, InstanceFacts
+from neuronserve.plan.fit import instances, memory, recommend
+from neuronserve.plan.fit.instances import GIB, InstanceFacts
 
 
 def add_arguments(p: Any) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from neuronserve.config import values as p
 from neuronserve.config.limitstable import LIMIT_VARS
 from neuronserve.config.var import DEVICES, DIALECTS, FIT_MODES, NS, Var
+from neuronserve.lane_ids import LANE_IDS
 
 _OWN_VARS: tuple[Var, ...] = (
     Var(
@@ -40,9 +41,9 @@ _OWN_VARS: tuple[Var, ...] = (
         "",
         None,
         NS,
-        "Stack lane the plan is for: 2.27 | 2.28 | 2.32 (docs/LANES.md); must agree with the installed "
+        f"Stack lane the plan is for: {' | '.join(LANE_IDS)} (docs/LANES.md); must agree with the installed "
         "vllm-neuron",
-        p.choice("2.27", "2.28", "2.32"),
+        p.choice(*LANE_IDS),
         "settings.stack",
         "the installed vllm-neuron's lane, else 2.27",
     ),

@@ -64,7 +64,7 @@ def plan_check(env: Mapping[str, str], instance_type: str) -> list[str]:
     """Run the launch plan the container will run (device neuron, every core of the instance visible)
     on this environment; returns its warnings, raises its ConfigError with the fix it names."""
     from neuronserve.launchplan import resolve_plan
-    from neuronserve.plan import instances
+    from neuronserve.plan.fit import instances
 
     check_instance(instance_type)
     cores = instances.neuron_cores(instance_type)  # logical cores: what the plugin sees

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
-from neuronserve.plan import instances as plan_instances
+from neuronserve.plan.fit import instances as plan_instances
 
 # From the one instance table (plan/instances.py); logical cores on Trn2 (NEURON_LOGICAL_NC_CONFIG=2).
 NEURON_CORES: dict[str, int] = {

@@ -16,15 +16,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuronserve.counts import positive
-from neuronserve.plan import instances
 from neuronserve.plan.facts import HostFacts, ModelFacts
-from neuronserve.plan.lanes import DEFAULT
+from neuronserve.plan.fit import instances
 from neuronserve.types import ModelSpec
 
-DEFAULT_LANE = DEFAULT.lane
+# The lane whose keys predate lanes: left out of the hashed document, so its keys stay what they were
+# (a key of any other lane names its lane). Lane 2.27, the default lane (plan/lanes/registry.py).
+DEFAULT_LANE = "2.27"
 
 # Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
-# --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/neuron.py _graph).
+# --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/lanes/nxdi/engine.py _graph).
 # 3: the NeuronCore generation, compiler target and logical core size (neuron_target).
 SCHEMA = 3
 # neuronx-cc --target per instance family (the compiler's own names; trn2u is a Trn2 UltraServer node).
@@ -34,7 +35,7 @@ GENERATIONS = {
     instances.TRAINIUM.name: "NeuronCore-v2",
     instances.TRAINIUM2.name: "NeuronCore-v3",
 }
-# Trn3 is not in the instance table (plan/instances.py) yet; when it is, its chip maps to NeuronCore-v4.
+# Trn3 is not in the instance table (plan/fit/instances.py) yet; when it is, its chip maps to NeuronCore-v4.
 
 
 def neuron_target(instance_type: str | None, facts: HostFacts, lnc_text: str | None) -> dict[str, Any]:
@@ -43,9 +44,9 @@ def neuron_target(instance_type: str | None, facts: HostFacts, lnc_text: str | N
 
     Why each part:
     - generation: NEFFs compiled for NeuronCore-v2 (inf2, trn1) are refused on NeuronCore-v3 (trn2),
-      and the reverse needs NEURON_RT_ALLOW_LEGACY_NEFF (aws-neuron-sdk#1259, shared/NEURON.md).
+      and the reverse needs NEURON_RT_ALLOW_LEGACY_NEFF (aws-neuron-sdk#1259).
     - target: are inf2 and trn1 NEFFs interchangeable? Both chips carry NeuronCore-v2 (the same per-core
-      HBM and bandwidth, plan/instances.py), and NKI groups them as one platform
+      HBM and bandwidth, plan/fit/instances.py), and NKI groups them as one platform
       (NEURON_PLATFORM_TARGET_OVERRIDE accepts `trn1|inf2|gen2` as one value), but neuronx-cc takes
       them as distinct `--target` values ("generate code for an inf2 instance type": release notes
       2.4.0.21 added `inf2`, 2.5.0.28 `trn1n`), and the collectives a TP graph is compiled with follow
@@ -94,12 +95,12 @@ def key_inputs(
 ) -> dict[str, Any]:
     """The exact document that is hashed (printed by tools that explain a cache miss).
 
-    `assets`: the identity of everything else the engine reads from disk (plan/assets.py `identity`:
+    `assets`: the identity of everything else the engine reads from disk (plan/assets/kinds.py `identity`:
     LoRA adapters and a quantized checkpoint; kind, name, source, revision and local content digests;
     the draft is in `graph`). Hashed only when there is one, so the key of a launch without them is
     the one it always had and artifacts already in a cache are still found.
 
-    `lane`: the stack lane (plan/lanes.py). The versions above name the installed stack, but a plan
+    `lane`: the stack lane (plan/lanes/registry.py). The versions above name the installed stack, but a plan
     made on a laptop (NEURONSERVE_STACK, no plugin installed) has none, and the lanes compile different
     graphs from the same settings (2.32's plugin is a rewrite with its own compile cache), so the lane
     is hashed too. Like `assets`, only when it is not the default 2.27: 2.27's keys are the ones they

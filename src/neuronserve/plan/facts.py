@@ -1,4 +1,5 @@
-"""The facts the plan is given about the host: plain frozen data, and the core-list grammar.
+"""The facts the plan is given about the host: plain frozen data, the core-list grammar, and the one
+test for a whole number in the JSON those facts (config.json) and the override objects hold.
 
 The plan never looks at the machine itself; `neuronserve.host` gathers these (the only I/O of planning)
 and tests build them by hand for any instance type.
@@ -7,7 +8,7 @@ and tests build them by hand for any instance type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from neuronserve.errors import ConfigError
 
@@ -40,6 +41,13 @@ class HostFacts:
     sagemaker_model_dir_nonempty: bool = False
     paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local
     cpus: tuple[int, ...] = ()  # CPU ids this process may run on (CPU replicas are bound to slices)
+
+
+def json_int(value: object) -> TypeGuard[int]:
+    """A whole number as JSON has it, for the counts the plan reads from config.json and override
+    objects: an int that is no bool. Python counts True as 1, but JSON `true` is no number, so
+    `"num_hidden_layers": true` or a bucket list `[true]` must not pass as a count."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _core_id(text: str) -> int:

@@ -1,10 +1,11 @@
 """One resolution of a launch: where each setting came from, what the plan said, and the values it
-parsed once.
+parsed once (and `count`, the one reading of a count setting, naming the variable that set it).
 
 Why one object: the rules used to take `(override, origins, warnings)` each, a mutable warnings list
 was handed down two dozen times (and de-duplicated at the end), and the speculative config was parsed
 again by every rule that needed it. The rules now read the origin of a setting, record a warning and
-read the typed values from here; the Neuron steps (plan/neuron.py) fill in the resolved numbers.
+read the typed values from here; the lanes' engine steps (plan/lanes/nxdi/steps.py) fill in the
+resolved numbers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronserve.config.settings import Settings, env_name
+from neuronserve.counts import positive
+from neuronserve.errors import ConfigError
 
 # Settings whose origin (the variable or `-- --flag` that set them) a refusal may name.
 ORIGIN_KEYS = (
@@ -91,7 +94,7 @@ class Resolution:
         warnings (read by config/) recorded first."""
         origins = {k: settings.origin(k, env_name(k)) for k in ORIGIN_KEYS}
         origins.update({k: s.origin for k, s in settings.override.items()})
-        if settings.get("num-gpu-blocks-override") not in (None, False):  # false is unset, as in plan/kv.py
+        if settings.get("num-gpu-blocks-override") not in (None, False):  # false is unset, as in nxdi/kv.py
             origins["num-gpu-blocks-given"] = "yes"
         res = cls(
             origins=origins,
@@ -111,3 +114,16 @@ class Resolution:
     def origin(self, key: str, default: str | None = None) -> str:
         """The variable that set `key`; unset, `default` (an override key's own SM_NEURON_<KEY>)."""
         return self.origins.get(key, default or "SM_NEURON_" + key.upper())
+
+
+def count(settings: Settings, key: str, least: int = 0) -> int | None:
+    """A count from its setting (None when unset or false), refused unless a whole number >= `least`
+    (counts.positive), naming the variable that set it."""
+    value = settings.get(key)
+    if value is None or value is False:
+        return None
+    number = positive(str(value), least)
+    if number is None:
+        var = settings.origin(key, env_name(key))
+        raise ConfigError(f"{var}={value!r} must be a positive integer", (var,))
+    return number

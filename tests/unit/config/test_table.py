@@ -126,9 +126,9 @@ def test_every_variable_the_code_reads_is_in_the_table() -> None:
 
 
 def test_table_defaults_match_the_code() -> None:
-    from neuronserve.plan.kv import DEFAULT_BLOCK_SIZE
-    from neuronserve.plan.memory import DEFAULT_OVERHEAD_BYTES, GIB
-    from neuronserve.plan.neuron import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
+    from neuronserve.plan.fit.memory import DEFAULT_OVERHEAD_BYTES, GIB
+    from neuronserve.plan.lanes.nxdi.kv import DEFAULT_BLOCK_SIZE
+    from neuronserve.plan.lanes.nxdi.launch import DEFAULT_DTYPE, DEFAULT_MAX_NUM_SEQS
 
     shown = {v.name: shown_default(v) for v in table.VARS.values()}
     assert shown["SM_VLLM_MAX_NUM_SEQS"].startswith(f"{DEFAULT_MAX_NUM_SEQS} ")

@@ -10,9 +10,9 @@ from prometheus_client import generate_latest
 from tests.support.front_app import running_front
 
 import neuronserve
+import neuronserve.plan.lanes.registry as lanes
 from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.state import ServerState
-from neuronserve.plan import lanes
 
 STACK = lanes.LANE_2_28.stack_json()
 

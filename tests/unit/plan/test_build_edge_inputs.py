@@ -19,8 +19,8 @@ from neuronserve.deploy.instances import tensor_parallel_size
 from neuronserve.errors import ConfigError
 from neuronserve.front.app import read_limited
 from neuronserve.front.completion_reader import token_id
-from neuronserve.plan import overrides
 from neuronserve.plan.build import build_plan
+from neuronserve.plan.lanes.nxdi import overrides
 
 IGNORED = (
     " ignored: the engine listens on 127.0.0.1:NEURONSERVE_ENGINE_PORT behind the front server, whose port "

@@ -1,4 +1,6 @@
-"""Golden argv for the seed documents' examples, and the shape of CPU / in-tree / artifact plans."""
+"""Golden argv of the documented examples (TinyLlama at TP 2, Llama 3.1 8B at TP 32), and the shape of
+CPU / in-tree / artifact plans. The cache key's stability: test_cachekey.py.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +8,8 @@ import json
 
 import pytest
 from tests.support.builders import facts, plan
-from tests.support.configs import VERSIONS
 
 from neuronserve.errors import ConfigError
-from neuronserve.plan.facts import HostFacts, ModelFacts
 
 PY = "/usr/bin/python3"
 MOD = "vllm.entrypoints.openai.api_server"
@@ -316,45 +316,3 @@ def test_cache_uri_and_explicit_artifacts_conflict() -> None:
             }
         )
     assert set(err.value.variables) == {"NEURON_COMPILED_ARTIFACTS", "NEURONSERVE_CACHE_URI"}
-
-
-def test_cache_key_stable_and_sensitive() -> None:
-    env = {"SM_VLLM_MODEL": "m/x", "SM_VLLM_MAX_MODEL_LEN": "128", "SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}
-    key = plan(env).cache_key
-    assert key is not None and len(key) == 32
-    # Things that do not change the graph do not change the key.
-    assert (
-        plan(
-            {**env, "NEURONSERVE_WORK_DIR": "/elsewhere", "SAGEMAKER_BIND_TO_PORT": "9000"},
-            facts(8, python="/other/python"),
-        ).cache_key
-        == key
-    )
-    changes = [
-        {"SM_VLLM_MAX_MODEL_LEN": "256"},
-        {"SM_VLLM_TENSOR_PARALLEL_SIZE": "1"},
-        {"SM_VLLM_MAX_NUM_SEQS": "4"},
-        {"SM_VLLM_DTYPE": "float16"},
-        {"SM_NEURON_ENABLE_BUCKETING": "false"},
-        {"SM_VLLM_MODEL": "m/y"},
-        {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"},
-        {"SM_NEURON_QUANTIZED": "true"},
-    ]
-    keys = {plan({**env, **c}).cache_key for c in changes}
-    assert key not in keys and len(keys) == len(changes)
-    newer_cc = facts(32, versions={**VERSIONS, "neuronx-cc": "2.23.0"})
-    assert plan(env, newer_cc).cache_key != key
-
-
-def test_cache_key_uses_config_digest_for_sagemaker_dir() -> None:
-    env = {"SM_VLLM_MAX_MODEL_LEN": "128"}
-    llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
-
-    def with_digest(d: str) -> HostFacts:
-        return facts(
-            2, sagemaker_model_dir_nonempty=True, paths={"/opt/ml/model": ModelFacts("dir", llama, d, None)}
-        )
-
-    a, b = plan(env, with_digest("aa")), plan(env, with_digest("bb"))
-    assert a.model.source == "sagemaker" and a.model.local_path == "/opt/ml/model"
-    assert a.cache_key != b.cache_key

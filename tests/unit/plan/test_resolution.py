@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.support.builders import HUB_MODEL, plan, resolution
+from tests.support.builders import HUB_MODEL, plan, raised, resolution
 
 from neuronserve.config.settings import parse_settings
-from neuronserve.plan.resolution import Resolution, Speculation
+from neuronserve.plan.resolution import Resolution, Speculation, count
 
 
 def test_a_warning_is_recorded_once_in_the_order_first_said() -> None:
@@ -78,3 +78,20 @@ def test_the_plan_says_a_repeated_warning_once() -> None:
     p = plan(HUB_MODEL, extra=("--host", "a", "--host", "b"), device="cpu")
     host = [w for w in p.warnings if w.startswith("-- --host")]
     assert len(host) == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "least", "value"), [(None, 0, None), ("false", 0, None), ("8", 0, 8), ("0", 0, 0), ("1", 1, 1)]
+)
+def test_count_reads_a_whole_number_or_nothing(given: str | None, least: int, value: int | None) -> None:
+    env = {**HUB_MODEL} | ({"SM_VLLM_MAX_LORAS": given} if given is not None else {})
+    assert count(parse_settings(env), "max-loras", least) == value
+
+
+@pytest.mark.parametrize(
+    ("given", "least"), [("0", 1), ("-1", 0), ("2.5", 0), ("1e3", 0), ("1_0", 0), ("x", 0)]
+)
+def test_count_refuses_anything_else_naming_the_variable(given: str, least: int) -> None:
+    err = raised(count, parse_settings({**HUB_MODEL, "SM_VLLM_MAX_LORAS": given}), "max-loras", least)
+    assert str(err).startswith("SM_VLLM_MAX_LORAS=") and str(err).endswith(" must be a positive integer")
+    assert given in str(err) and err.variables == ("SM_VLLM_MAX_LORAS",)

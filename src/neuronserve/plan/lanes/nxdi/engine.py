@@ -1,0 +1,109 @@
+"""The NxD Inference lanes' engine (2.27: vllm-neuron 0.2.2+lts, 2.28: 0.4.1): resolve every
+compiled-graph setting explicitly, check the rules, then render.
+
+The plugin compiles one graph for (tp, max_model_len, max_num_seqs, dtype, KV layout, override); any
+of them left implicit becomes a plugin default nobody chose. So every one is decided by the steps
+(steps.py), said in a warning when derived, and rendered here either for the plugin
+(`--additional-config`) or for the older in-tree integration (`--device neuron --override-neuron-config`,
+VLLM_NEURON_FRAMEWORK): argv, environment and override (nested under text_neuron_config for Llama 4 /
+Pixtral, multimodal.nest), and what requests may ask of it (support.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from neuronserve.config.settings import Settings
+from neuronserve.plan import cachekey
+from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.lanes.lane import Lane, NeuronEngine
+from neuronserve.plan.lanes.nxdi import multimodal, support
+from neuronserve.plan.lanes.nxdi.intree import tnx_env
+from neuronserve.plan.lanes.nxdi.launch import Launch
+from neuronserve.plan.lanes.nxdi.profiles import V0_2
+from neuronserve.plan.lanes.nxdi.steps import STEPS
+from neuronserve.plan.resolution import Resolution
+from neuronserve.types import Integration
+
+
+def neuron_engine(
+    settings: Settings,
+    facts: HostFacts,
+    model_uri: str,
+    model: ModelFacts | None,
+    res: Resolution,
+    *,
+    lane: Lane | None = None,
+) -> NeuronEngine:
+    """The NxD Inference lanes' EngineRenderer (plan/lanes/lane.py): resolve and check the Neuron engine
+    settings through STEPS (pure), then render them. The steps read the lane's plugin profile where the
+    lanes differ; without a lane, the default lane's (2.27, vllm-neuron 0.2.2+lts)."""
+    n = Launch(settings, facts, model_uri, model, rules=(lane.rules if lane else None) or V0_2)
+    for step in STEPS:
+        step(n, res)
+    return render(n, res)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def render(n: Launch, res: Resolution) -> NeuronEngine:
+    """The engine flags, environment and compiled-graph description of a resolved launch."""
+    settings, override = n.settings, res.override
+    if n.integration == Integration.PLUGIN:
+        override = multimodal.nest(n.model, override, n.rules)  # Llama 4, Pixtral (Qwen VL in 2.28)
+    flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
+    flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, *n.kv_flags]
+    if n.chunked:
+        flags += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(n.batched)]
+    env: dict[str, str] = {}
+    env["NEURON_RT_VISIBLE_CORES"] = settings.visible_cores or (f"0-{n.tp - 1}" if n.tp > 1 else "0")
+    if n.chunked:
+        env["DISABLE_NEURON_CUSTOM_SCHEDULER"] = "1"
+    if n.integration == Integration.PLUGIN:
+        flags += [
+            "--additional-config",
+            _json({**settings.additional_config, **n.additional, "override_neuron_config": override}),
+        ]
+    else:
+        flags = ["--device", "neuron", *flags]
+        if override:
+            flags += ["--override-neuron-config", _json(override)]
+        env["VLLM_NEURON_FRAMEWORK"] = n.framework or "neuronx-distributed-inference"
+        if n.tnx:
+            env.update(tnx_env(settings, override))
+    engine_support = support.request_support("neuron", n.integration, override, n.rules)
+    return NeuronEngine(flags, override, env, n.integration, _graph(n, res, override), engine_support)
+
+
+def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, Any]:
+    """Everything that changes the compiled graph, for the cache key (plan/cachekey.py): besides the
+    launch numbers, every --additional-config key reaches the plugin (0.2.2's max_prompt_length
+    changes the graph), NEURON_CC_FLAGS reaches the compiler, the draft is identified by its
+    content, the override as rendered (nested for multimodal models), and the hardware it is compiled
+    for (cachekey.neuron_target: NeuronCore generation, compiler target, logical core size)."""
+    settings, draft = n.settings, n.draft
+    return {
+        "integration": n.integration,
+        "framework": n.framework,
+        "tp": n.tp,
+        "max_model_len": n.length,
+        "max_num_seqs": n.seqs,
+        "dtype": n.dtype,
+        "kv": res.kv,
+        "chunked_prefill": n.chunked,
+        "max_num_batched_tokens": n.batched,
+        "override": override,
+        "additional_config": {**settings.additional_config, **n.additional},
+        "neuron_cc_flags": settings.passthrough_env.get("NEURON_CC_FLAGS"),
+        "speculative_config": settings.get("speculative-config"),
+        "draft": {"config_sha256": draft.config_sha256, "weights": draft.weights_digest} if draft else None,
+        "lora": n.lora,
+        "quantization": settings.get("quantization"),
+        "logical_nc_config": settings.logical_nc_config,
+        "neuron_target": cachekey.neuron_target(
+            settings.fit.instance_type, n.facts, settings.logical_nc_config
+        ),
+    }

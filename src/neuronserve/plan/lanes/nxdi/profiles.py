@@ -1,0 +1,171 @@
+"""What the two NxD Inference plugin generations do differently, as data the rules read.
+
+Lanes 2.27 (vllm-neuron 0.2.2+lts) and 2.28 (vllm-neuron 0.4.1) share the plan: the same STEPS
+(steps.py), the same `--additional-config {"override_neuron_config": ...}` render (engine.py), the same
+KV, bucket, sampling and max_prompt_length rules. The rules that differ read one `PluginRules` (the
+lane's, `Lane.rules` in plan/lanes/registry.py, read as `Launch.rules`) instead of being forked. Each
+difference below was read from 0.4.1's source (whn09/vllm-neuron 4fac6b7, `release-0.4.1`), cited as
+"0.4.1 <file>:<line>" under vllm_neuron/; 0.2.2+lts's lines are the ones the rules already cite.
+
+Read and found the SAME in 0.4.1 (no per-lane rule needed):
+- max_prompt_length is still compiled as `max_context_length` and checked against the override's
+  (0.4.1 worker/neuronx_distributed_model_loader.py:1265-1278, as 0.2.2+lts :926-940), and a
+  multimodal model's override still accepts only the two nested objects
+  (0.4.1 loader :1283-1289 asserted from :596-598): launch.py and multimodal.py hold for both.
+- chunked prefill still asserts chunked_prefill_config and the block layout (0.4.1 loader :1180-1182).
+- vLLM's --quantization is still never read: only the override's quantization keys are (0.4.1 loader
+  :1225-1240), so plan/lanes/nxdi/guards.py's refusal holds.
+- LoRA still reads `lora_ckpt_json` and `target_modules` by popping them from
+  override_neuron_config (0.4.1 worker/neuronx_distributed_model_runner.py:481-485), so an override is
+  still always rendered; and a request without an adapter still fails the runner when LoRA is on:
+  `request_data.lora_request.lora_name` with lora_request None (0.4.1 runner :1507-1511), so
+  request_support.adapter_required stays True in 2.28.
+- prompt logprobs are still never returned (`prompt_logprobs_dict={}`, 0.4.1 runner :903) and the
+  device sample still carries temperature/top_k/top_p only, so logprobs and penalties still need CPU
+  sampling (0.4.1 runner :892-901 "CPU sampling supports logprobs").
+- the HBM fit estimate (plan/fit/memory.py, plan/fit/check.py) models NxD Inference's weights, KV cache and
+  buckets, which 0.4.1 configures with the same keys (the default neuron_config, 0.4.1 loader
+  :1059-1119, as 0.2.2+lts :728-796): the fit check is the same in both lanes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PluginRules:
+    """One NxD Inference plugin generation's facts, each a rule's parameter.
+
+    - `plugin`, `family`: how messages name it.
+    - `architectures`: the config.json architectures[0] values that load, as refusals list them.
+    - `model_types`: NxD Inference MODEL_TYPES keys the plugin can resolve (plan/lanes/nxdi/derive.py).
+    - `model_renames`: the plugin's own renames of the lower-cased architecture prefix before that
+      lookup (`_get_neuron_model_cls`).
+    - `multimodal`: architectures whose heads are read from config.json's text_config (constants.py
+      NEURON_MULTI_MODAL_MODELS).
+    - `nested`: architectures built as an image-to-text model, whose override is nested
+      (text_neuron_config / vision_neuron_config, plan/lanes/nxdi/multimodal.py).
+    - `pixtral_max_seqs`: Pixtral's batch cap, None when the plugin has none.
+    - `structured_outputs_on_cpu`: CPU sampling applies the grammar bitmask.
+    - `adapters_at_start`: LoRA needs its adapters named at start (lora_ckpt_json); False: the
+      adapters may also arrive at run time.
+    - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
+      (`check_eagle3`); off for 2.27, whose plans stay as they were.
+    """
+
+    plugin: str
+    family: str  # "vllm-neuron 0.2.x": the series, for messages about what it cannot load
+    architectures: tuple[str, ...]  # what loads (rules.check_architecture), named in refusals
+    model_types: tuple[str, ...]
+    model_renames: tuple[tuple[str, str], ...]
+    multimodal: tuple[str, ...]
+    nested: tuple[str, ...]
+    pixtral_max_seqs: int | None
+    structured_outputs_on_cpu: bool
+    adapters_at_start: bool
+    warn_eagle3: bool = False
+
+
+PIXTRAL = "LlavaForConditionalGeneration"
+LLAMA4 = "Llama4ForConditionalGeneration"
+MLLAMA = "MllamaForConditionalGeneration"
+QWEN2_VL = "Qwen2VLForConditionalGeneration"
+QWEN3_VL = "Qwen3VLForConditionalGeneration"
+
+# vllm-neuron 0.2.2+lts on NxD Inference 0.7 (lane 2.27): the values the rules always had.
+# model_types: NxD Inference 0.7 utils/constants.py:41-51; renames: loader :646-666 (qwen3moe only);
+# multimodal: worker/constants.py:4-7; nested: loader :679-682; Pixtral's cap: loader :442-447;
+# structured outputs: execute_model never reads the grammar bitmask (runner :379-416); adapters: the
+# adapter list is the only way adapters reach NxD Inference's LoraModelManager built by the runner
+# (runner :217-220).
+V0_2 = PluginRules(
+    plugin="vllm-neuron 0.2.2+lts",
+    family="vllm-neuron 0.2.x",
+    architectures=(
+        "LlamaForCausalLM",
+        "Llama4ForCausalLM",
+        LLAMA4,
+        MLLAMA,
+        "MixtralForCausalLM",
+        "DbrxForCausalLM",
+        "Qwen2ForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        PIXTRAL,  # from 0.2.2 (rules.check_architecture)
+    ),
+    model_types=("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"),
+    model_renames=(("qwen3moe", "qwen3_moe"),),
+    multimodal=(MLLAMA, PIXTRAL, LLAMA4),
+    nested=(LLAMA4, PIXTRAL),
+    pixtral_max_seqs=4,
+    structured_outputs_on_cpu=False,
+    adapters_at_start=True,
+)
+
+# vllm-neuron 0.4.1 on NxD Inference of SDK 2.28 (lane 2.28):
+# - renames: 0.4.1 loader :957-967 maps gptoss -> gpt_oss, qwen3moe -> qwen3_moe, qwen2vl -> qwen2_vl,
+#   qwen3vl -> qwen3_vl before `MODEL_TYPES[model][task]` (:972), ConditionalGeneration read as
+#   CausalLM (:952-953). GptOssForCausalLM therefore loads in 2.28 (0.2.2+lts looked up "gptoss").
+# - model_types: 2.27's plus qwen2_vl and qwen3_vl, which 0.4.1 renames into (:963-967) and builds
+#   (:998-1001, NeuronQwen2VLForCausalLM :760, NeuronQwen3VLForCausalLM :821). NxD Inference 2.28's
+#   constants.py was not read: the two keys are inferred from the plugin looking them up.
+# - multimodal: 0.4.1 worker/constants.py:4-10 adds both Qwen VL classes (heads from text_config,
+#   loader :902-903).
+# - nested: both Qwen VL classes are NeuronMultiModalCausalLM subclasses (:760, :821), whose
+#   load_weights validates and nests the override (:575-627) like Llama 4 and Pixtral.
+# - Pixtral: NeuronMultiModalCausalLM.load_weights (:575-627) has no batch check any more (0.2.2+lts
+#   raised above 4 at loader :442-447).
+# - structured outputs: sample_tokens applies the grammar bitmask on the CPU-sampling path (0.4.1
+#   runner :248-260) and ignores it, with a warning, when sampling on the device (:229-242).
+# - adapters: lora_ckpt_json is optional (`pop(..., None)`, runner :485), the model's own
+#   lora_model_manager serves the adapters (:538-539), dynamic multi-LoRA is on with
+#   VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 or max_cpu_loras > 0 (:487-490), and the worker's
+#   add_lora/remove_lora reach the runner (0.4.1 worker/neuron_worker.py:204-208).
+# - EAGLE3: AWS lists EAGLE3 for Llama 3.1 8B in 2.28, but 0.4.1 turns on NxD Inference's EAGLE path
+#   only for method "eagle" (loader :1117-1118, as 0.2.2+lts :793-794); what is new is the draft's
+#   own class, detected from its config.json with the target's as fallback (:355-409), and a
+#   `draft_overrides` override key (:184). So "eagle3" is planned with a warning (check_eagle3).
+V0_4 = PluginRules(
+    plugin="vllm-neuron 0.4.1",
+    family="vllm-neuron 0.4.x",
+    architectures=(*V0_2.architectures, "GptOssForCausalLM", QWEN2_VL, QWEN3_VL),
+    model_types=(*V0_2.model_types, "qwen2_vl", "qwen3_vl"),
+    model_renames=(
+        ("gptoss", "gpt_oss"),
+        ("qwen3moe", "qwen3_moe"),
+        ("qwen2vl", "qwen2_vl"),
+        ("qwen3vl", "qwen3_vl"),
+    ),
+    multimodal=(MLLAMA, PIXTRAL, LLAMA4, QWEN2_VL, QWEN3_VL),
+    nested=(LLAMA4, PIXTRAL, QWEN2_VL, QWEN3_VL),
+    pixtral_max_seqs=None,
+    structured_outputs_on_cpu=True,
+    adapters_at_start=False,
+    warn_eagle3=True,
+)
+
+
+def plugin_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+    """`version` (e.g. "0.2.2+lts") is at least `floor`; unknown is the image's default 0.2.2+lts.
+
+    Only the release part counts (a local "+lts" suffix is no version), and a piece's decimal digits
+    alone are read: int() refuses a "²" that str.isdigit accepts."""
+    if not version:
+        return True
+    parts: list[int] = []
+    for piece in version.split("+")[0].split(".")[: len(floor)]:
+        digits = "".join(ch for ch in piece if ch.isdecimal())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= floor
+
+
+def check_eagle3(method: str, origin: str, rules: PluginRules) -> str | None:
+    """The warning a speculative method "eagle3" gets on a lane whose plugin source does not wire it."""
+    if not rules.warn_eagle3 or method.lower() != "eagle3":
+        return None
+    return (
+        f"{origin}: method eagle3 on {rules.plugin}, which turns on NxD Inference's EAGLE path only for "
+        'method "eagle" (it compiles eagle3 as a plain fused draft unless NxD Inference detects it from '
+        "the draft's config.json); AWS lists EAGLE3 for Llama 3.1 8B in this SDK: check the compile log"
+    )
