@@ -37,15 +37,6 @@ SRC = ROOT / "src" / "neuronserve"
 TIERS = ("unit", "integration", "s3", "static", "image")
 OWN_TIERS = {"deploy": "deploy"}  # a package tested in a tier of its own, named like it
 
-# TEMPORARY, for the lead to delete at the merge of issue 27: the packages other branches are mirroring
-# now (plan/, config/, stage/ and the top-level models_local; counts and logsetup have theirs already).
-# Each prefix must still cover an unmirrored module (test_the_allowlists_are_still_needed): no stale entry.
-UNMIRRORED_ALLOWED: tuple[str, ...] = ()
-# TEMPORARY, for the lead to delete at the same merge: the two cycles other branches are removing
-# (types.py imports config.table while config.settings imports types.ServeOptions; plan/neuron.py,
-# native.py and lane232run.py import each other). Exactly these, and each must still exist.
-MODULE_CYCLES_ALLOWED: set[tuple[str, ...]] = set()
-PACKAGE_CYCLES_ALLOWED: set[tuple[str, ...]] = set()
 
 # Modules whose import means I/O (a module and everything under it).
 PLAN_FORBIDDEN_IMPORTS = (
@@ -192,25 +183,15 @@ def _missing_tests() -> dict[str, str]:
 
 
 def test_every_module_with_logic_has_its_test_file() -> None:
-    missing = {rel: why for rel, why in _missing_tests().items() if not rel.startswith(UNMIRRORED_ALLOWED)}
-    assert missing == {}
+    assert _missing_tests() == {}
 
 
 def test_no_import_cycle_between_modules_or_packages() -> None:
     graph = _graph()
     assert {"neuronserve.front.proxy", "neuronserve.types"} <= set(graph)
     assert "neuronserve.front.errors" in graph["neuronserve.front.proxy"]
-    assert set(cycles(graph)) - MODULE_CYCLES_ALLOWED == set()
-    assert set(cycles(package_graph(graph))) - PACKAGE_CYCLES_ALLOWED == set()
-
-
-def test_the_allowlists_are_still_needed() -> None:
-    """An allowlist entry nothing needs any more must go (the lead deletes these at the merge)."""
-    missing = _missing_tests()
-    assert [p for p in UNMIRRORED_ALLOWED if not any(rel.startswith(p) for rel in missing)] == []
-    graph = _graph()
-    assert MODULE_CYCLES_ALLOWED - set(cycles(graph)) == set()
-    assert PACKAGE_CYCLES_ALLOWED - set(cycles(package_graph(graph))) == set()
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == []
 
 
 @pytest.mark.parametrize(

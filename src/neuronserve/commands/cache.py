@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     return 0
 
 
-# Where vllm-neuron 0.24 (lane 2.32) compiles under VLLM_CACHE_ROOT (plan/lane232cache.py's
+# Where vllm-neuron 0.24 (lane 2.32) compiles under VLLM_CACHE_ROOT (plan/lanes/native/cache.py's
 # COMPILE_CACHE_SUBDIR; not imported: this module's top-level imports stay stdlib only).
 COMPILE_CACHE_SUBDIR = "neuron/compile_cache"
 

@@ -1,6 +1,6 @@
 """`neuronserve plan --recommend`: the configurations of a model that fit an instance, best first.
 
-The shell around plan/recommend.py (pure): read the model's config.json (and safetensors headers when
+The shell around plan/fit/recommend.py (pure): read the model's config.json (and safetensors headers when
 a local directory is given) and the instance facts (--instance-type, NEURONSERVE_INSTANCE_TYPE, or the
 host's devices), then print JSON or a table with the SM_VLLM_* lines of the best configuration.
 """
@@ -88,7 +88,7 @@ def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceF
 
 def _check_lane(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
     """No recommendation for an instance the lane cannot run (the plan would refuse every one of them):
-    the lane and the refusal are plan/lanes.py's, as `plan` makes them."""
+    the lane and the refusal are plan/lanes/registry.py's, as `plan` makes them."""
     stack = read_group(environ, "settings", ("stack",))["stack"]
     host = hostfacts.gather(environ)
     declared = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)

@@ -1,6 +1,6 @@
 """Fit-check settings: which instance to plan for and how far to trust the HBM estimate.
 
-The refusal rests on an estimate (plan/memory.py), so every number in it can be replaced by someone
+The refusal rests on an estimate (plan/fit/memory.py), so every number in it can be replaced by someone
 who knows better: the HBM per core, the per-core overhead, or the check itself (warn or off). Each
 attribute is one row of the settings table (`field` "fit.<attr>"): its default, parser and message.
 """
@@ -23,7 +23,7 @@ class FitOptions:
     instance_type: str | None = _DEFAULTS["instance_type"]  # `ml.inf2.xlarge` or `inf2.xlarge`
     mode: str = _DEFAULTS["mode"]  # refuse | warn | off
     hbm_gib_per_core: float | None = _DEFAULTS["hbm_gib_per_core"]  # replaces the instance table's figure
-    overhead_gib: float | None = _DEFAULTS["overhead_gib"]  # replaces plan/memory.py's default overhead
+    overhead_gib: float | None = _DEFAULTS["overhead_gib"]  # replaces plan/fit/memory.py's default overhead
     require_cache_hit: bool = _DEFAULTS["require_cache_hit"]  # a cache miss fails the start
 
 

@@ -103,7 +103,7 @@ class Settings:
     passthrough_env: dict[str, str]  # Neuron env the user set that the engine must see as is
     warnings: tuple[str, ...] = field(default=())
     fit: FitOptions = field(default_factory=FitOptions)  # instance facts, HBM check, cache-hit-only
-    stack: str | None = None  # NEURONSERVE_STACK: the lane (plan/lanes.py); None = from the plugin
+    stack: str | None = None  # NEURONSERVE_STACK: the lane (plan/lanes/registry.py); None = from the plugin
     stage: StageOptions = field(default_factory=StageOptions)  # S3 engine and parts, archive limits, hub
 
     def get(self, key: str) -> Any:

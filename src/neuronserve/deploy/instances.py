@@ -2,7 +2,7 @@
 
 TP larger than the instance's NeuronCores fails only after the model is downloaded and compiled (the
 plan refuses it on the host too: `check_tp` in plan/), so the deploy script refuses it up front. The core
-counts are plan/instances.py's, from the Neuron documentation's instance pages (e.g.
+counts are plan/fit/instances.py's, from the Neuron documentation's instance pages (e.g.
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/inf2-arch.html).
 """
 
@@ -14,7 +14,7 @@ from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.fit import instances as plan_instances
 
-# From the one instance table (plan/instances.py); logical cores on Trn2 (NEURON_LOGICAL_NC_CONFIG=2).
+# From the one instance table (plan/fit/instances.py); logical cores on Trn2 (NEURON_LOGICAL_NC_CONFIG=2).
 NEURON_CORES: dict[str, int] = {
     f"ml.{name}": plan_instances.neuron_cores(name) for name in plan_instances.INSTANCES
 }

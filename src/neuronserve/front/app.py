@@ -194,7 +194,7 @@ class Handlers:
                 version=neuronserve.__version__,
                 limits=limits,
             )
-            | {"stack": dict(state.stack)}  # the lane (plan/lanes.py): an extension of TGI's Info
+            | {"stack": dict(state.stack)}  # the lane (plan/lanes/registry.py): an extension of TGI's Info
         )
 
     async def invocations(self, request: Request) -> Response:

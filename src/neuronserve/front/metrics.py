@@ -35,7 +35,8 @@ BASE_LABELS: tuple[str, ...] = ()  # e.g. ("replica",) once the front routes to 
 REJECT_REASONS = ("limit", "payload", "draining", "not_ready", "bad_request", "not_found")
 CACHE_EVENTS = ("hit", "miss", "publish_ok", "publish_failed", "corrupt")
 STAGE_KINDS = ("model", "artifacts")
-BUILD_LABELS = ("version", "vllm", "plugin", "sdk", "lane")  # neuronserve_build_info (lane: plan/lanes.py)
+# neuronserve_build_info (lane: plan/lanes/registry.py)
+BUILD_LABELS = ("version", "vllm", "plugin", "sdk", "lane")
 ENGINE_SCRAPE_TIMEOUT_S = 1.0  # a saturated engine may answer /metrics late: never hold a scrape longer
 # Latency buckets from 5 ms (a refusal) to 10 minutes (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS' default).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
@@ -228,7 +229,7 @@ def build_labels(
     versions: Mapping[str, str | None], version: str, sdk: str | None, lane: str | None = None
 ) -> dict[str, Any]:
     """neuronserve_build_info's labels from the installed versions (host/facts.installed_versions) and
-    the plan's stack lane (plan/lanes.py)."""
+    the plan's stack lane (plan/lanes/registry.py)."""
     cc = versions.get("neuronx-cc")
     return {
         "version": version,

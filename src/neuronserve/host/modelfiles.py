@@ -79,7 +79,7 @@ def model_facts(path: str) -> ModelFacts:
 
 def _adapter_config_digest(path: str) -> str | None:
     """A LoRA adapter directory has adapter_config.json (rank, alpha, target modules) where a model has
-    config.json: its digest stands in for the config digest, so the compile cache key (plan/assets.py
+    config.json: its digest stands in for the config digest, so the compile cache key (plan/assets/kinds.py
     `identity`) changes when an adapter at the same local path is replaced, even when its weight files
     keep their names and sizes. Not parsed: the plan reads nothing from it."""
     try:

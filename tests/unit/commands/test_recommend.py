@@ -1,6 +1,6 @@
 """`neuronserve plan --recommend` (commands/recommend.py) in process through the CLI: the model and
 instance it reads (flags, then their variables), the weights' dtype from SM_VLLM_DTYPE, and the text
-form's SM_VLLM_* lines. The recommendation itself (plan/recommend.py) is tested beside its module."""
+form's SM_VLLM_* lines. The recommendation itself (plan/fit/recommend.py) is tested beside its module."""
 
 from __future__ import annotations
 

@@ -471,7 +471,7 @@ def test_numbers_from_two_sources_agree_by_value_negative_ones_too(env_value: st
 def test_a_dash_dash_value_in_two_sources_is_compared_not_crashed_on() -> None:
     """ "--4" is no number ("--4".lstrip("-") is digits, but int("--4") raises): two sources giving it
     used to end in a ValueError traceback; they now agree as text, and the plan refuses the value by name
-    later (plan/neuron.py)."""
+    later (plan/lanes/nxdi/engine.py)."""
     s = parse_settings(
         {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_NUM_SEQS": "--4"}, extra_args=("--max-num-seqs=--4",)
     )

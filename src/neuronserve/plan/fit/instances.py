@@ -121,8 +121,8 @@ def instance_facts(name: str, lnc: int | None = None, origin: str = "--instance-
     if key not in INSTANCES and family in UNTABULATED:
         raise ConfigError(
             f"{origin}={name!r}: {UNTABULATED[family]} has no HBM figures in this build's instance table "
-            "(plan/instances.py), so the HBM fit cannot be checked: set NEURONSERVE_FIT_CHECK=off to plan "
-            f"without it (lane 2.32 runs {family})",
+            "(plan/fit/instances.py), so the HBM fit cannot be checked: set NEURONSERVE_FIT_CHECK=off "
+            f"to plan without it (lane 2.32 runs {family})",
             (origin, "NEURONSERVE_FIT_CHECK"),
         )
     if key not in INSTANCES:
