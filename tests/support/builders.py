@@ -21,6 +21,7 @@ from tests.support.configs import VERSIONS
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
+from neuronserve.host import clitables
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.resolution import Resolution, Speculation
@@ -47,6 +48,7 @@ def facts(cores: int | None = 32, **kw: Any) -> HostFacts:
         "visible_cores": cores,
         "cores_source": "test",
         "versions": dict(VERSIONS),
+        "option_tables": clitables.load_all(),  # the engine flags checked as `neuronserve plan` checks them
     }
     base.update(kw)
     return HostFacts(**base)

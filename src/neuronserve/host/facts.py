@@ -4,7 +4,8 @@ The plan itself never looks at the host (`neuronserve.plan.facts` holds the shap
 Gathering is read-only and fast: no network, no vLLM import (that would pull torch and take seconds),
 and `neuron-ls` only where a Neuron device exists and NEURON_RT_VISIBLE_CORES does not already say.
 Each kind of fact has its module: devices (NeuronCores), versions (installed packages, the vLLM launch
-module), modelfiles (config.json, safetensors, the weights digest), properties (serving.properties).
+module), modelfiles (config.json, safetensors, the weights digest), properties (serving.properties),
+clitables (the packaged vLLM option tables).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Iterable, Mapping
 
 from neuronserve.config.table import VARS
+from neuronserve.host import clitables
 from neuronserve.host.devices import neuron_devices, visible_cores
 from neuronserve.host.modelfiles import model_facts, parse_config_json, safetensors_params, weights_digest
 from neuronserve.host.properties import read_serving_properties
@@ -62,4 +64,5 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         sagemaker_model_dir_nonempty=_nonempty(model_dir),
         paths=paths,
         cpus=tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else (),
+        option_tables=clitables.load_all(),
     )

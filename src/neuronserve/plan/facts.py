@@ -41,6 +41,9 @@ class HostFacts:
     sagemaker_model_dir_nonempty: bool = False
     paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local
     cpus: tuple[int, ...] = ()  # CPU ids this process may run on (CPU replicas are bound to slices)
+    # vLLM option tables by file name (Lane.cli_table; host/clitables.py reads the packaged ones): the
+    # engine flags are checked against them (plan/flagcheck.py). None: not gathered, not checked.
+    option_tables: dict[str, dict[str, Any]] | None = None
 
 
 def json_int(value: object) -> TypeGuard[int]:

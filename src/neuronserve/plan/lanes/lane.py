@@ -87,9 +87,10 @@ class Lane:
     {"override_neuron_config": ...}`, 0.2.x and 0.4.x); "native" = the rewritten plugin
     (`--additional-config {"neuron_config": ...}`). `families`: the instance families the lane runs on
     (instance type prefixes, plan/fit/instances.py names). `plugin_series`: the installed vllm-neuron
-    versions ("major.minor") that mean this lane. `cli_table`: the vLLM CLI table its argv is checked
-    against (tests/data). `engine`: its renderer. `rules`: its plugin profile where the renderer shares
-    the NxD Inference rules (plan/lanes/nxdi/profiles.py); None for a renderer with rules of its own."""
+    versions ("major.minor") that mean this lane. `cli_table`: the vLLM CLI table its flags are
+    checked against (src/neuronserve/data, plan/flagcheck.py). `engine`: its renderer. `rules`: its
+    plugin profile where the renderer shares the NxD Inference rules (plan/lanes/nxdi/profiles.py); None
+    for a renderer with rules of its own."""
 
     lane: str
     sdk: str

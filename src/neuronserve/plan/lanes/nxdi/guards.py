@@ -4,7 +4,8 @@ methods, pipeline parallelism and multiple nodes, and speculative-config fields 
 Each guard is a pure function of the settings and the Resolution, refusing with the variable to change
 (or, for an edge a source line shows but a configuration cannot avoid, warning with the numbers). The
 source judged is vllm-neuron 0.2.2+lts (vllm_neuron/..., cited as file:line) with vLLM 0.11.0's CLI
-(tests/data/vllm-0.11.0-cli.json). The tool-calling flags, checked on every device, are plan/command.py's.
+(src/neuronserve/data/vllm-0.11.0-cli.json). The tool-calling flags, checked on every device, are
+plan/command.py's.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ def choose_integration(
     """vllm-neuron plugin or vLLM in-tree Neuron: an explicit setting, else what is installed.
 
     In-tree needs a vLLM that still has a Neuron device: 0.9/0.10. vLLM 0.11.0 has no `--device` flag
-    at all (tests/data/vllm-0.11.0-cli.json) and no in-tree Neuron platform (Neuron is an
+    at all (src/neuronserve/data/vllm-0.11.0-cli.json) and no in-tree Neuron platform (Neuron is an
     out-of-tree plugin from then on, vllm-neuron 0.2.2+lts platform.py:26-27 `PlatformEnum.OOT`), so an
     in-tree plan there (chosen by NEURONSERVE_INTEGRATION=in-tree, or by a transformers-neuronx /
     optimum-neuron VLLM_NEURON_FRAMEWORK) would start vLLM with a flag it rejects: refused, naming

@@ -44,8 +44,8 @@ DTYPES = ("auto", "bfloat16", "float", "float16", "float32", "half")  # vLLM 0.1
 
 def check_dtype(dtype: str, origin: str) -> None:
     """`auto` becomes float32 under NxD Inference: refuse it rather than compile the wrong graph. A value
-    outside vLLM's --dtype choices (tests/data/vllm-0.11.0-cli.json; argparse compares them as written,
-    so `AUTO` or `int8` too) is refused here, before any download, rather than by the engine."""
+    outside vLLM's --dtype choices (src/neuronserve/data/vllm-0.11.0-cli.json; argparse compares them
+    as written, so `AUTO` or `int8` too) is refused here, before any download, rather than by the engine."""
     if dtype not in DTYPES:
         raise ConfigError(
             f"{origin}={dtype} is not a vLLM dtype: use one of {', '.join(DTYPES[1:])} (bfloat16 on Neuron)",
