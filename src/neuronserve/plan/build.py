@@ -15,11 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from neuronserve.config.settings import Settings
-from neuronserve.plan import cachekey, command, model, replicas
+from neuronserve.plan import cachekey, command, flagcheck, model, replicas
 from neuronserve.plan.assets import kinds, lora
 from neuronserve.plan.assets.locate import Staged
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit.check import check_fit
+from neuronserve.plan.flagcheck import OptionTable
 from neuronserve.plan.lanes.lane import CONSUMED, Lane
 from neuronserve.plan.lanes.registry import check_instance, choose_lane
 from neuronserve.plan.resolution import Resolution
@@ -51,20 +52,24 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     lane = choose_lane(settings.stack, facts)
     check_instance(lane, settings.fit.instance_type, facts)  # before any download
     device = model.choose_device(settings, facts)
+    table = flagcheck.table_for(device, lane, facts, res)
+    command.check_flags(settings, device, table)  # first: a misspelled variable is named as set
     work_dir = settings.work_dir
     spec = kinds.stage_hub_model(model.choose_model(settings, facts, work_dir, res), device, work_dir)
     command.check_tool_calling(settings)
     staged, adapters = kinds.plan_assets(settings, facts, spec, device, res)
     argv = command.model_argv(settings, facts, spec)
     if device == "neuron":
-        half = _neuron(settings, facts, spec, lane, staged=staged, res=res)
+        half = _neuron(settings, facts, spec, lane, staged=staged, res=res, table=table)
     else:
-        half = _cpu(settings, facts, staged=staged, res=res)
+        half = _cpu(settings, facts, staged=staged, res=res, table=table)
     argv += half.flags
     rendered = half.rendered
     if spec.revision and spec.local_path:
         rendered = [*rendered, "--revision"]  # staged at that revision: the engine reads a directory
-    argv += replicas.strip_dp_args(command.engine_tail(settings.extra_args, rendered, res))
+    tail = replicas.strip_dp_args(command.engine_tail(settings.extra_args, rendered, res))
+    flagcheck.check_tail(tail, table)  # what vLLM gets after `--`, values included
+    argv += tail
     specs = replicas.build(
         device,
         argv,
@@ -106,18 +111,24 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
 
 
 def _neuron(
-    settings: Settings, facts: HostFacts, spec: ModelSpec, lane: Lane, *, staged: Staged, res: Resolution
+    settings: Settings,
+    facts: HostFacts,
+    spec: ModelSpec,
+    lane: Lane,
+    *,
+    staged: Staged,
+    res: Resolution,
+    table: OptionTable | None,
 ) -> DevicePlan:
     """The Neuron half: the lane renders the engine, then the fit check, the user's other flags, the
     cache key of what it compiles and where those artifacts live, and the replicas' cores."""
-    command.refuse_extra_override(settings.extra_args)
     res.override.update(staged.override)  # local paths of assets named by override keys
     res.origins.update(staged.origins)
     model_facts: ModelFacts | None = facts.paths.get(spec.uri) if spec.local_path == spec.uri else None
     engine = lane.engine(settings, facts, spec.uri, model_facts, res, lane=lane)
     instance, estimate = check_fit(settings, facts, engine.graph, model_facts, res)
     flags = engine.flags + staged.flags
-    flags += command.user_flags(settings, CONSUMED | staged.skip, "neuron", res)
+    flags += command.user_flags(settings, CONSUMED | staged.skip, "neuron", res, table)
     identity = kinds.identity(staged.assets, facts)
     graph = kinds.keyed_graph(engine.graph, staged)
     key = cachekey.cache_key(spec, model_facts, graph, facts.versions, identity, lane=lane.lane)
@@ -145,12 +156,14 @@ def _neuron(
     )
 
 
-def _cpu(settings: Settings, facts: HostFacts, *, staged: Staged, res: Resolution) -> DevicePlan:
+def _cpu(
+    settings: Settings, facts: HostFacts, *, staged: Staged, res: Resolution, table: OptionTable | None
+) -> DevicePlan:
     """The CPU half: vLLM's CPU engine honours every request field and compiles nothing; the Neuron
     settings are dropped, each said."""
     model.cpu_warnings(settings, res)
     flags = staged.flags + command.user_flags(
-        settings, frozenset({"additional-config"}) | staged.skip, "cpu", res
+        settings, frozenset({"additional-config"}) | staged.skip, "cpu", res, table
     )
     if settings.additional_config:
         flags += ["--additional-config", json.dumps(settings.additional_config, sort_keys=True)]

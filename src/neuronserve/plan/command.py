@@ -15,8 +15,10 @@ from typing import Any
 from neuronserve.config.settings import EXTRA_BOOL, EXTRA_VALUE, Settings, env_name, flag_tokens
 from neuronserve.config.table import TOOL_PARSERS
 from neuronserve.errors import ConfigError
-from neuronserve.plan import replicas
+from neuronserve.plan import flagcheck, replicas
 from neuronserve.plan.facts import HostFacts
+from neuronserve.plan.flagcheck import OptionTable
+from neuronserve.plan.lanes.lane import CONSUMED
 from neuronserve.plan.resolution import Resolution
 from neuronserve.types import Device, ModelSpec
 
@@ -47,8 +49,33 @@ def model_argv(settings: Settings, facts: HostFacts, model: ModelSpec) -> list[s
     return [*argv, "--host", ENGINE_HOST, "--port", str(settings.engine_port)]
 
 
-def user_flags(settings: Settings, skip: frozenset[str], device: Device, res: Resolution) -> list[str]:
-    """Every other configured engine flag, sorted by name (the AWS DLC's deterministic order)."""
+def check_flags(settings: Settings, device: Device, table: OptionTable | None) -> None:
+    """Before anything else is decided: every setting vLLM gets as it is (user_flags' keys; on Neuron
+    the lane renders CONSUMED itself), and the names in the arguments after `--`, against the engine's
+    option table (plan/flagcheck.py). First, so a misspelled variable is refused by its own name rather
+    than later as the setting it failed to set (`SM_VLLM_MAX_MODLE_LEN` is not "set
+    SM_VLLM_MAX_MODEL_LEN")."""
+    if device == "neuron":
+        refuse_extra_override(settings.extra_args)  # its own message, before "not an option"
+    skip = CONSUMED if device == "neuron" else NEURON_ONLY_FLAGS | {"additional-config"}
+    keys = [
+        key
+        for key, s in sorted(settings.engine.items())
+        if key not in skip | PLAN_FLAGS | {"host", "port"} and not s.origin.startswith("-- ")
+    ]
+    flagcheck.check_names(settings.engine, keys, table)
+    flagcheck.check_tail(settings.extra_args, table, values=False)
+
+
+def user_flags(
+    settings: Settings,
+    skip: frozenset[str],
+    device: Device,
+    res: Resolution,
+    table: OptionTable | None = None,
+) -> list[str]:
+    """Every other configured engine flag, sorted by name (the AWS DLC's deterministic order), each
+    value checked against the engine's option table (plan/flagcheck.py)."""
     out: list[str] = []
     for key in sorted(settings.engine):
         s = settings.engine[key]
@@ -60,6 +87,8 @@ def user_flags(settings: Settings, skip: frozenset[str], device: Device, res: Re
         if device == "cpu" and key in NEURON_ONLY_FLAGS:
             res.warn(f"{s.origin} is a Neuron setting: dropped for the CPU engine")
             continue
+        if table is not None:
+            flagcheck.check_setting(key, s.value, s.origin, table)
         out += flag_tokens(key, s.value)
     return out
 
@@ -138,7 +167,7 @@ def check_tool_calling(settings: Settings) -> None:
     Neuron, the compile), and a parser without auto tool choice is never used for `tool_choice: auto`
     requests, which vLLM then rejects: both halves are required, whatever the dialect
     (SM_VLLM_*, LMI OPTION_*, or `--` arguments). The parser name itself is not checked: vLLM 0.11.0's
-    CLI lists no choices for it (tests/data/vllm-0.11.0-cli.json), and --tool-parser-plugin may
+    CLI lists no choices for it (src/neuronserve/data/vllm-0.11.0-cli.json), and --tool-parser-plugin may
     register more.
     """
     auto = settings.get("enable-auto-tool-choice")

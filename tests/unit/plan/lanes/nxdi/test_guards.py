@@ -75,8 +75,6 @@ def test_vllm_quantization_still_reaches_the_cpu_engine() -> None:
             "pipeline parallelism",
         ),
         ({}, ("--pipeline-parallel-size", "2"), "-- --pipeline-parallel-size=2", "pipeline parallelism"),
-        ({"SM_VLLM_NNODES": "2"}, (), "SM_VLLM_NNODES=2", "more than one node"),
-        ({"SM_VLLM_NNODES": "two"}, (), "SM_VLLM_NNODES=two", "more than one node"),
     ],
 )
 def test_pipeline_parallel_and_multi_node_are_refused_naming_the_fork(
@@ -92,9 +90,17 @@ def test_pipeline_parallel_and_multi_node_are_refused_naming_the_fork(
     )
 
 
-@pytest.mark.parametrize("env", [{"SM_VLLM_PIPELINE_PARALLEL_SIZE": "1"}, {"SM_VLLM_NNODES": "1"}])
+@pytest.mark.parametrize("env", [{"SM_VLLM_PIPELINE_PARALLEL_SIZE": "1"}])
 def test_one_stage_and_one_node_plan(env: dict[str, str]) -> None:
     llama_plan(env)
+
+
+@pytest.mark.parametrize("nodes", ["1", "2", "two"])
+def test_nnodes_is_no_option_of_the_2_27_vllm(nodes: str) -> None:
+    """vLLM 0.11.0 has no --nnodes (src/neuronserve/data/vllm-0.11.0-cli.json): any SM_VLLM_NNODES, 1
+    included, would stop the engine at start, so the flag check refuses it first (plan/flagcheck.py)."""
+    err = llama_refusal({"SM_VLLM_NNODES": nodes})
+    assert str(err).startswith("SM_VLLM_NNODES is not an engine setting: vLLM 0.11.0 has no --nnodes")
 
 
 DRAFT = {"/d": ModelFacts("dir", LLAMA, "e" * 64, True)}
