@@ -19,6 +19,7 @@ from neuronserve.plan import cachekey, command, flagcheck, model, replicas
 from neuronserve.plan.assets import kinds, lora
 from neuronserve.plan.assets.locate import Staged
 from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.fit import cores
 from neuronserve.plan.fit.check import check_fit
 from neuronserve.plan.flagcheck import OptionTable
 from neuronserve.plan.lanes.lane import CONSUMED, Lane
@@ -122,10 +123,12 @@ def _neuron(
 ) -> DevicePlan:
     """The Neuron half: the lane renders the engine, then the fit check, the user's other flags, the
     cache key of what it compiles and where those artifacts live, and the replicas' cores."""
+    declared = cores.declared_instance(settings)  # an unknown instance type: refused before the rest
     res.override.update(staged.override)  # local paths of assets named by override keys
     res.origins.update(staged.origins)
     model_facts: ModelFacts | None = facts.paths.get(spec.uri) if spec.local_path == spec.uri else None
     engine = lane.engine(settings, facts, spec.uri, model_facts, res, lane=lane)
+    cores.check_cores(settings, declared, int(engine.graph["tp"]))  # a count, before the HBM estimate
     instance, estimate = check_fit(settings, facts, engine.graph, model_facts, res)
     flags = engine.flags + staged.flags
     flags += command.user_flags(settings, CONSUMED | staged.skip, "neuron", res, table)

@@ -18,9 +18,13 @@ from neuronserve.types import ArtifactSpec, Device, ModelSpec
 
 
 def choose_device(settings: Settings, facts: HostFacts) -> Device:
+    """`--device` / NEURONSERVE_DEVICE; `auto` is Neuron on a host with devices, or when an instance type
+    is declared (NEURONSERVE_INSTANCE_TYPE, `plan --instance-type`): every instance type the plan knows
+    is a Neuron one, and planning it for the CPU skipped every Neuron check without a word. Only an
+    explicit `cpu` plans for the CPU then (the instance type dropped with a warning: cpu_warnings)."""
     value = str(settings.device.value)
     if value == "auto":
-        return "neuron" if facts.neuron_devices > 0 else "cpu"
+        return "neuron" if facts.neuron_devices > 0 or settings.fit.instance_type else "cpu"
     return "neuron" if value == "neuron" else "cpu"
 
 
@@ -36,6 +40,7 @@ def cpu_warnings(settings: Settings, res: Resolution) -> None:
         ("NEURONSERVE_INTEGRATION", settings.integration is not None),
         ("NEURON_RT_VISIBLE_CORES", bool(settings.visible_cores)),
         ("NEURON_LOGICAL_NC_CONFIG", bool(settings.logical_nc_config)),
+        ("NEURONSERVE_INSTANCE_TYPE", bool(settings.fit.instance_type)),
     ):
         if present:
             res.warn(f"{name} is a Neuron setting: dropped for the CPU engine")
