@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,37 @@ def test_instance_type_flag_is_read_like_the_variable(
     by_var = json.loads(capsys.readouterr().out)
     assert by_flag == by_var
     assert unchecked["memory"] is None and by_flag["memory"] is not None  # the fit was checked for it
+
+
+LLAMA_8B = str(ROOT / "tests" / "data" / "models" / "Llama-3.1-8B")
+PROMPT_BOUND_S = 5.0  # issue 25 asks for under a second; a loaded CI runner gets a generous margin
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "named"),
+    [
+        ({"SM_VLLM_MAX_MODLE_LEN": "8192"}, ["--device", "neuron"], "SM_VLLM_MAX_MODLE_LEN"),
+        ({"SM_VLLM_ENFORCE_EAGER": "no"}, ["--device", "neuron"], "SM_VLLM_ENFORCE_EAGER"),
+        (
+            {"SM_VLLM_TENSOR_PARALLEL_SIZE": "4"},
+            ["--instance-type", "ml.inf2.xlarge"],
+            "NEURONSERVE_INSTANCE_TYPE",
+        ),
+    ],
+)
+def test_each_refusal_is_answered_at_once(env: dict[str, str], args: list[str], named: str) -> None:
+    """`neuronserve plan` as a user runs it: the refusal names the variable, exits 2, and comes at once
+    (measured about 0.2 s on the development machine: no vLLM import, no network, no device)."""
+    from tests.unit.plan.test_build_vllm_cli import run_cli
+
+    full = {
+        "SM_VLLM_MODEL": LLAMA_8B,
+        "SM_VLLM_MAX_MODEL_LEN": "1024",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        **env,
+    }
+    start = time.perf_counter()
+    proc = run_cli(args, full)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 2 and named in proc.stderr, proc.stderr
+    assert elapsed < PROMPT_BOUND_S, f"{elapsed:.2f} s"
