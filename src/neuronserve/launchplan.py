@@ -2,7 +2,8 @@
 plan and cache commands (and the ECS renderer) make.
 
 The top-level wiring around the pure core, kept out of each package it joins: `config/` parses the
-settings, `host/` reads serving.properties and the host facts (the only I/O), `plan/` builds the plan.
+settings, `host/` reads serving.properties (SM_MODEL_DIR's and the served model directory's) and the
+host facts (the only I/O), `plan/` builds the plan.
 It is none of them (host/ reads the machine, plan/ is pure, commands/ is the CLI), so it lives beside
 `cli.py`. Tests pass `facts=` to plan for any instance type on any machine.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from neuronserve.config.settings import Settings, parse_settings
 from neuronserve.config.table import VARS
@@ -25,9 +27,21 @@ from neuronserve.types import LaunchPlan
 def read_settings(
     environ: Mapping[str, str], *, device: str | None = None, extra_args: Sequence[str] = ()
 ) -> Settings:
+    """The settings, with LMI's serving.properties from SM_MODEL_DIR and, when the model served is another
+    local directory (SM_VLLM_MODEL, OPTION_MODEL_ID, HF_MODEL_ID), from that directory too: that file
+    wins a key both set, each such key said in the warnings (host/properties.py merge)."""
     model_dir: str = VARS["SM_MODEL_DIR"].read(environ)
     props = properties.read_serving_properties(model_dir)
-    return parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
+    settings = parse_settings(environ, device=device, extra_args=extra_args, serving_properties=props)
+    own = properties.served_model_dir(settings.models, model_dir)
+    own_props = properties.read_serving_properties(own) if own else {}
+    if not own or not own_props:
+        return settings
+    merged, files, notes = properties.merge(props, own_props, own, model_dir)
+    settings = parse_settings(
+        environ, device=device, extra_args=extra_args, serving_properties=merged, property_files=files
+    )
+    return replace(settings, warnings=(*settings.warnings, *notes))
 
 
 def _local_candidates(settings: Settings) -> list[str]:

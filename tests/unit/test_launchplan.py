@@ -107,3 +107,68 @@ def test_a_local_eagle_draft_is_read_and_checked(tmp_path: Path) -> None:
     write_model(draft, {"model_type": "llama"}, {"lm_head.weight": "a"})
     plan = resolve_plan(env, device="neuron")
     assert not any("could not check" in w for w in plan.warnings)
+
+
+LLAMA_8B = json.loads(
+    (Path(__file__).parents[1] / "data" / "models" / "Llama-3.1-8B" / "config.json").read_text()
+)
+
+
+def test_serving_properties_in_the_model_directory_are_read(tmp_path: Path) -> None:
+    """Issue 29: SM_VLLM_MODEL at an LMI model directory: its option.n_positions=4096 is honoured (it was
+    dropped, and the plan compiled 131072 tokens, the model's own length, and refused the memory)."""
+    from tests.unit.plan.test_build_vllm_cli import run_cli
+
+    model = write_model(tmp_path / "llama", LLAMA_8B)
+    (model / "serving.properties").write_text("option.n_positions=4096\noption.tensor_parallel_degree=2\n")
+    env = {
+        "SM_VLLM_MODEL": str(model),
+        "NEURONSERVE_INSTANCE_TYPE": "ml.inf2.xlarge",
+        "NEURONSERVE_DEVICE": "neuron",
+    }
+    proc = run_cli(["--json"], env)
+    assert proc.returncode == 0, proc.stderr
+    argv = json.loads(proc.stdout)["argv"]
+    assert argv[argv.index("--max-model-len") + 1] == "4096"
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    settings = read_settings({**env, "SM_MODEL_DIR": str(tmp_path / "none")})
+    assert settings.engine["max-model-len"].origin == f"{model / 'serving.properties'} option.n_positions"
+
+
+def test_the_model_directorys_file_wins_and_says_so(tmp_path: Path) -> None:
+    deployment = tmp_path / "opt-ml-model"
+    deployment.mkdir()
+    (deployment / "serving.properties").write_text(
+        "option.n_positions=2048\noption.max_rolling_batch_size=4\n"
+    )
+    model = write_model(tmp_path / "llama", LLAMA)
+    (model / "serving.properties").write_text("option.n_positions=1024\n")
+    settings = read_settings({"SM_MODEL_DIR": str(deployment), "SM_VLLM_MODEL": str(model)})
+    assert settings.get("max-model-len") == "1024" and settings.get("max-num-seqs") == "4"
+    assert settings.engine["max-num-seqs"].origin == "serving.properties option.max_rolling_batch_size"
+    assert settings.warnings[-1] == (
+        f"{model / 'serving.properties'} option.n_positions=1024 overrides "
+        f"{deployment / 'serving.properties'} option.n_positions=2048 (the file beside the served model wins)"
+    )
+
+
+def test_a_model_directory_not_served_is_not_read(tmp_path: Path) -> None:
+    """SM_MODEL_DIR holds the model served (HF_MODEL_ID comes after it): HF_MODEL_ID's file is not read."""
+    deployment = write_model(tmp_path / "opt-ml-model", LLAMA)
+    other = write_model(tmp_path / "other", LLAMA)
+    (other / "serving.properties").write_text("option.n_positions=4096\n")
+    settings = read_settings({"SM_MODEL_DIR": str(deployment), "HF_MODEL_ID": str(other)})
+    assert settings.get("max-model-len") is None
+
+
+def test_a_lone_serving_properties_names_the_model_with_option_model_id(tmp_path: Path) -> None:
+    """LMI's layout: SM_MODEL_DIR holds only serving.properties, and option.model_id is the model (it was
+    served from the near-empty SM_MODEL_DIR, option.model_id ignored with a warning)."""
+    deployment = tmp_path / "opt-ml-model"
+    deployment.mkdir()
+    model = write_model(tmp_path / "llama", LLAMA)
+    (model / "serving.properties").write_text("option.max_rolling_batch_size=2\n")
+    (deployment / "serving.properties").write_text(f"option.model_id={model}\n")
+    p = resolve_plan({"SM_MODEL_DIR": str(deployment), "NEURONSERVE_WORK_DIR": str(tmp_path)}, device="cpu")
+    assert p.model.uri == str(model) and p.model.source == "local"
+    assert p.argv[p.argv.index("--max-num-seqs") + 1] == "2"

@@ -15,12 +15,20 @@ from neuronserve.config.table import LMI_VARS, TGI_VARS
 _PATHS = {"<model>": "<model>", "<artifacts>": "artifacts"}  # row key -> the setting parse_settings reads
 
 
-def _lmi_entries(environ: Mapping[str, str], props: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def property_origin(key: str, files: Mapping[str, str] | None) -> str:
+    """How a serving.properties key is named in messages: `serving.properties option.x` for SM_MODEL_DIR's
+    file, the file's path for another (the model directory's: launchplan.read_settings)."""
+    return f"{(files or {}).get(key, 'serving.properties')} {key}"
+
+
+def _lmi_entries(
+    environ: Mapping[str, str], props: Mapping[str, str], files: Mapping[str, str] | None
+) -> list[tuple[str, str, str]]:
     """(canonical OPTION_ name, shown origin, raw value): serving.properties first, then the env."""
     lmi: list[tuple[str, str, str]] = []
     for key in sorted(props):
         if key.startswith("option."):
-            lmi.append(("OPTION_" + key[7:].upper(), f"serving.properties {key}", props[key]))
+            lmi.append(("OPTION_" + key[7:].upper(), property_origin(key, files), props[key]))
     for key in sorted(environ):
         if key.startswith("OPTION_"):
             lmi.append((key, key, environ[key]))
@@ -31,7 +39,10 @@ def _lmi_entries(environ: Mapping[str, str], props: Mapping[str, str]) -> list[t
 
 
 def compat_sources(
-    environ: Mapping[str, str], props: Mapping[str, str], warnings: list[str]
+    environ: Mapping[str, str],
+    props: Mapping[str, str],
+    warnings: list[str],
+    files: Mapping[str, str] | None = None,
 ) -> list[tuple[str, Any, str]]:
     """(setting, value, origin) from LMI (serving.properties, then OPTION_*) and TGI/HF names, in that order.
 
@@ -41,7 +52,7 @@ def compat_sources(
     """
     out: list[tuple[str, Any, str]] = []
     unknown = []
-    for name, origin, raw in _lmi_entries(environ, props):
+    for name, origin, raw in _lmi_entries(environ, props, files):
         var = LMI_VARS.get(name)
         if var is None:
             unknown.append(origin)

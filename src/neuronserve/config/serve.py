@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from neuronserve.config.compat import property_origin
 from neuronserve.config.table import FIELDS, defaults, read_group
 from neuronserve.config.values import one_of
 from neuronserve.config.var import DIALECTS, STREAM_FORMATS, Var
@@ -74,27 +75,31 @@ _READ_ORDER = (
 )
 
 
-def _lmi_option(environ: Mapping[str, str], props: Mapping[str, str], row: Var) -> tuple[str, str] | None:
+def _lmi_option(
+    environ: Mapping[str, str], props: Mapping[str, str], row: Var, files: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
     """(origin, value) of an LMI option: serving.properties `option.<key>` wins over `OPTION_<KEY>`."""
     key = "option." + row.name.removeprefix("OPTION_").lower()
     if props.get(key, "").strip():
-        return f"serving.properties {key}", props[key].strip().lower()
+        return property_origin(key, files), props[key].strip().lower()
     if environ.get(row.name, "").strip():
         return row.name, environ[row.name].strip().lower()
     return None
 
 
-def parse_dialect(environ: Mapping[str, str], props: Mapping[str, str]) -> tuple[str, str]:
+def parse_dialect(
+    environ: Mapping[str, str], props: Mapping[str, str], files: Mapping[str, str] | None = None
+) -> tuple[str, str]:
     """(dialect, LMI stream format). The LMI way of configuring a model (OPTION_MODEL_ID or a
     serving.properties) means LMI clients, so LMI's shapes; OPTION_TGI_COMPAT=true means TGI's, as
     it does in LMI; NEURONSERVE_GENERATE_DIALECT decides over both."""
     dialect_row, fmt_row = FIELDS["serve.dialect"], FIELDS["serve.lmi_stream_format"]
-    fmt_src = _lmi_option(environ, props, fmt_row)
+    fmt_src = _lmi_option(environ, props, fmt_row, files)
     fmt = one_of(*fmt_src, STREAM_FORMATS) if fmt_src else fmt_row.default
     raw = environ.get(dialect_row.name, "").strip().lower()
     if raw:
         return one_of(dialect_row.name, raw, DIALECTS), fmt
-    compat = _lmi_option(environ, props, FIELDS["dialect.tgi_compat"])
+    compat = _lmi_option(environ, props, FIELDS["dialect.tgi_compat"], files)
     if compat:
         if compat[1] not in ("true", "false"):
             raise ConfigError(f"{compat[0]}={compat[1]!r} is not a boolean: use true or false", (compat[0],))
@@ -105,7 +110,9 @@ def parse_dialect(environ: Mapping[str, str], props: Mapping[str, str]) -> tuple
 
 
 def parse_serve(
-    environ: Mapping[str, str], serving_properties: Mapping[str, str] | None = None
+    environ: Mapping[str, str],
+    serving_properties: Mapping[str, str] | None = None,
+    property_files: Mapping[str, str] | None = None,
 ) -> tuple[ServeOptions, int]:
     """ServeOptions and the engine port; the two ports must differ (both bind on this host)."""
     front, back = FIELDS["serve.port"], FIELDS["settings.engine_port"]
@@ -116,6 +123,6 @@ def parse_serve(
             f"set {back.name}={port + 1}",
             (back.name, front.name),
         )
-    dialect, fmt = parse_dialect(environ, serving_properties or {})
+    dialect, fmt = parse_dialect(environ, serving_properties or {}, property_files)
     values = read_group(environ, "serve", _READ_ORDER)
     return ServeOptions(port=port, dialect=dialect, lmi_stream_format=fmt, **values), engine_port

@@ -260,8 +260,10 @@ def parse_settings(
     device: str | None = None,
     extra_args: Sequence[str] = (),
     serving_properties: Mapping[str, str] | None = None,
+    property_files: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Map every configuration source onto one Settings (pure: the caller read the env and the file)."""
+    """Map every configuration source onto one Settings (pure: the caller read the env and the files;
+    `property_files` names the file a serving.properties key came from when it is not SM_MODEL_DIR's)."""
     warnings: list[str] = []
     engine = Collector()
     models: list[Setting] = []
@@ -274,13 +276,13 @@ def parse_settings(
     for row in _TGI_MODEL_VARS:
         if environ.get(row.name, "").strip():
             models.append(Setting(environ[row.name].strip(), row.name))
-    for key, value, origin in compat_sources(environ, serving_properties or {}, warnings):
+    for key, value, origin in compat_sources(environ, serving_properties or {}, warnings, property_files):
         if key == "<model>":
             models.append(Setting(value, origin))
         else:
             (artifacts if key == "artifacts" else engine).add(key, value, origin)
     dev = _device(environ, device)
-    serve, engine_port = parse_serve(environ, serving_properties)
+    serve, engine_port = parse_serve(environ, serving_properties, property_files)
     integration, framework = _named(environ, "integration"), _named(environ, "framework")
     host = read_group(environ, "settings", _PLAIN)
     return Settings(

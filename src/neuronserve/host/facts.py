@@ -18,7 +18,7 @@ from neuronserve.config.table import VARS
 from neuronserve.host import clitables
 from neuronserve.host.devices import neuron_devices, visible_cores
 from neuronserve.host.modelfiles import model_facts, parse_config_json, safetensors_params, weights_digest
-from neuronserve.host.properties import read_serving_properties
+from neuronserve.host.properties import holds_model, read_serving_properties
 from neuronserve.host.versions import installed_versions, vllm_module
 from neuronserve.plan.facts import HostFacts, ModelFacts
 
@@ -33,13 +33,6 @@ __all__ = [
 ]
 
 
-def _nonempty(path: str) -> bool:
-    try:
-        return any(True for _ in os.scandir(path))
-    except OSError:
-        return False
-
-
 def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostFacts:
     """Collect the facts once, at the entrypoint (the only impure part of planning)."""
     devices = neuron_devices()
@@ -49,7 +42,8 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
     for p in model_paths:
         if p and not p.startswith("s3://") and (os.path.sep in p or os.path.exists(p)):
             paths[p] = model_facts(p)
-    if _nonempty(model_dir):
+    holds = holds_model(model_dir)  # a lone serving.properties is configuration (its option.model_id)
+    if holds:
         paths[model_dir] = model_facts(model_dir)
     return HostFacts(
         python=sys.executable or "python3",
@@ -61,7 +55,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         physical_cores=cores.physical,
         versions=installed_versions(),
         sagemaker_model_dir=model_dir,
-        sagemaker_model_dir_nonempty=_nonempty(model_dir),
+        sagemaker_model_dir_nonempty=holds,
         paths=paths,
         cpus=tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else (),
         option_tables=clitables.load_all(),

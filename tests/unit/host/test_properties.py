@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from neuronserve.config.origin import Setting
 from neuronserve.errors import ConfigError
-from neuronserve.host.properties import read_serving_properties
+from neuronserve.host.properties import holds_model, merge, read_serving_properties, served_model_dir
 
 
 def test_serving_properties_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
@@ -56,3 +57,38 @@ def test_a_line_that_is_not_key_value_is_refused_with_its_number(
         "(e.g. option.tensor_parallel_degree=2)"
     )
     assert err.value.variables == ()
+
+
+def test_a_directory_with_only_serving_properties_holds_no_model(tmp_path: Path) -> None:
+    assert not holds_model(str(tmp_path)) and not holds_model(str(tmp_path / "missing"))
+    (tmp_path / "serving.properties").write_text("option.model_id=org/m\n")
+    assert not holds_model(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    assert holds_model(str(tmp_path))
+
+
+def test_the_served_model_directory_in_choose_models_order(tmp_path: Path) -> None:
+    local = tmp_path / "m"
+    local.mkdir()
+    sm = tmp_path / "sm"
+    sm.mkdir()
+    assert served_model_dir([Setting(str(local), "SM_VLLM_MODEL")], str(sm)) == str(local)
+    assert served_model_dir([Setting(str(local), "SM_VLLM_Model")], str(sm)) == str(local)  # any case
+    assert served_model_dir([Setting("org/m", "SM_VLLM_MODEL")], str(sm)) is None  # a hub id
+    assert served_model_dir([Setting("s3://b/m/", "SM_VLLM_MODEL")], str(sm)) is None
+    assert served_model_dir([Setting(str(local), "HF_MODEL_ID")], str(sm)) == str(local)  # sm holds nothing
+    (sm / "config.json").write_text("{}")
+    assert served_model_dir([Setting(str(local), "HF_MODEL_ID")], str(sm)) is None  # SM_MODEL_DIR is served
+    assert served_model_dir([Setting(str(sm), "SM_VLLM_MODEL")], str(sm)) is None  # the same directory
+    assert served_model_dir([], str(sm)) is None
+
+
+def test_merge_keeps_both_and_names_each_override() -> None:
+    values, files, warnings = merge({"a": "1", "b": "2"}, {"b": "3", "c": "4"}, "/m", "/sm")
+    assert values == {"a": "1", "b": "3", "c": "4"}
+    assert files == {"b": "/m/serving.properties", "c": "/m/serving.properties"}
+    assert warnings == [
+        "/m/serving.properties b=3 overrides /sm/serving.properties b=2 "
+        "(the file beside the served model wins)"
+    ]
+    assert merge({"b": "3"}, {"b": " 3"}, "/m", "/sm")[2] == []
