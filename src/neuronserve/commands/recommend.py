@@ -3,6 +3,11 @@
 The shell around plan/fit/recommend.py (pure): read the model's config.json (and safetensors headers when
 a local directory is given) and the instance facts (--instance-type, NEURONSERVE_INSTANCE_TYPE, or the
 host's devices), then print JSON or a table with the SM_VLLM_* lines of the best configuration.
+
+Ranked by `--rank` (length by default: the user's max_model_len from --max-model-len or the settings
+that set it, as `plan` reads them, else the model's own, first). Exit status: 0 with a recommendation,
+2 when nothing fits (the document or table is printed all the same, with the reason and where it fits),
+as `plan` exits 2 on an HBM refusal.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from typing import Any
 import neuronserve.plan.lanes.registry as lanes
 from neuronserve.config.fit import parse_fit
 from neuronserve.config.table import VARS, read_group
-from neuronserve.counts import whole
+from neuronserve.counts import positive, whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
 from neuronserve.plan.fit import instances, memory, recommend
 from neuronserve.plan.fit.instances import GIB, InstanceFacts
+
+NOTHING_FITS = 2  # the exit status when no configuration fits (as `plan` exits on an HBM refusal)
 
 
 def add_arguments(p: Any) -> None:
@@ -43,26 +50,47 @@ def add_arguments(p: Any) -> None:
     )
     p.add_argument("--max-model-len", type=int, default=None, help="--recommend: only this length")
     p.add_argument("--max-num-seqs", type=int, default=None, help="--recommend: only this batch size")
+    p.add_argument(
+        "--rank",
+        choices=recommend.RANKS,
+        default="length",
+        help="--recommend: best first by length (the length wanted: --max-model-len, SM_VLLM_MAX_MODEL_LEN "
+        "and the settings that set it, else the model's max_position_embeddings) or by throughput; exit 2 "
+        "when nothing fits",
+    )
 
 
 def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, dict[str, Any], int | None]:
-    if args.model_config:
+    """The model's config.json: --model-config (a file, or a model directory: its config.json and
+    safetensors headers, as --model-dir), else --model-dir, else SM_VLLM_MODEL's local directory."""
+    if args.model_config and not os.path.isdir(args.model_config):
         try:
             with open(args.model_config, encoding="utf-8") as f:
                 doc = json.load(f)
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"--model-config {args.model_config}: {err}", ("--model-config",)) from None
+        except OSError as err:
+            why = "no such file" if isinstance(err, FileNotFoundError) else err.strerror or str(err)
+            raise ConfigError(f"--model-config {args.model_config}: {why}", ("--model-config",)) from None
+        except ValueError as err:
+            raise ConfigError(
+                f"--model-config {args.model_config}: not JSON ({err})", ("--model-config",)
+            ) from None
+        if not isinstance(doc, dict):
+            raise ConfigError(
+                f"--model-config {args.model_config}: a config.json is a JSON object", ("--model-config",)
+            )
         return args.model_config, doc, None
-    path = args.model_dir or VARS["SM_VLLM_MODEL"].read(environ) or ""
-    origin = "--model-dir" if args.model_dir else "SM_VLLM_MODEL"
+    path = args.model_config or args.model_dir or VARS["SM_VLLM_MODEL"].read(environ) or ""
+    origin = "--model-config" if args.model_config else "--model-dir" if args.model_dir else "SM_VLLM_MODEL"
     if not path:
         raise ConfigError(
             "--recommend needs a model: --model-config config.json or --model-dir DIR", ("--model-config",)
         )
     facts = hostfacts.model_facts(path)
     if facts.kind != "dir" or not facts.config:
+        where = "a directory without a config.json" if facts.kind == "dir" else "no local directory"
         raise ConfigError(
-            f"{origin}={path}: no local directory with a config.json; pass --model-config config.json",
+            f"{origin}={path}: {where}; pass the model's config.json or the directory that holds it "
+            "(--model-config)",
             (origin, "--model-config"),
         )
     return path, facts.config, facts.checkpoint_params
@@ -115,6 +143,13 @@ def render_text(doc: dict[str, Any]) -> str:
     configs = doc["configurations"]
     if not configs:
         return "\n".join([*lines, "", doc["why_none"]])
+    rank = doc["ranking"]
+    lines.append(
+        f"ranked:   by length, max_model_len {rank['max_model_len']} ({rank['max_model_len_from']}) first"
+        if rank["by"] == "length"
+        else "ranked:   by projected throughput"
+    )
+    lines += [f"note:     {doc['note']}"] if "note" in doc else []
     lines += ["", "  TP  DP  max_model_len  max_num_seqs  HBM/core  tokens/s (roofline)  ms/token"]
     for c in configs:
         m = c["memory"]
@@ -157,6 +192,27 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         dtype,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
+        rank=args.rank,
+        wanted=_wanted(args, environ),
     )
     print(json.dumps(doc, indent=2) if args.json else render_text(doc))
-    return 0
+    return 0 if doc["configurations"] else NOTHING_FITS
+
+
+def _wanted(args: argparse.Namespace, environ: Mapping[str, str]) -> recommend.Wanted | None:
+    """The user's max_model_len: --max-model-len, else the setting `plan` would compile
+    (SM_VLLM_MAX_MODEL_LEN, OPTION_N_POSITIONS, MAX_TOTAL_TOKENS, serving.properties, ...); None leaves
+    the model's own."""
+    if args.max_model_len is not None:
+        return recommend.Wanted(args.max_model_len, "--max-model-len")
+    from neuronserve.launchplan import read_settings  # noqa: PLC0415 (the settings only when asked)
+
+    settings = read_settings(environ, extra_args=getattr(args, "extra_args", ()))
+    value = settings.get("max-model-len")
+    if value is None or value is False:
+        return None
+    origin = settings.origin("max-model-len", "SM_VLLM_MAX_MODEL_LEN")
+    tokens = positive(str(value))
+    if tokens is None:
+        raise ConfigError(f"{origin}={value!r} must be a positive integer", (origin,))
+    return recommend.Wanted(tokens, origin)

@@ -76,7 +76,7 @@ def test_the_model_comes_from_a_local_directory_or_is_refused(
 ) -> None:
     argv = ["plan", "--recommend", "--instance-type", "ml.inf2.xlarge"]
     assert main(argv, {**ENV, "SM_VLLM_MODEL": str(tmp_path)}) == 2  # a directory without config.json
-    assert f"SM_VLLM_MODEL={tmp_path}: no local directory with a config.json" in capsys.readouterr().err
+    assert f"SM_VLLM_MODEL={tmp_path}: a directory without a config.json" in capsys.readouterr().err
     assert main(argv, ENV) == 2
     assert "--recommend needs a model" in capsys.readouterr().err
     (tmp_path / "config.json").write_text(Path(CONFIG).read_text())

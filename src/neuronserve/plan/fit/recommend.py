@@ -8,7 +8,14 @@ decode step of a replica takes at least (bytes read per step per core) / (HBM ba
 where a step reads the core's weight shard (for MoE only the experts that min(E, batch x top_k)
 routed tokens can touch) and its whole KV cache (NxD's token-generation graph attends over the
 compiled length). tokens/s per replica <= max_num_seqs / step time; the instance's is DP times that.
-Ranked by projected throughput, then by step time (per-token latency).
+
+Ranking (`--rank`): by default the length first. Ranked by throughput alone, the best configuration for
+Llama-3.1-8B was max_model_len 1024 on every instance (the shortest length holds the most sequences),
+a length nobody asked for. So the length wanted comes first: the user's (`--max-model-len`,
+SM_VLLM_MAX_MODEL_LEN and the names that feed it), else the model's own max_position_embeddings; then
+the nearest longer lengths (they serve it too), then the longest shorter ones (when the wanted length
+fits nowhere: the model's own, capped by memory); each length's configurations by throughput.
+`--rank throughput` orders by projected throughput, then step time (per-token latency), as before.
 """
 
 from __future__ import annotations
@@ -21,6 +28,17 @@ from neuronserve.plan.fit.instances import GIB, InstanceFacts
 
 SEQS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MIN_LEN = 1024
+RANKS = ("length", "throughput")
+MODEL_LENGTH = "config.json max_position_embeddings"
+DEFAULT_LENGTH = 8192  # when config.json names no max_position_embeddings
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The max_model_len ranked first and where it came from (a variable, a flag, or config.json)."""
+
+    tokens: int
+    source: str
 
 
 @dataclass(frozen=True)
@@ -60,13 +78,35 @@ class Configuration:
         }
 
 
-def lengths(shape: memory.ModelShape, pinned: int | None) -> list[int]:
-    """Powers of two from 1024 to max_position_embeddings (and that limit itself)."""
+def lengths(shape: memory.ModelShape, pinned: int | None, wanted: int | None = None) -> list[int]:
+    """Powers of two from 1024 to max_position_embeddings (and that limit itself, and a wanted length)."""
     if pinned:
         return [pinned]
-    top = shape.max_position_embeddings or 8192
+    top = shape.max_position_embeddings or DEFAULT_LENGTH
     out = [n for n in (2**k for k in range(10, 21)) if MIN_LEN <= n <= top]
-    return out + ([top] if top not in out and top >= MIN_LEN else [])
+    out += [top] if top not in out and top >= MIN_LEN else []
+    return sorted({*out, wanted}) if wanted else out
+
+
+def wanted_length(shape: memory.ModelShape, given: Wanted | None, pinned: int | None = None) -> Wanted:
+    """The user's length when given (a pinned --max-model-len is one), else the model's own."""
+    if given is None and pinned:
+        given = Wanted(pinned, "--max-model-len")
+    return given or Wanted(shape.max_position_embeddings or DEFAULT_LENGTH, MODEL_LENGTH)
+
+
+def ranked(configs: list[Configuration], rank: str, wanted: int) -> list[Configuration]:
+    """`configs` best first: by throughput, or by length (see the module docstring)."""
+
+    def by_throughput(c: Configuration) -> tuple[float, float, int]:
+        return (-c.tokens_per_s, c.step_s, c.tp)
+
+    def by_length(c: Configuration) -> tuple[int, int, tuple[float, float, int]]:
+        n = c.max_model_len
+        group, order = (0, 0) if n == wanted else (1, n) if n > wanted else (2, -n)
+        return (group, order, by_throughput(c))
+
+    return sorted(configs, key=by_length if rank == "length" else by_throughput)
 
 
 def decode_bytes_per_core(model: memory.Model, tp: int, seqs: int, kv_bytes: int) -> float:
@@ -90,12 +130,14 @@ def configurations(
     *,
     max_model_len: int | None = None,
     max_num_seqs: int | None = None,
+    rank: str = "throughput",
+    wanted: int | None = None,
 ) -> list[Configuration]:
-    """Every fitting (TP, length) with its largest batch, best first."""
+    """Every fitting (TP, length) with its largest batch, best first (`ranked`)."""
     out: list[Configuration] = []
     seqs_choices = (max_num_seqs,) if max_num_seqs else SEQS
     for tp in instances.valid_tp_degrees(instance):
-        for length in lengths(model.shape, max_model_len):
+        for length in lengths(model.shape, max_model_len, wanted):
             best: Configuration | None = None
             for seqs in seqs_choices:
                 est = memory.estimate([model], tp, seqs * length, instance.hbm_bytes_per_core, overhead)
@@ -106,8 +148,7 @@ def configurations(
                 best = Configuration(tp, instance.cores // tp, length, seqs, est, step_s, dtype)
             if best is not None:
                 out.append(best)
-    out.sort(key=lambda c: (-c.tokens_per_s, c.step_s, c.tp))
-    return out
+    return ranked(out, rank, wanted or 0)
 
 
 def why_none(
@@ -149,10 +190,21 @@ def document(
     *,
     max_model_len: int | None = None,
     max_num_seqs: int | None = None,
+    rank: str = "length",
+    wanted: Wanted | None = None,
 ) -> dict[str, Any]:
-    """The `plan --recommend --json` shape."""
+    """The `plan --recommend --json` shape; "ranking" says by what and which length came first, and
+    a "note" when that length fits in no configuration."""
+    want = wanted_length(model.shape, wanted, max_model_len)
     configs = configurations(
-        model, instance, overhead, dtype, max_model_len=max_model_len, max_num_seqs=max_num_seqs
+        model,
+        instance,
+        overhead,
+        dtype,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        rank=rank,
+        wanted=want.tokens,
     )
     doc: dict[str, Any] = {
         "instance": instance.as_json(),
@@ -162,8 +214,14 @@ def document(
             "parameters": model.checkpoint_params or memory.hf_parameter_count(model.shape),
             "dtype": dtype,
         },
+        "ranking": {"by": rank, "max_model_len": want.tokens, "max_model_len_from": want.source},
         "configurations": [c.as_json() for c in configs],
     }
     if not configs:
         doc["why_none"] = why_none(model, instance, overhead, max_model_len, max_num_seqs)
+    elif rank == "length" and configs[0].max_model_len != want.tokens:
+        doc["note"] = (
+            f"max_model_len {want.tokens} ({want.source}) fits in no configuration on {instance.name}: "
+            f"the longest that does, {configs[0].max_model_len}, comes first"
+        )
     return doc

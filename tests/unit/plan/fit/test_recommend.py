@@ -45,11 +45,11 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def recommend_cli(model: str, instance: str, *extra: str) -> dict[str, Any]:
+def recommend_cli(model: str, instance: str, *extra: str, status: int = 0) -> dict[str, Any]:
     r = cli(
         "--json", "--model-config", str(DATA / model / "config.json"), "--instance-type", instance, *extra
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == status, r.stderr
     doc = json.loads(r.stdout)
     assert isinstance(doc, dict)
     return doc
@@ -61,7 +61,7 @@ def test_llama_8b_on_inf2_xlarge_by_hand() -> None:
     # sequences -> 16 (powers of two). Roofline: (8,030,527,488 + 16 * 268,435,456) / 410e9 = 30.062 ms
     # per step -> 16 / 0.030062 = 532.2 tokens/s, DP = 2 // 2 = 1.
     doc = recommend_cli("Llama-3.1-8B", "ml.inf2.xlarge", "--max-model-len", "4096")
-    assert set(doc) == {"instance", "model", "configurations"}
+    assert set(doc) == {"instance", "model", "ranking", "configurations"}
     assert doc["instance"]["name"] == "inf2.xlarge" and doc["instance"]["neuron_cores"] == 2
     [config] = doc["configurations"]
     assert {
@@ -87,7 +87,7 @@ def test_llama_8b_on_inf2_xlarge_by_hand() -> None:
 
 def test_a_model_that_fits_nowhere_on_the_instance() -> None:
     # Llama-3.3-70B: 141 GB of bf16 weights over 2 cores of 16 GiB.
-    doc = recommend_cli("Llama-3.3-70B-Instruct", "inf2.xlarge")
+    doc = recommend_cli("Llama-3.3-70B-Instruct", "inf2.xlarge", status=2)  # nothing fits: exit 2
     assert doc["configurations"] == []
     assert "nothing fits inf2.xlarge" in doc["why_none"] and "inf2.48xlarge" in doc["why_none"]
     assert "inf2.8xlarge" not in doc["why_none"]
@@ -97,7 +97,7 @@ def test_a_model_that_fits_nowhere_on_the_instance() -> None:
         "--instance-type",
         "inf2.xlarge",
     )
-    assert text.returncode == 0 and "nothing fits inf2.xlarge" in text.stdout
+    assert text.returncode == 2 and "nothing fits inf2.xlarge" in text.stdout
 
 
 @pytest.mark.parametrize("instance", INSTANCES)
@@ -115,13 +115,18 @@ def test_every_recommendation_is_accepted_by_the_plan(model: str, instance: str)
     name, config, _ = _model(Args(), {})  # type: ignore[arg-type]
     facts = _instance(Args(), {})  # type: ignore[arg-type]
     shape = memory.model_shape(config)
-    doc = rec.document(
-        name, memory.Model(shape, memory.Precision(2, 2)), facts, memory.DEFAULT_OVERHEAD_BYTES, "bfloat16"
-    )
-    configs = doc["configurations"]
-    rates = [c["projected_output_tokens_per_s"] for c in configs]
+    weights = memory.Model(shape, memory.Precision(2, 2))
+    by_rate = rec.document(name, weights, facts, memory.DEFAULT_OVERHEAD_BYTES, "bfloat16", rank="throughput")
+    rates = [c["projected_output_tokens_per_s"] for c in by_rate["configurations"]]
     assert rates == sorted(rates, reverse=True)
+    doc = rec.document(name, weights, facts, memory.DEFAULT_OVERHEAD_BYTES, "bfloat16")
+    configs = doc["configurations"]
     assert configs or "why_none" in doc
+    assert sorted(map(str, configs)) == sorted(map(str, by_rate["configurations"]))  # the same, reordered
+    if configs:  # by length: the model's own first when it fits, else the longest that does
+        top = max(c["max_model_len"] for c in configs)
+        assert configs[0]["max_model_len"] == top
+        assert ("note" in doc) is (top != shape.max_position_embeddings)
     host = HostFacts(python="py", paths={"/m": ModelFacts("dir", config, "d" * 64)})
     for c in configs[:3] + configs[-1:]:
         assert c["memory"]["fits"] and c["data_parallel_size"] * c["tensor_parallel_size"] == facts.cores
@@ -181,3 +186,75 @@ def test_plan_instance_type_flag_checks_the_fit() -> None:
 @cache
 def shape(name: str) -> memory.ModelShape:
     return memory.model_shape(json.loads((DATA / name / "config.json").read_text()))
+
+
+def best(doc: dict[str, Any]) -> int:
+    length: int = doc["configurations"][0]["max_model_len"]
+    return length
+
+
+@pytest.mark.parametrize(
+    ("instance", "first"), [("ml.inf2.xlarge", 65536), ("inf2.48xlarge", 131072), ("trn1.32xlarge", 131072)]
+)
+def test_the_best_configuration_serves_the_models_own_length(instance: str, first: int) -> None:
+    """Issue 29: ranked by throughput alone, Llama-3.1-8B's best was max_model_len 1024 everywhere. By
+    length (the default): its max_position_embeddings (131072) where it fits, else the longest that does,
+    said in a note; `--rank throughput` keeps the old order."""
+    doc = recommend_cli("Llama-3.1-8B", instance)
+    assert best(doc) == first
+    assert doc["ranking"] == {
+        "by": "length",
+        "max_model_len": 131072,
+        "max_model_len_from": "config.json max_position_embeddings",
+    }
+    assert ("note" in doc) is (first != 131072)
+    assert best(recommend_cli("Llama-3.1-8B", instance, "--rank", "throughput")) == 1024
+
+
+@pytest.mark.parametrize(
+    ("env", "source"),
+    [
+        ({"SM_VLLM_MAX_MODEL_LEN": "4096"}, "SM_VLLM_MAX_MODEL_LEN"),
+        ({"OPTION_N_POSITIONS": "3000"}, "OPTION_N_POSITIONS"),
+    ],
+)
+def test_the_users_length_comes_first(env: dict[str, str], source: str) -> None:
+    config = str(DATA / "Llama-3.1-8B" / "config.json")
+    r = cli("--json", "--model-config", config, "--instance-type", "inf2.48xlarge", **env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    wanted = int(next(iter(env.values())))
+    assert best(doc) == wanted and doc["ranking"]["max_model_len_from"] == source
+    lengths = [c["max_model_len"] for c in doc["configurations"]]
+    above = [n for n in lengths if n > wanted]
+    assert lengths[lengths.count(wanted) : lengths.count(wanted) + len(above)] == sorted(above)  # then longer
+    text = cli("--model-config", config, "--instance-type", "inf2.48xlarge", **env)
+    assert f"max_model_len {wanted} ({source}) first" in text.stdout
+
+
+def test_a_users_length_that_is_no_number_is_refused() -> None:
+    r = cli(
+        "--model-config",
+        str(DATA / "Qwen3-8B"),
+        "--instance-type",
+        "inf2.xlarge",
+        SM_VLLM_MAX_MODEL_LEN="long",
+    )
+    assert r.returncode == 2 and "SM_VLLM_MAX_MODEL_LEN='long' must be a positive integer" in r.stderr
+
+
+def test_model_config_takes_a_model_directory(tmp_path: Path) -> None:
+    """`--model-config DIR` failed with a raw `[Errno 21] Is a directory`: DIR/config.json is read (with
+    the safetensors headers, as --model-dir), and a missing or empty one is said plainly."""
+    by_dir = recommend_cli("Qwen3-8B", "inf2.48xlarge").copy()
+    r = cli("--json", "--model-config", str(DATA / "Qwen3-8B"), "--instance-type", "inf2.48xlarge")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["configurations"] == by_dir["configurations"]
+    r = cli("--model-config", str(tmp_path), "--instance-type", "inf2.xlarge")
+    assert r.returncode == 2 and f"--model-config={tmp_path}: a directory without a config.json" in r.stderr
+    r = cli("--model-config", str(tmp_path / "config.json"), "--instance-type", "inf2.xlarge")
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        f"--model-config {tmp_path / 'config.json'}: no such file"
+    )
+    assert "Errno" not in r.stderr

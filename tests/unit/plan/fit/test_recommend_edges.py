@@ -72,6 +72,7 @@ def test_the_json_document_in_full_for_llama_8b_on_inf2_xlarge_at_4096() -> None
     assert doc == {
         "instance": instance.as_json(),
         "model": {"name": "Llama-3.1-8B", **s.as_json(), "parameters": 8_030_261_248, "dtype": "bfloat16"},
+        "ranking": {"by": "length", "max_model_len": 4096, "max_model_len_from": "--max-model-len"},
         "configurations": [
             {
                 "tensor_parallel_size": 2,
