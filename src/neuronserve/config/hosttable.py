@@ -124,7 +124,8 @@ _OWN_VARS: tuple[Var, ...] = (
         "",
         None,
         NS,
-        "Instance to check HBM fit for (`ml.inf2.xlarge` or `inf2.xlarge`); must agree with the devices",
+        "Instance to plan for (`ml.inf2.xlarge` or `inf2.xlarge`): a Neuron plan (unless device cpu) whose "
+        "TP x DP and HBM fit are checked against it; must agree with the devices",
         field="fit.instance_type",
         default_doc="detected devices",
     ),

@@ -26,7 +26,7 @@ PRECEDENCE = (
     "engine arguments after `--`",
     "`SM_VLLM_*` (AWS vLLM SageMaker image convention)",
     "`SM_NEURON_<KEY>`, then `SM_NEURON_OVERRIDE_CONFIG`, then `SM_VLLM_ADDITIONAL_CONFIG` (override keys)",
-    "`serving.properties` `option.*` in the model directory (LMI)",
+    "`serving.properties` `option.*` (LMI): the served model directory's, then `SM_MODEL_DIR`'s",
     "`OPTION_*` and `TENSOR_PARALLEL_DEGREE` (LMI)",
     "`HF_*` / `MAX_*` (TGI and Hugging Face containers)",
     "neuronserve defaults (Neuron plan only)",
@@ -54,7 +54,7 @@ ENGINE_VARS: tuple[Var, ...] = (
         "<name>",
         None,
         SM,
-        "Any vLLM flag `--<name>`: true = bare flag, false = omitted, "
+        "Any vLLM flag `--<name>` of the engine's vLLM (else refused): true = bare flag, false = omitted, "
         "empty = bare flag, JSON array = one token each, JSON object = one token",
         _SMV,
     ),

