@@ -46,6 +46,9 @@ class PluginRules:
       NEURON_MULTI_MODAL_MODELS).
     - `nested`: architectures built as an image-to-text model, whose override is nested
       (text_neuron_config / vision_neuron_config, plan/lanes/nxdi/multimodal.py).
+    - `contiguous_only`: architectures NxD Inference builds without a block KV layout and without fused
+      speculation (each model's own `__init__` raises "does not yet support block_kv_layout" / "fused
+      speculation", or turns them off with a warning: plan/lanes/nxdi/multimodal.py CONTIGUOUS_SOURCES).
     - `pixtral_max_seqs`: Pixtral's batch cap, None when the plugin has none.
     - `structured_outputs_on_cpu`: CPU sampling applies the grammar bitmask.
     - `adapters_at_start`: LoRA needs its adapters named at start (lora_ckpt_json); False: the
@@ -61,6 +64,7 @@ class PluginRules:
     model_renames: tuple[tuple[str, str], ...]
     multimodal: tuple[str, ...]
     nested: tuple[str, ...]
+    contiguous_only: tuple[str, ...]
     pixtral_max_seqs: int | None
     structured_outputs_on_cpu: bool
     adapters_at_start: bool
@@ -75,7 +79,9 @@ QWEN3_VL = "Qwen3VLForConditionalGeneration"
 
 # vllm-neuron 0.2.2+lts on NxD Inference 0.7 (lane 2.27): the values the rules always had.
 # model_types: NxD Inference 0.7 utils/constants.py:41-51; renames: loader :646-666 (qwen3moe only);
-# multimodal: worker/constants.py:4-7; nested: loader :679-682; Pixtral's cap: loader :442-447;
+# multimodal: worker/constants.py:4-7; nested: loader :679-682; contiguous only: NxD Inference
+# 0.7.14366 models/llama4/modeling_llama4.py:94-103, models/pixtral/modeling_pixtral.py:50-59;
+# Pixtral's cap: loader :442-447;
 # structured outputs: execute_model never reads the grammar bitmask (runner :379-416); adapters: the
 # adapter list is the only way adapters reach NxD Inference's LoraModelManager built by the runner
 # (runner :217-220).
@@ -98,6 +104,7 @@ V0_2 = PluginRules(
     model_renames=(("qwen3moe", "qwen3_moe"),),
     multimodal=(MLLAMA, PIXTRAL, LLAMA4),
     nested=(LLAMA4, PIXTRAL),
+    contiguous_only=(LLAMA4, PIXTRAL),
     pixtral_max_seqs=4,
     structured_outputs_on_cpu=False,
     adapters_at_start=True,
@@ -114,6 +121,9 @@ V0_2 = PluginRules(
 #   loader :902-903).
 # - nested: both Qwen VL classes are NeuronMultiModalCausalLM subclasses (:760, :821), whose
 #   load_weights validates and nests the override (:575-627) like Llama 4 and Pixtral.
+# - contiguous only: NxD Inference 2.28's Llama 4 and Pixtral raise at the same lines as 0.7's, Qwen3-VL
+#   too (models/qwen3_vl/modeling_qwen3_vl.py:76-85), and Qwen2-VL sets the four flags false with a
+#   warning (models/qwen2_vl/modeling_qwen2_vl.py:80-91) while vLLM schedules for them.
 # - Pixtral: NeuronMultiModalCausalLM.load_weights (:575-627) has no batch check any more (0.2.2+lts
 #   raised above 4 at loader :442-447).
 # - structured outputs: sample_tokens applies the grammar bitmask on the CPU-sampling path (0.4.1
@@ -139,6 +149,7 @@ V0_4 = PluginRules(
     ),
     multimodal=(MLLAMA, PIXTRAL, LLAMA4, QWEN2_VL, QWEN3_VL),
     nested=(LLAMA4, PIXTRAL, QWEN2_VL, QWEN3_VL),
+    contiguous_only=(LLAMA4, PIXTRAL, QWEN2_VL, QWEN3_VL),
     pixtral_max_seqs=None,
     structured_outputs_on_cpu=True,
     adapters_at_start=False,

@@ -32,13 +32,67 @@ def override(p: LaunchPlan) -> dict[str, Any]:
     return doc
 
 
-def test_llama4_prefix_caching_keys_go_under_text_neuron_config() -> None:
-    """Before, Llama 4 with prefix caching passed the plan with is_prefix_caching at the top level and
-    failed the loader's assertion (loader :945-952). The text model keeps them flat."""
-    p = on(LLAMA4, PREFIX)
-    assert override(p) == {"text_neuron_config": {"is_block_kv_layout": True, "is_prefix_caching": True}}
-    assert p.neuron_override == override(p)
+QWEN_TEXT = {"num_key_value_heads": 4, "head_dim": 128}
+QWEN2_VL = {"architectures": ["Qwen2VLForConditionalGeneration"], "text_config": QWEN_TEXT}
+QWEN3_VL = {"architectures": ["Qwen3VLForConditionalGeneration"], "text_config": QWEN_TEXT}
+LANE_2_28 = {"vllm": "0.13.0", "vllm-neuron": "0.4.1"}
+# (config.json, the lane's versions) of each model NxD Inference builds without a block KV layout
+CONTIGUOUS_ONLY = [
+    pytest.param(LLAMA4, None, id="llama4-2.27"),
+    pytest.param(PIXTRAL, None, id="pixtral-2.27"),
+    pytest.param(LLAMA4, LANE_2_28, id="llama4-2.28"),
+    pytest.param(PIXTRAL, LANE_2_28, id="pixtral-2.28"),
+    pytest.param(QWEN2_VL, LANE_2_28, id="qwen2vl-2.28"),
+    pytest.param(QWEN3_VL, LANE_2_28, id="qwen3vl-2.28"),
+]
+DRAFT = ModelFacts("dir", {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, "e" * 64, True)
+EAGLE = {"SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 4}'}
+
+
+def lane_facts(config: dict[str, Any], versions: dict[str, str] | None) -> Any:
+    extra: dict[str, Any] = {"paths": {"/draft": DRAFT}}
+    if versions:
+        extra["versions"] = versions
+    return llama_facts(2, config, **extra)
+
+
+@pytest.mark.parametrize(("config", "versions"), CONTIGUOUS_ONLY)
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        (PREFIX, "SM_VLLM_ENABLE_PREFIX_CACHING"),
+        (
+            {"SM_NEURON_OVERRIDE_CONFIG": '{"text_neuron_config": {"is_block_kv_layout": true}}'},
+            "SM_NEURON_OVERRIDE_CONFIG",
+        ),
+    ],
+)
+def test_a_block_kv_layout_is_refused_for_a_model_nxd_inference_builds_contiguous(
+    config: dict[str, Any], versions: dict[str, str] | None, env: dict[str, str], named: str
+) -> None:
+    """Before, Llama 4 / Pixtral with prefix caching planned with the keys nested under text_neuron_config
+    (and a test asserted that), but NxD Inference's model raises "does not yet support block_kv_layout"
+    when it is built (models/llama4/modeling_llama4.py:94-97, models/pixtral/modeling_pixtral.py:50-53,
+    qwen3_vl :76-79; Qwen2-VL turns it off with a warning, qwen2_vl :80-91): refused. The text model plans."""
+    err = llama_refusal(env, lane_facts(config, versions))
+    arch = config["architectures"][0]
+    assert str(err).startswith(f"{named}: {arch} has no block KV layout in NxD Inference (models/")
+    assert err.variables[0] == named
     assert override(on(LLAMA, PREFIX)) == {"is_block_kv_layout": True, "is_prefix_caching": True}
+
+
+@pytest.mark.parametrize(("config", "versions"), CONTIGUOUS_ONLY)
+def test_speculative_decoding_is_refused_for_a_model_without_fused_speculation(
+    config: dict[str, Any], versions: dict[str, str] | None
+) -> None:
+    """The plugin turns on fused speculation for any speculative config (loader :787-794), and these
+    models raise "does not yet support fused speculation" (modeling_llama4.py:102-103,
+    modeling_pixtral.py:58-59, qwen3_vl :84-85; Qwen2-VL drops it with a warning): refused."""
+    err = llama_refusal(EAGLE, lane_facts(config, versions))
+    arch = config["architectures"][0]
+    assert str(err).startswith(f"SM_VLLM_SPECULATIVE_CONFIG: {arch} has no fused speculation in NxD ")
+    assert err.variables == ("SM_VLLM_SPECULATIVE_CONFIG",)
+    llama_plan(EAGLE, lane_facts(LLAMA, versions))  # the text model plans
 
 
 def test_generated_keys_are_nested_generically() -> None:
@@ -80,15 +134,16 @@ def test_a_nested_object_must_be_an_object() -> None:
 
 
 def test_a_nested_key_that_contradicts_the_launch_is_refused() -> None:
-    bad = {**PREFIX, "SM_NEURON_OVERRIDE_CONFIG": '{"text_neuron_config": {"is_prefix_caching": false}}'}
+    lnc = {"NEURON_LOGICAL_NC_CONFIG": "1"}
+    bad = {**lnc, "SM_NEURON_OVERRIDE_CONFIG": '{"text_neuron_config": {"logical_nc_config": 2}}'}
     err = llama_refusal(bad, llama_facts(2, LLAMA4))
     assert str(err) == (
-        "SM_NEURON_OVERRIDE_CONFIG: text_neuron_config sets is_prefix_caching=false but the launch needs "
-        "is_prefix_caching=true: remove is_prefix_caching from text_neuron_config (the plan writes it there "
+        "SM_NEURON_OVERRIDE_CONFIG: text_neuron_config sets logical_nc_config=2 but the launch needs "
+        "logical_nc_config=1: remove logical_nc_config from text_neuron_config (the plan writes it there "
         "itself)"
     )
-    agree = {**PREFIX, "SM_NEURON_OVERRIDE_CONFIG": '{"text_neuron_config": {"is_prefix_caching": true}}'}
-    assert override(on(LLAMA4, agree))["text_neuron_config"]["is_prefix_caching"] is True
+    agree = {**lnc, "SM_NEURON_OVERRIDE_CONFIG": '{"text_neuron_config": {"logical_nc_config": 1}}'}
+    assert override(on(LLAMA4, agree))["text_neuron_config"]["logical_nc_config"] == 1
 
 
 def test_keys_removed_before_the_loader_assertion_stay_at_the_top_level() -> None:
