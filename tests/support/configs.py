@@ -74,6 +74,7 @@ CONFIGS: list[dict[str, str]] = [
         "SM_VLLM_MODEL": "/m",
         "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
         "SM_NEURON_QUANTIZED": "true",
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q",
         "NEURONSERVE_CACHE_URI": "s3://c/",
     },
     {

@@ -35,10 +35,12 @@ def _architecture(n: Launch, res: Resolution) -> None:
 
 def _guards(n: Launch, res: Resolution) -> None:
     """Settings the plugin accepts and ignores or fails on (guards.py); vLLM's in-tree Neuron
-    support (0.9/0.10) reads --quantization neuron_quant itself, so those two are the plugin's only."""
+    support (0.9/0.10) reads --quantization neuron_quant itself, so those two are the plugin's only; NxD
+    Inference asserts the quantized checkpoint path under either."""
     if n.integration == Integration.PLUGIN:
         guards.check_quantization(n.settings)
         guards.check_parallelism(n.settings)
+    guards.check_quantized_path(res)
     guards.check_speculative_fields(n.settings, res)
 
 

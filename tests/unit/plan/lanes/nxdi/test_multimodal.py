@@ -167,10 +167,15 @@ def test_keys_removed_before_the_loader_assertion_stay_at_the_top_level() -> Non
         "text_neuron_config": {"quantization_dtype": "int8"}
     }
     assert multimodal.nest(ModelFacts("dir", LLAMA), flat) == flat
-    quantized = {"SM_NEURON_QUANTIZED": "true", "SM_NEURON_QUANTIZATION_DTYPE": "int8"}
+    quantized = {
+        "SM_NEURON_QUANTIZED": "true",
+        "SM_NEURON_QUANTIZATION_DTYPE": "int8",
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q",
+    }
     assert override(on(LLAMA4, quantized)) == {
         "quantized": True,
         "quantization_dtype": "int8",
+        "quantized_checkpoints_path": "/q",
         "text_neuron_config": {},
     }
     assert "SM_NEURON_QUANTIZATION_DTYPE sets quantization_dtype at the top level" in str(
@@ -193,7 +198,8 @@ def test_a_quantization_key_without_quantized_points_to_sm_neuron_quantized(var:
     assert "set SM_NEURON_QUANTIZED=true with it" in str(err) and 'text_neuron_config": {' not in str(err)
     assert err.variables == (var, "SM_NEURON_QUANTIZED")
     key = var[len("SM_NEURON_") :].lower()
-    assert key in override(on(LLAMA4, {var: value, "SM_NEURON_QUANTIZED": "true"}))  # top level: popped
+    quantized = {var: value, "SM_NEURON_QUANTIZED": "true", "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q"}
+    assert key in override(on(LLAMA4, {**quantized, var: value}))  # top level: popped
 
 
 def test_chunked_prefill_cannot_load_for_a_multimodal_model() -> None:
