@@ -53,6 +53,10 @@ class PluginRules:
     - `structured_outputs_on_cpu`: CPU sampling applies the grammar bitmask.
     - `adapters_at_start`: LoRA needs its adapters named at start (lora_ckpt_json); False: the
       adapters may also arrive at run time.
+    - `vllm`, `block_sizes`, `lora_ranks`: the lane's vLLM, its --block-size values (config/cache.py
+      BlockSize) and the LoRA ranks its LoRAConfig accepts.
+    - `chunked_prefill_forced`: the lane's vLLM turns chunked prefill on for every generate model with no
+      way to turn it off, so the native scheduler (DISABLE_NEURON_CUSTOM_SCHEDULER=1) always chunks.
     - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
       (`check_eagle3`); off for 2.27, whose plans stay as they were.
     """
@@ -68,6 +72,10 @@ class PluginRules:
     pixtral_max_seqs: int | None
     structured_outputs_on_cpu: bool
     adapters_at_start: bool
+    vllm: str
+    block_sizes: tuple[int, ...]
+    lora_ranks: tuple[int, ...]
+    chunked_prefill_forced: bool
     warn_eagle3: bool = False
 
 
@@ -84,7 +92,9 @@ QWEN3_VL = "Qwen3VLForConditionalGeneration"
 # Pixtral's cap: loader :442-447;
 # structured outputs: execute_model never reads the grammar bitmask (runner :379-416); adapters: the
 # adapter list is the only way adapters reach NxD Inference's LoraModelManager built by the runner
-# (runner :217-220).
+# (runner :217-220). vLLM 0.11.0: BlockSize config/cache.py:24; LoRA ranks config/lora.py:104-109 (no
+# rank 1); chunked prefill set True for every generate model in engine/arg_utils.py:1546-1548, after
+# the flag is read (--no-enable-chunked-prefill is overwritten).
 V0_2 = PluginRules(
     plugin="vllm-neuron 0.2.2+lts",
     family="vllm-neuron 0.2.x",
@@ -108,6 +118,10 @@ V0_2 = PluginRules(
     pixtral_max_seqs=4,
     structured_outputs_on_cpu=False,
     adapters_at_start=True,
+    vllm="vLLM 0.11.0",
+    block_sizes=(1, 8, 16, 32, 64, 128),
+    lora_ranks=(8, 16, 32, 64, 128, 256, 320, 512),
+    chunked_prefill_forced=True,
 )
 
 # vllm-neuron 0.4.1 on NxD Inference of SDK 2.28 (lane 2.28):
@@ -136,6 +150,8 @@ V0_2 = PluginRules(
 #   only for method "eagle" (loader :1117-1118, as 0.2.2+lts :793-794); what is new is the draft's
 #   own class, detected from its config.json with the target's as fallback (:355-409), and a
 #   `draft_overrides` override key (:184). So "eagle3" is planned with a warning (check_eagle3).
+# - vLLM 0.13.0: BlockSize adds 256 (config/cache.py:22), MaxLoRARanks adds 1 (config/lora.py:25), and
+#   chunked prefill defaults on but --no-enable-chunked-prefill is honoured (engine/arg_utils.py:1857-1870).
 V0_4 = PluginRules(
     plugin="vllm-neuron 0.4.1",
     family="vllm-neuron 0.4.x",
@@ -153,6 +169,10 @@ V0_4 = PluginRules(
     pixtral_max_seqs=None,
     structured_outputs_on_cpu=True,
     adapters_at_start=False,
+    vllm="vLLM 0.13.0",
+    block_sizes=(1, 8, 16, 32, 64, 128, 256),
+    lora_ranks=(1, 8, 16, 32, 64, 128, 256, 320, 512),
+    chunked_prefill_forced=False,
     warn_eagle3=True,
 )
 

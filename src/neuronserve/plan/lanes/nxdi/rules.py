@@ -59,8 +59,19 @@ def check_dtype(dtype: str, origin: str) -> None:
         )
 
 
-def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Resolution) -> None:
+def check_block_layout(
+    length: int,
+    seqs: int,
+    block: int,
+    blocks: int,
+    res: Resolution,
+    *,
+    sizes: tuple[tuple[int, ...], str] = (BLOCK_SIZES, "vLLM 0.11.0"),
+) -> None:
     """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks.
+
+    `sizes`: the lane's vLLM --block-size values and its name (vLLM 0.11.0 config/cache.py:24; 0.13.0
+    adds 256, config/cache.py:22: profiles.py).
 
     vllm-neuron 0.2.2+lts pads each block table to max_model_len // block_size entries
     (worker/neuronx_distributed_model_runner.py:886, 951), so a block size that does not divide it
@@ -70,10 +81,11 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Res
     """
     origins = res.origins
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
-    if block not in BLOCK_SIZES:
+    allowed, vllm = sizes
+    if block not in allowed:
         raise ConfigError(
-            f"{b_var}={block} is not a vLLM block size: use one of "
-            f"{', '.join(map(str, BLOCK_SIZES))} (e.g. 32)",
+            f"{b_var}={block} is not a block size of {vllm}: use one of "
+            f"{', '.join(map(str, allowed))} (e.g. 32)",
             (b_var,),
         )
     if length % block:

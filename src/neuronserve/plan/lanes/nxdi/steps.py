@@ -82,7 +82,12 @@ def _kv(n: Launch, res: Resolution) -> None:
         n.kv_flags, res.kv = tnx_kv(n.settings, count(n.settings, "block-size"), n.length, res)
     else:
         n.kv_flags, res.kv = kv_layout(
-            n.settings, length=n.length, seqs=n.seqs, res=res, plugin=n.integration == Integration.PLUGIN
+            n.settings,
+            length=n.length,
+            seqs=n.seqs,
+            res=res,
+            plugin=n.integration == Integration.PLUGIN,
+            profile=n.rules,
         )
 
 

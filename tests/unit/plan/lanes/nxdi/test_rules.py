@@ -67,7 +67,8 @@ def test_block_layout() -> None:
     rules.check_block_layout(2048, 4, 32, 256, resolution(ORIGINS))  # exactly enough
     err = raised(rules.check_block_layout, 2048, 4, 48, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
-        "SM_VLLM_BLOCK_SIZE=48 is not a vLLM block size: use one of 1, 8, 16, 32, 64, 128 (e.g. 32)",
+        "SM_VLLM_BLOCK_SIZE=48 is not a block size of vLLM 0.11.0: use one of 1, 8, 16, 32, 64, 128 "
+        "(e.g. 32)",
         ("SM_VLLM_BLOCK_SIZE",),
     )
     err = raised(rules.check_block_layout, 2000, 4, 32, 999, resolution(ORIGINS))
