@@ -4,7 +4,8 @@ The plan itself never looks at the host (`neuronserve.plan.facts` holds the shap
 Gathering is read-only and fast: no network, no vLLM import (that would pull torch and take seconds),
 and `neuron-ls` only where a Neuron device exists and NEURON_RT_VISIBLE_CORES does not already say.
 Each kind of fact has its module: devices (NeuronCores), versions (installed packages, the vLLM launch
-module), modelfiles (config.json, safetensors, the weights digest), properties (serving.properties).
+module), modelfiles (config.json, safetensors, the weights digest), properties (serving.properties),
+nxdi (the installed NxD Inference's model registry, read from its files).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from neuronserve.config.table import VARS
 from neuronserve.host.devices import neuron_devices, visible_cores
 from neuronserve.host.modelfiles import model_facts, parse_config_json, safetensors_params, weights_digest
+from neuronserve.host.nxdi import installed_model_types
 from neuronserve.host.properties import read_serving_properties
 from neuronserve.host.versions import installed_versions, vllm_module
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -58,6 +60,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         logical_nc_config=cores.logical_nc_config,
         physical_cores=cores.physical,
         versions=installed_versions(),
+        nxdi_models=installed_model_types(),
         sagemaker_model_dir=model_dir,
         sagemaker_model_dir_nonempty=_nonempty(model_dir),
         paths=paths,

@@ -43,6 +43,7 @@ class DevicePlan:
     artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None
+    stack: dict[str, Any] = field(default_factory=dict)  # beside the lane's pins (NeuronEngine.stack)
 
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
@@ -101,7 +102,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
             integration=half.integration,
             plugin_version=facts.versions.get("vllm-neuron"),
         ),
-        stack=lane.stack_json(),
+        stack={**lane.stack_json(), **half.stack},
     )
 
 
@@ -142,6 +143,7 @@ def _neuron(
         artifacts=artifacts,
         memory=estimate.as_json() if estimate else None,
         instance=instance.as_json() if instance else None,
+        stack=engine.stack,
     )
 
 

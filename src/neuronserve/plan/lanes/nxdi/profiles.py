@@ -39,7 +39,8 @@ class PluginRules:
 
     - `plugin`, `family`: how messages name it.
     - `architectures`: the config.json architectures[0] values that load, as refusals list them.
-    - `model_types`: NxD Inference MODEL_TYPES keys the plugin can resolve (plan/lanes/nxdi/derive.py).
+    - `nxdi`, `model_types`: the lane's NxD Inference release and its MODEL_TYPES keys (utils/constants.py),
+      the registry assumed where none is installed (plan/lanes/nxdi/models.py).
     - `model_renames`: the plugin's own renames of the lower-cased architecture prefix before that
       lookup (`_get_neuron_model_cls`).
     - `multimodal`: architectures whose heads are read from config.json's text_config (constants.py
@@ -64,6 +65,7 @@ class PluginRules:
     plugin: str
     family: str  # "vllm-neuron 0.2.x": the series, for messages about what it cannot load
     architectures: tuple[str, ...]  # what loads (rules.check_architecture), named in refusals
+    nxdi: str
     model_types: tuple[str, ...]
     model_renames: tuple[tuple[str, str], ...]
     multimodal: tuple[str, ...]
@@ -86,7 +88,9 @@ QWEN2_VL = "Qwen2VLForConditionalGeneration"
 QWEN3_VL = "Qwen3VLForConditionalGeneration"
 
 # vllm-neuron 0.2.2+lts on NxD Inference 0.7 (lane 2.27): the values the rules always had.
-# model_types: NxD Inference 0.7 utils/constants.py:41-51; renames: loader :646-666 (qwen3moe only);
+# model_types: NxD Inference 0.7.14366 (SDK 2.27.0) utils/constants.py:41-51, which has no pixtral (the
+# 0.7.15063 of SDK 2.27.1 images is not public: the image's own is read there); renames: loader
+# :646-666 (qwen3moe only);
 # multimodal: worker/constants.py:4-7; nested: loader :679-682; contiguous only: NxD Inference
 # 0.7.14366 models/llama4/modeling_llama4.py:94-103, models/pixtral/modeling_pixtral.py:50-59;
 # Pixtral's cap: loader :442-447;
@@ -110,6 +114,7 @@ V0_2 = PluginRules(
         "Qwen3MoeForCausalLM",
         PIXTRAL,  # from 0.2.2 (rules.check_architecture)
     ),
+    nxdi="0.7.14366",
     model_types=("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"),
     model_renames=(("qwen3moe", "qwen3_moe"),),
     multimodal=(MLLAMA, PIXTRAL, LLAMA4),
@@ -128,9 +133,9 @@ V0_2 = PluginRules(
 # - renames: 0.4.1 loader :957-967 maps gptoss -> gpt_oss, qwen3moe -> qwen3_moe, qwen2vl -> qwen2_vl,
 #   qwen3vl -> qwen3_vl before `MODEL_TYPES[model][task]` (:972), ConditionalGeneration read as
 #   CausalLM (:952-953). GptOssForCausalLM therefore loads in 2.28 (0.2.2+lts looked up "gptoss").
-# - model_types: 2.27's plus qwen2_vl and qwen3_vl, which 0.4.1 renames into (:963-967) and builds
-#   (:998-1001, NeuronQwen2VLForCausalLM :760, NeuronQwen3VLForCausalLM :821). NxD Inference 2.28's
-#   constants.py was not read: the two keys are inferred from the plugin looking them up.
+# - model_types: NxD Inference of SDK 2.28.0 (aws-neuron/neuronx-distributed-inference cd3abf30558f, which
+#   the lane's image pins as 0.8.16251) utils/constants.py:47-64: 2.27's plus pixtral, qwen2_vl and
+#   qwen3_vl, which 0.4.1 renames into (:963-967) and builds (:994-1001).
 # - multimodal: 0.4.1 worker/constants.py:4-10 adds both Qwen VL classes (heads from text_config,
 #   loader :902-903).
 # - nested: both Qwen VL classes are NeuronMultiModalCausalLM subclasses (:760, :821), whose
@@ -156,7 +161,8 @@ V0_4 = PluginRules(
     plugin="vllm-neuron 0.4.1",
     family="vllm-neuron 0.4.x",
     architectures=(*V0_2.architectures, "GptOssForCausalLM", QWEN2_VL, QWEN3_VL),
-    model_types=(*V0_2.model_types, "qwen2_vl", "qwen3_vl"),
+    nxdi="0.8.16251",
+    model_types=(*V0_2.model_types, "pixtral", "qwen2_vl", "qwen3_vl"),
     model_renames=(
         ("gptoss", "gpt_oss"),
         ("qwen3moe", "qwen3_moe"),

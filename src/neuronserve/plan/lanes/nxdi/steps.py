@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from neuronserve.plan.lanes.nxdi import derive, guards, launch, multimodal, overrides, profiles, rules
+from neuronserve.plan.lanes.nxdi import derive, guards, launch, models, multimodal, overrides, profiles, rules
 from neuronserve.plan.lanes.nxdi.intree import choose_integration, tnx_kv
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
 from neuronserve.plan.lanes.nxdi.launch import Launch
@@ -30,7 +30,11 @@ def _task(n: Launch, res: Resolution) -> None:
 
 
 def _architecture(n: Launch, res: Resolution) -> None:
-    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"), n.rules)
+    """Against the installed NxD Inference's model registry, else the lane's (said: models.py)."""
+    n.registry = models.registry(n.facts, n.rules)
+    models.warn_assumed(n.registry, n.facts, res)
+    plugin = n.facts.versions.get("vllm-neuron")
+    models.check_architecture(n.model, n.model_uri, res, plugin, n.rules, reg=n.registry)
 
 
 def _guards(n: Launch, res: Resolution) -> None:

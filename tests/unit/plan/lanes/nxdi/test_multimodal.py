@@ -22,8 +22,17 @@ PIXTRAL = {"model_type": "llava", "architectures": ["LlavaForConditionalGenerati
 PREFIX = {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"}
 
 
+# An image whose NxD Inference has pixtral (its registry is read there: plan/lanes/nxdi/models.py); lane
+# 2.27's assumed NxD Inference 0.7.14366 has none, so Pixtral on 2.27 is planned against this one.
+WITH_PIXTRAL = {k: ("causal-lm",) for k in ("llama", "llama4", "mllama", "pixtral", "qwen2", "qwen3")}
+
+
+def mm_facts(config: dict[str, Any], **facts: Any) -> Any:
+    return llama_facts(2, config, **{"nxdi_models": WITH_PIXTRAL, **facts})
+
+
 def on(config: dict[str, Any], env: dict[str, str], **facts: Any) -> LaunchPlan:
-    return llama_plan(env, llama_facts(2, config, **facts))
+    return llama_plan(env, mm_facts(config, **facts))
 
 
 def override(p: LaunchPlan) -> dict[str, Any]:
@@ -50,10 +59,10 @@ EAGLE = {"SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "
 
 
 def lane_facts(config: dict[str, Any], versions: dict[str, str] | None) -> Any:
-    extra: dict[str, Any] = {"paths": {"/draft": DRAFT}}
+    """Lane 2.28 (versions given) assumes its own NxD Inference, which has all four models."""
     if versions:
-        extra["versions"] = versions
-    return llama_facts(2, config, **extra)
+        return llama_facts(2, config, paths={"/draft": DRAFT}, versions=versions)
+    return mm_facts(config, paths={"/draft": DRAFT})
 
 
 @pytest.mark.parametrize(("config", "versions"), CONTIGUOUS_ONLY)
@@ -126,7 +135,7 @@ def test_a_users_top_level_key_is_refused_with_where_it_belongs() -> None:
 
 
 def test_a_nested_object_must_be_an_object() -> None:
-    err = llama_refusal({"SM_NEURON_TEXT_NEURON_CONFIG": "[1]"}, llama_facts(2, PIXTRAL))
+    err = llama_refusal({"SM_NEURON_TEXT_NEURON_CONFIG": "[1]"}, mm_facts(PIXTRAL))
     assert str(err) == (
         "SM_NEURON_TEXT_NEURON_CONFIG: text_neuron_config must be a JSON object for "
         "LlavaForConditionalGeneration"
@@ -216,7 +225,7 @@ def test_chunked_prefill_cannot_load_for_a_multimodal_model() -> None:
 
 def test_max_prompt_length_is_refused_for_a_multimodal_model() -> None:
     env = {"SM_VLLM_ADDITIONAL_CONFIG": '{"max_prompt_length": 1024}'}
-    err = llama_refusal(env, llama_facts(2, PIXTRAL))
+    err = llama_refusal(env, mm_facts(PIXTRAL))
     assert "remove max_prompt_length" in str(err) and err.variables == ("SM_VLLM_ADDITIONAL_CONFIG",)
     assert additional(on(LLAMA, env))["max_prompt_length"] == 1024
 
@@ -231,7 +240,7 @@ def test_pixtral_plans_up_to_batch_4(seqs: str) -> None:
 def test_pixtral_without_a_batch_size_defaults_to_its_cap() -> None:
     """The plan's default 8 was refused as `SM_VLLM_MAX_NUM_SEQS=8`, a variable the user never set."""
     unset = {k: v for k, v in LLAMA_ENV.items() if k != "SM_VLLM_MAX_NUM_SEQS"}
-    p = plan(unset, llama_facts(2, PIXTRAL))
+    p = plan(unset, mm_facts(PIXTRAL))
     assert p.argv[p.argv.index("--max-num-seqs") + 1] == "4"
     assert "max_num_seqs defaulted to 4 (the compiled batch size): set SM_VLLM_MAX_NUM_SEQS" in p.warnings
     q = plan(unset, llama_facts(2, LLAMA4))  # no cap: the plan's default
@@ -239,29 +248,27 @@ def test_pixtral_without_a_batch_size_defaults_to_its_cap() -> None:
 
 
 def test_pixtral_above_batch_4_is_refused_naming_the_variable() -> None:
-    err = llama_refusal({"SM_VLLM_MAX_NUM_SEQS": "5"}, llama_facts(2, PIXTRAL))
+    err = llama_refusal({"SM_VLLM_MAX_NUM_SEQS": "5"}, mm_facts(PIXTRAL))
     assert str(err) == (
         "SM_VLLM_MAX_NUM_SEQS=5: vllm-neuron 0.2.2+lts raises for Pixtral (LlavaForConditionalGeneration) "
         "above batch 4: set SM_VLLM_MAX_NUM_SEQS=4 or fewer"
     )
     assert err.variables == ("SM_VLLM_MAX_NUM_SEQS",)
     assert "OPTION_MAX_ROLLING_BATCH_SIZE=8" in str(
-        llama_refusal(
-            {"SM_VLLM_MAX_NUM_SEQS": "", "OPTION_MAX_ROLLING_BATCH_SIZE": "8"}, llama_facts(2, PIXTRAL)
-        )
+        llama_refusal({"SM_VLLM_MAX_NUM_SEQS": "", "OPTION_MAX_ROLLING_BATCH_SIZE": "8"}, mm_facts(PIXTRAL))
     )
     # Llama 4 has no such limit
     on(LLAMA4, {"SM_VLLM_MAX_NUM_SEQS": "8"})
 
 
 def test_pixtral_is_refused_before_vllm_neuron_0_2_2() -> None:
-    old = llama_facts(2, PIXTRAL, versions={"vllm": "0.11.0", "vllm-neuron": "0.2.0"})
+    old = mm_facts(PIXTRAL, versions={"vllm": "0.11.0", "vllm-neuron": "0.2.0"})
     assert "does not run on vllm-neuron 0.2.0" in str(llama_refusal({}, old))
 
 
 def test_pixtral_above_10240_tokens_is_refused_with_the_estimate_override() -> None:
     long = {"SM_VLLM_MAX_MODEL_LEN": "10272", "SM_VLLM_MAX_NUM_SEQS": "1"}
-    err = llama_refusal(long, llama_facts(2, PIXTRAL))
+    err = llama_refusal(long, mm_facts(PIXTRAL))
     assert str(err) == (
         "SM_VLLM_MAX_MODEL_LEN=10272: Pixtral on Neuron is documented up to 10240 tokens (vllm-neuron's "
         "README; an estimate, not a check of its source): set SM_VLLM_MAX_MODEL_LEN=10240 or fewer, or "
