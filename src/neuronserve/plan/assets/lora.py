@@ -41,6 +41,7 @@ CKPT_KEY = "lora_ckpt_json"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # vLLM 0.11.0 config/lora.py MaxLoRARanks: any other --max-lora-rank fails the engine's config check.
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+DEFAULT_RANK = 16  # vLLM 0.11.0 / 0.13.0 LoRAConfig.max_lora_rank
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,8 @@ def lora_assets(
     lora = settings.get("enable-lora") is True
     if lora:
         _check_rank(settings)
+        if device == "neuron":
+            st.graph["lora"] = lora_graph(settings, len(named))
     if not named:
         if lora and device == "neuron" and not tail and "lora_ckpt_json" in res.override:
             res.warn(
@@ -178,6 +181,28 @@ def lora_assets(
     if device == "neuron":
         _neuron_list(settings, adapters, var, res, st)
     return adapters
+
+
+def lora_graph(settings: Settings, named: int) -> dict[str, int]:
+    """The LoRA shapes NxD Inference compiles, for the cache key (the engine's graph records only that
+    LoRA is on): the runner passes vLLM's max_loras, max_lora_rank and max_cpu_loras to
+    LoraServingConfig (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_runner.py:178-187;
+    0.4.1 :486-501). max_loras and max_lora_rank shape every LoRA weight tensor (NxD Inference
+    modules/lora_serving/lora_layer.py:33, lora_module.py:28); max_cpu_loras shapes the host-memory
+    adapter tensors dynamic multi-LoRA (always on: max_cpu_loras > 0) shards into the artifact
+    directory (lora_checkpoint.py:283, models/application_base.py:256-260). The plugin loads that
+    directory unchecked (loader :198-199, 214-226), so each belongs in the key. Unset, vLLM's values:
+    max_loras 1 (the plan passes --max-loras <n> for n > 1 adapters named, _neuron_list), rank 16,
+    max_cpu_loras = max_loras (vLLM 0.11.0 config/lora.py:33-44, 124-125). Adapters' own ranks raise
+    NxD Inference's max_lora_rank at load (modules/lora_serving/config.py:64-69): keyed through the
+    adapters' identity."""
+    loras = count(settings, "max-loras", 1) or max(named, 1)
+    rank = count(settings, "max-lora-rank", 1) or DEFAULT_RANK
+    return {
+        "max_loras": loras,
+        "max_lora_rank": rank,
+        "max_cpu_loras": count(settings, "max-cpu-loras", 1) or loras,
+    }
 
 
 def _check_rank(settings: Settings) -> None:
