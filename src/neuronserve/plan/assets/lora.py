@@ -39,7 +39,9 @@ MODULES_VAR = "SM_VLLM_LORA_MODULES"
 CKPT_KEY = "lora_ckpt_json"
 # An adapter's name is also a directory under <work>/assets/lora and a request's `model` value.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-# vLLM 0.11.0 config/lora.py MaxLoRARanks: any other --max-lora-rank fails the engine's config check.
+# The max LoRA ranks any lane's vLLM accepts (vLLM 0.13.0 config/lora.py:25 MaxLoRARanks; 0.11.0's lacks 1,
+# config/lora.py:104-109): any other --max-lora-rank fails the engine's config check on every device. A
+# Neuron lane checks its own vLLM's list (plan/lanes/nxdi/overrides.py check_lora_rank).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 DEFAULT_RANK = 16  # vLLM 0.11.0 / 0.13.0 LoRAConfig.max_lora_rank
 
@@ -210,7 +212,7 @@ def _check_rank(settings: Settings) -> None:
     if rank is not None and rank not in LORA_RANKS:
         var = settings.origin("max-lora-rank", "SM_VLLM_MAX_LORA_RANK")
         raise ConfigError(
-            f"{var}={rank}: vLLM 0.11.0 accepts a max LoRA rank of {', '.join(map(str, LORA_RANKS))}: "
+            f"{var}={rank}: vLLM accepts a max LoRA rank of {', '.join(map(str, LORA_RANKS))}: "
             "set the smallest one at least your adapters' rank `r`",
             (var,),
         )

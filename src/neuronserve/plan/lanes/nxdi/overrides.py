@@ -189,6 +189,7 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: P
             (var,),
         )
     if not isinstance(override.get("lora_ckpt_json"), str) and not rules.adapters_at_start:
+        _check_target_modules(var, res, rules)
         res.warn(
             f"{var}=true with no adapters named: {rules.plugin} loads them at run time "
             "(VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 and the engine's /v1/load_lora_adapter, which the front "
@@ -201,6 +202,41 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: P
             'SM_VLLM_LORA_MODULES="name=s3://bucket/adapter/ other=/local/dir" (staged, and the plan '
             "writes the plugin's lora_ckpt_json from them)",
             (var, "SM_VLLM_LORA_MODULES"),
+        )
+
+
+def _check_target_modules(var: str, res: Resolution, rules: PluginRules) -> None:
+    """LoRA with no adapter at start needs the target modules said: NxD Inference's LoraServingConfig
+    sets target_modules to the union of the start adapters' (none: []) unless the given ones cover them
+    (modules/lora_serving/config.py:58-67, NxD Inference 2.28.0; building it shows []), and injection
+    then matches no module and raises "Target modules [] not found in the base model"
+    (modules/lora_serving/lora_model.py:57-74) when the model is built. The runner pops
+    `target_modules` from the override (0.4.1 runner :483): SM_NEURON_TARGET_MODULES, a JSON list of
+    module names or a regular expression (lora_model.py:108-116)."""
+    given = res.override.get("target_modules")
+    named = isinstance(given, str) and given.strip()
+    listed = isinstance(given, list) and given and all(isinstance(m, str) and m.strip() for m in given)
+    if named or listed:
+        return
+    t_var = res.origin("target_modules")
+    raise ConfigError(
+        f"{var}=true with no adapters named: {rules.plugin} gives NxD Inference no target modules to inject "
+        'LoRA into (it reads them from the adapters named at start), and the build fails with "Target '
+        f'modules [] not found in the base model": set {t_var}=\'["q_proj", "v_proj"]\' (the modules your '
+        "adapters train), or name the adapters in SM_VLLM_LORA_MODULES",
+        (t_var, "SM_VLLM_LORA_MODULES"),
+    )
+
+
+def check_lora_rank(rank: int | None, var: str, rules: PluginRules) -> None:
+    """--max-lora-rank as the lane's vLLM accepts it: vLLM 0.11.0's LoRAConfig refuses any rank outside
+    8..512 (config/lora.py:104-109, no 1) at engine start, 0.13.0's allows 1 (config/lora.py:25):
+    PluginRules.lora_ranks. (plan/assets/lora.py checks the union on every device.)"""
+    if rank is not None and rank not in rules.lora_ranks:
+        raise ConfigError(
+            f"{var}={rank}: {rules.vllm} accepts a max LoRA rank of {', '.join(map(str, rules.lora_ranks))}: "
+            "set the smallest one at least your adapters' rank `r`",
+            (var,),
         )
 
 

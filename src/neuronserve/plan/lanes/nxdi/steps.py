@@ -67,6 +67,9 @@ def _multimodal_conflicts(n: Launch, res: Resolution) -> None:
 
 def _lora(n: Launch, res: Resolution) -> None:
     overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res, n.rules)
+    if n.lora:
+        var = n.settings.origin("max-lora-rank", "SM_VLLM_MAX_LORA_RANK")
+        overrides.check_lora_rank(count(n.settings, "max-lora-rank", 1), var, n.rules)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
