@@ -54,7 +54,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     device = model.choose_device(settings, facts)
     work_dir = settings.work_dir
     spec = kinds.stage_hub_model(model.choose_model(settings, facts, work_dir, res), device, work_dir)
-    command.check_tool_calling(settings)
+    command.check_tool_calling(settings, res)
     staged, adapters = kinds.plan_assets(settings, facts, spec, device, res)
     argv = command.model_argv(settings, facts, spec)
     if device == "neuron":
