@@ -60,19 +60,20 @@ def check_sampling(res: Resolution) -> None:
     """On-device sampling as the plugin and NxD Inference run it.
 
     - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value))
-      (worker/neuronx_distributed_model_loader.py:67-70) and only builds a Sampler that nothing in
-      vllm-neuron 0.2.2+lts calls, so sampling stays on the device: the switch is broken. A non-zero
-      integer is refused, 0 is harmless and passes, a non-integer would raise ValueError in the worker
-      and is refused.
+      (worker/neuronx_distributed_model_loader.py:67-68) and, when true, the model calls `Sampler()`
+      (:70), but `Sampler` is vLLM's sampler module (`from vllm.v1.sample import sampler as Sampler`,
+      :47; 0.4.1 :54 and :81 the same): TypeError ('module' object is not callable) when the engine
+      loads the model. A non-zero integer is refused saying so, 0 is harmless and passes, a non-integer
+      raises ValueError in int() and is refused as no integer.
     - A partial on_device_sampling_config replaces the plugin's default OnDeviceSamplingConfig(dynamic=
       True, deterministic=False) whole (worker/neuronx_distributed_model_loader.py:734-735, 880), and
       NxD Inference defaults dynamic to False (nxdi config.py:937): every request would be sampled with
       the config's fixed parameters, i.e. greedily by default. The plan fills in the plugin's
       dynamic/deterministic defaults for keys the user left out, and says so.
-    - global_topk outside 1..256: the runner caps it at 256
-      (worker/neuronx_distributed_model_runner.py:259-267, 1245-1251), so a larger value compiles a
-      bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256) are clamped by the
-      runner (:1257-1260): said as a warning with the number.
+    - global_topk above 256: the runner logs a warning and caps it at 256
+      (worker/neuronx_distributed_model_runner.py:259-267, 1245-1251): no failure, so it is planned
+      and said (the larger graph buys nothing); below 1 or no integer is refused. Requests' top_k
+      above min(global_topk, 256) are clamped by the runner (:1257-1260): said with the number.
     - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
     The config as checked (completed) is res.sampling.
     """
@@ -80,11 +81,19 @@ def check_sampling(res: Resolution) -> None:
     raw = res.user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None:
         text = raw.strip() or "0"
-        if not text.removeprefix("-").isdecimal() or int(text) != 0:  # "--0" and "²" crashed int()
+        if not text.removeprefix("-").isdecimal():  # "--0" and "²" crashed int()
             raise ConfigError(
-                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an "
-                "integer): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
-                "(CPU sampling, needed for logprobs)",
+                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is no integer (vllm-neuron reads it with int() "
+                "and fails at load): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
+                "for CPU sampling",
+                ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
+            )
+        if int(text) != 0:
+            raise ConfigError(
+                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} fails the engine at load: vllm-neuron imports "
+                "vLLM's sampler module as Sampler and calls it (TypeError: 'module' object is not "
+                "callable): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null for CPU "
+                "sampling (needed for logprobs)",
                 ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
             )
     cfg = override.get("on_device_sampling_config")
@@ -93,12 +102,20 @@ def check_sampling(res: Resolution) -> None:
         return
     cfg = sampling_config(cfg, var, derive.SAMPLING_KEYS, _unknown_sampling_keys)
     topk = cfg.get("global_topk", derive.MAX_DEVICE_TOPK)
-    if not json_int(topk) or not 1 <= topk <= derive.MAX_DEVICE_TOPK:
+    most = derive.MAX_DEVICE_TOPK
+    if not json_int(topk) or topk < 1:
         raise ConfigError(
-            f"{var}: global_topk={topk} is outside 1..{derive.MAX_DEVICE_TOPK} (the plugin samples at most "
-            f"{derive.MAX_DEVICE_TOPK} on device): set global_topk <= {derive.MAX_DEVICE_TOPK}",
+            f"{var}: global_topk={topk} must be a positive integer (the plugin samples at most {most} on "
+            f"device): set global_topk <= {most}",
             (var,),
         )
+    if topk > most:
+        res.warn(
+            f"{var}: global_topk={topk} is above {most}: the plugin samples at most {most} on device (it "
+            f"caps requests' top_k there), so a top-k of {topk} is compiled for nothing: set global_topk "
+            f"<= {most}"
+        )
+        topk = most
     missing = {k: v for k, v in derive.PLUGIN_SAMPLING_DEFAULT.items() if k not in cfg}
     if missing:
         cfg = override["on_device_sampling_config"] = {**cfg, **missing}

@@ -202,7 +202,7 @@ def test_8_partial_sampling_config_keeps_dynamic() -> None:
 
 
 def test_8_sampling_refusals_and_neighbours() -> None:
-    assert "global_topk=300" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 300}'})
+    assert "global_topk=0" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 0}'})
     assert "topk" in llama_refused({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"topk": 5}'})
     llama_plan({"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"global_topk": 256}'})
     llama_plan({"NEURON_ON_DEVICE_SAMPLING_DISABLED": "0"})
