@@ -101,8 +101,6 @@ CONFIGS: list[dict[str, str]] = [
         "OPTION_MAX_LORA_RANK": "16",
         "SM_VLLM_LORA_MODULES": '[{"name": "x", "path": "s3://b/x/"}, "y=s3://b/y/"]',
         "OPTION_N_POSITIONS": "512",
-        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "s3://b/draft/", '
-        '"num_speculative_tokens": 3}',
     },
 ]
 

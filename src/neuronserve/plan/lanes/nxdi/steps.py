@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from neuronserve.plan.lanes.nxdi import derive, guards, launch, models, multimodal, overrides, profiles, rules
+from neuronserve.plan.lanes.nxdi import (
+    combinations,
+    derive,
+    guards,
+    launch,
+    models,
+    multimodal,
+    overrides,
+    profiles,
+    rules,
+)
 from neuronserve.plan.lanes.nxdi.intree import choose_integration, tnx_kv
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
 from neuronserve.plan.lanes.nxdi.launch import Launch
@@ -35,6 +45,8 @@ def _architecture(n: Launch, res: Resolution) -> None:
     models.warn_assumed(n.registry, n.facts, res)
     plugin = n.facts.versions.get("vllm-neuron")
     models.check_architecture(n.model, n.model_uri, res, plugin, n.rules, reg=n.registry)
+    if n.integration == Integration.PLUGIN:
+        combinations.check_routing(multimodal.architecture(n.model), n.model_uri, n.rules)
 
 
 def _guards(n: Launch, res: Resolution) -> None:
@@ -70,6 +82,13 @@ def _lora(n: Launch, res: Resolution) -> None:
     if n.lora:
         var = n.settings.origin("max-lora-rank", "SM_VLLM_MAX_LORA_RANK")
         overrides.check_lora_rank(count(n.settings, "max-lora-rank", 1), var, n.rules)
+
+
+def _combinations(n: Launch, res: Resolution) -> None:
+    """Pairs of features the plugin runs wrongly (combinations.py); the in-tree integration is not it."""
+    if n.integration == Integration.PLUGIN:
+        arch = multimodal.architecture(n.model)
+        combinations.check_combinations(arch, lora=n.lora, chunked=n.chunked, res=res, rules=n.rules)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
@@ -147,6 +166,7 @@ STEPS: tuple[Step, ...] = (
     launch.dtype,
     launch.logical_nc,
     _lora,
+    _combinations,
     _chunked,
     _chunked_config,
     launch.batched_tokens,
