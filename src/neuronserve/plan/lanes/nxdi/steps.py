@@ -2,9 +2,9 @@
 each rule against what is resolved so far (plan/lanes/nxdi/engine.py runs it, then renders).
 
 Each step resolves one value (launch.py) or checks one rule (rules.py, overrides.py, kv.py, guards.py,
-multimodal.py, in this folder). The order is the contract: when several settings are wrong, the first
-step that refuses names the one to fix. Where the two plugin versions differ a step reads the lane's
-plugin profile (`Launch.rules`, profiles.py).
+multimodal.py, models.py, combinations.py, in this folder). The order is the contract: when several
+settings are wrong, the first step that refuses names the one to fix. Where the two plugin versions
+differ a step reads the lane's plugin profile (`Launch.rules`, profiles.py).
 """
 
 from __future__ import annotations
