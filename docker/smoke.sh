@@ -285,8 +285,14 @@ except OSError as err:
 built = dict(l.split("=", 1) for l in text.splitlines() if l and not l.startswith("#"))
 want = {"lane": built.get("LANE"), "sdk": built.get("NEURON_SDK_VERSION"),
         "vllm_neuron": built.get("VLLM_NEURON_VERSION"), "vllm": built.get("VLLM_VERSION")}
-if stack != want:
-    sys.exit(f"smoke: FAIL: the plan reports stack {stack}, the image was built as {want}")
+pins = {k: stack.get(k) for k in want}
+if pins != want:
+    sys.exit(f"smoke: FAIL: the plan reports stack {pins}, the image was built as {want}")
+# The NxD Inference lanes check the model against the installed NxD Inference's registry (host/nxdi.py):
+# in the image it must have been read, not assumed.
+registry = stack.get("nxd_inference")
+if isinstance(registry, dict) and registry.get("source") != "installed":
+    sys.exit(f"smoke: FAIL: the plan did not read the installed NxD Inference's model registry: {registry}")
 print(f"smoke: ok   the plan's stack is the built lane {stack['lane']}")
 PY
 else

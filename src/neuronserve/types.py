@@ -189,8 +189,10 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)
     # What requests may ask for (the front refuses what the engine would silently ignore).
     request_support: RequestSupport = field(default_factory=RequestSupport)
-    # The stack lane planned for (plan/lanes/lane.py Lane.stack_json): {"lane", "sdk", "vllm_neuron", "vllm"}.
-    stack: dict[str, str] = field(default_factory=dict)
+    # The stack lane planned for (plan/lanes/lane.py Lane.stack_json): {"lane", "sdk", "vllm_neuron", "vllm"},
+    # and on the NxD Inference lanes "nxd_inference": the model registry the plan checked the model against
+    # ({"version", "source": "installed" | "assumed", "model_types"}, plan/lanes/nxdi/models.py).
+    stack: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

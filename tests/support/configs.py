@@ -75,6 +75,7 @@ CONFIGS: list[dict[str, str]] = [
         "SM_VLLM_MODEL": "/m",
         "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "/draft", "num_speculative_tokens": 5}',
         "SM_NEURON_QUANTIZED": "true",
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q",
         "NEURONSERVE_CACHE_URI": "s3://c/",
     },
     {
@@ -101,8 +102,6 @@ CONFIGS: list[dict[str, str]] = [
         "OPTION_MAX_LORA_RANK": "16",
         "SM_VLLM_LORA_MODULES": '[{"name": "x", "path": "s3://b/x/"}, "y=s3://b/y/"]',
         "OPTION_N_POSITIONS": "512",
-        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "s3://b/draft/", '
-        '"num_speculative_tokens": 3}',
     },
 ]
 

@@ -70,6 +70,14 @@ EXTRA_CONFIGS: list[dict[str, str]] = [
     {"SM_VLLM_MODEL": "/m", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_MAX_NUM_SEQS": "64"},
     {"OPTION_MODEL_ID": "/m", "TENSOR_PARALLEL_DEGREE": "max", "OPTION_N_POSITIONS": "2048"},
     {"SM_VLLM_MODEL": "/m", "SAGEMAKER_BIND_TO_PORT": "9090", "NEURONSERVE_REQUIRE_CACHE_HIT": "true"},
+    # An s3:// EAGLE draft (configuration 10 had it with LoRA, a pair refused since:
+    # plan/lanes/nxdi/combinations.py).
+    {
+        "OPTION_MODEL_ID": "org/model",
+        "OPTION_N_POSITIONS": "512",
+        "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "eagle", "model": "s3://b/draft/", '
+        '"num_speculative_tokens": 3}',
+    },
 ]
 
 

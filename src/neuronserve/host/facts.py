@@ -5,7 +5,8 @@ Gathering is read-only and fast: no network, no vLLM import (that would pull tor
 and `neuron-ls` only where a Neuron device exists and NEURON_RT_VISIBLE_CORES does not already say.
 Each kind of fact has its module: devices (NeuronCores), versions (installed packages, the vLLM launch
 module), modelfiles (config.json, safetensors, the weights digest), properties (serving.properties),
-clitables (the packaged vLLM option tables).
+clitables (the packaged vLLM option tables), nxdi (the installed NxD Inference's model registry, read
+from its files).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from neuronserve.config.table import VARS
 from neuronserve.host import clitables
 from neuronserve.host.devices import neuron_devices, visible_cores
 from neuronserve.host.modelfiles import model_facts, parse_config_json, safetensors_params, weights_digest
+from neuronserve.host.nxdi import installed_model_types
 from neuronserve.host.properties import holds_model, read_serving_properties
 from neuronserve.host.versions import installed_versions, vllm_module
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -54,6 +56,7 @@ def gather(environ: Mapping[str, str], model_paths: Iterable[str] = ()) -> HostF
         logical_nc_config=cores.logical_nc_config,
         physical_cores=cores.physical,
         versions=installed_versions(),
+        nxdi_models=installed_model_types(),
         sagemaker_model_dir=model_dir,
         sagemaker_model_dir_nonempty=holds,
         paths=paths,

@@ -45,6 +45,7 @@ class DevicePlan:
     artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None
+    stack: dict[str, Any] = field(default_factory=dict)  # beside the lane's pins (NeuronEngine.stack)
 
 
 def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
@@ -57,7 +58,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     command.check_flags(settings, device, table)  # first: a misspelled variable is named as set
     work_dir = settings.work_dir
     spec = kinds.stage_hub_model(model.choose_model(settings, facts, work_dir, res), device, work_dir)
-    command.check_tool_calling(settings)
+    command.check_tool_calling(settings, res)
     staged, adapters = kinds.plan_assets(settings, facts, spec, device, res)
     argv = command.model_argv(settings, facts, spec)
     if device == "neuron":
@@ -107,7 +108,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
             integration=half.integration,
             plugin_version=facts.versions.get("vllm-neuron"),
         ),
-        stack=lane.stack_json(),
+        stack={**lane.stack_json(), **half.stack},
     )
 
 
@@ -156,6 +157,7 @@ def _neuron(
         artifacts=artifacts,
         memory=estimate.as_json() if estimate else None,
         instance=instance.as_json() if instance else None,
+        stack=engine.stack,
     )
 
 

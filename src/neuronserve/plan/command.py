@@ -160,15 +160,16 @@ def setting_of(settings: Settings, key: str) -> tuple[Any, str]:
     return given, f"-- --{key}"
 
 
-def check_tool_calling(settings: Settings) -> None:
-    """--enable-auto-tool-choice and --tool-call-parser come together.
+def check_tool_calling(settings: Settings, res: Resolution) -> None:
+    """--enable-auto-tool-choice needs --tool-call-parser; a parser alone is passed and said.
 
-    vLLM 0.11.0 refuses auto tool choice without a parser at start (after the model download and, on
-    Neuron, the compile), and a parser without auto tool choice is never used for `tool_choice: auto`
-    requests, which vLLM then rejects: both halves are required, whatever the dialect
-    (SM_VLLM_*, LMI OPTION_*, or `--` arguments). The parser name itself is not checked: vLLM 0.11.0's
-    CLI lists no choices for it (src/neuronserve/data/vllm-0.11.0-cli.json), and --tool-parser-plugin may
-    register more.
+    vLLM 0.11.0 refuses auto tool choice without a parser at start (entrypoints/openai/cli_args.py:276-279;
+    0.13.0 :292-293), after the model download and, on Neuron, the compile: refused, whatever the dialect
+    (SM_VLLM_*, LMI OPTION_*, or `--` arguments). The reverse is no error in vLLM's source: a parser
+    without auto tool choice is accepted and never built (0.11.0 serving_chat.py:115-128 builds it only
+    with enable_auto_tools), and `tool_choice: auto` requests get a 400 (:205-213), so the plan passes it
+    and says it is unused. The parser name itself is not checked: vLLM 0.11.0's CLI lists no choices
+    for it (src/neuronserve/data/vllm-0.11.0-cli.json), and --tool-parser-plugin may register more.
     """
     auto = settings.get("enable-auto-tool-choice")
     auto_origin = settings.origin("enable-auto-tool-choice", "-- --enable-auto-tool-choice")
@@ -183,9 +184,8 @@ def check_tool_calling(settings: Settings) -> None:
             (auto_origin, "SM_VLLM_TOOL_CALL_PARSER"),
         )
     if has_parser and auto is not True:
-        raise ConfigError(
-            f"{parser_origin}={parser} is only used with auto tool choice: set "
-            "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true (or OPTION_ENABLE_AUTO_TOOL_CHOICE=true), or unset "
-            f"{parser_origin}",
-            (parser_origin, "SM_VLLM_ENABLE_AUTO_TOOL_CHOICE"),
+        res.warn(
+            f'{parser_origin}={parser} is unused without auto tool choice (vLLM answers tool_choice "auto" '
+            "with a 400): set SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true (or OPTION_ENABLE_AUTO_TOOL_CHOICE=true) "
+            "to use it"
         )

@@ -37,6 +37,9 @@ class HostFacts:
     logical_nc_config: int | None = None
     physical_cores: int | None = None  # neuron-ls's NeuronCore count (all devices), for instance facts
     versions: dict[str, str | None] = field(default_factory=dict)
+    # The installed NxD Inference's MODEL_TYPES (model type -> tasks), read by host/nxdi.py without importing
+    # it; None when it is not installed here or could not be read (the plan assumes its lane's then).
+    nxdi_models: dict[str, tuple[str, ...]] | None = None
     sagemaker_model_dir: str = "/opt/ml/model"
     sagemaker_model_dir_nonempty: bool = False
     paths: dict[str, ModelFacts] = field(default_factory=dict)  # model candidates that are local

@@ -62,3 +62,17 @@ def test_python_falls_back_to_python3(monkeypatch: pytest.MonkeyPatch, tmp_path:
     """An embedded interpreter has no sys.executable: the plan runs `python3`."""
     monkeypatch.setattr(sys, "executable", "")
     assert gathered(tmp_path).python == "python3"
+
+
+def test_the_installed_nxd_inference_registry_is_a_fact(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The registry host/nxdi.py reads from the installed package reaches the plan as HostFacts; none
+    installed here (the dev venv has no NxD Inference), None."""
+    pkg = tmp_path / "site" / "neuronx_distributed_inference"
+    (pkg / "utils").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils" / "constants.py").write_text('MODEL_TYPES = {"llama": {"causal-lm": C}}\n')
+    assert gathered(tmp_path).nxdi_models is None
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert gathered(tmp_path).nxdi_models == {"llama": ("causal-lm",)}

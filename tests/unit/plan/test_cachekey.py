@@ -147,7 +147,7 @@ def test_cache_key_stable_and_sensitive() -> None:
         {"SM_NEURON_ENABLE_BUCKETING": "false"},
         {"SM_VLLM_MODEL": "m/y"},
         {"SM_VLLM_ENABLE_PREFIX_CACHING": "true"},
-        {"SM_NEURON_QUANTIZED": "true"},
+        {"SM_NEURON_QUANTIZED": "true", "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q"},
     ]
     keys = {plan({**env, **c}).cache_key for c in changes}
     assert key not in keys and len(keys) == len(changes)

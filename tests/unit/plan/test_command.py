@@ -82,14 +82,20 @@ def test_auto_tool_choice_without_a_parser_is_refused(env: dict[str, str], origi
         ),
     ],
 )
-def test_a_parser_without_auto_tool_choice_is_refused(
+def test_a_parser_without_auto_tool_choice_plans_and_is_said(
     env: dict[str, str], extra: tuple[str, ...], origin: str
 ) -> None:
-    err = refusal({**TOOLS_ON_CPU, **env}, facts(None), extra)
-    assert str(err) == (
-        f"{origin}=mistral is only used with auto tool choice: set SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true "
-        f"(or OPTION_ENABLE_AUTO_TOOL_CHOICE=true), or unset {origin}"
-    )
+    """vLLM accepts a parser without --enable-auto-tool-choice: it checks only the reverse (0.11.0
+    entrypoints/openai/cli_args.py:276-279, 0.13.0 :292-293) and builds the parser only with auto tool
+    choice (0.11.0 serving_chat.py:115-128), answering tool_choice "auto" with a 400 (:205-213). The plan
+    refused it; it now passes the parser and says it is unused."""
+    p = plan({**TOOLS_ON_CPU, **env}, facts(None), extra)
+    assert "--enable-auto-tool-choice" not in p.argv
+    assert "--tool-call-parser" in p.argv or "--tool-call-parser=mistral" in p.argv
+    assert (
+        f'{origin}=mistral is unused without auto tool choice (vLLM answers tool_choice "auto" with a '
+        "400): set SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=true (or OPTION_ENABLE_AUTO_TOOL_CHOICE=true) to use it"
+    ) in p.warnings
 
 
 def test_two_dialects_naming_different_parsers_conflict() -> None:

@@ -154,7 +154,9 @@ def template_asset(settings: Settings, facts: HostFacts, st: Staged) -> None:
 def keyed_graph(graph: dict[str, Any], st: Staged) -> dict[str, Any]:
     """The compiled-graph description the cache key hashes: the override keys the plan set to local
     asset paths are left out (the path depends on the work dir, the asset's identity is hashed apart),
-    so the same adapters give the same key under any NEURONSERVE_WORK_DIR."""
+    so the same adapters give the same key under any NEURONSERVE_WORK_DIR; what the assets change in
+    the graph (`st.graph`: the LoRA shapes) is merged in."""
+    graph = {**graph, **st.graph}
     override = graph.get("override")
     if not st.override or not isinstance(override, dict):
         return graph

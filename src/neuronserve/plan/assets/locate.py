@@ -76,6 +76,8 @@ class Staged:
     - `override`: override_neuron_config keys naming local paths (Neuron only), each with the variable
       that named the asset (`origins`).
     - `files`: files the stager writes once assets are local (path -> text).
+    - `graph`: what the assets change in the compiled graph, merged into the graph the cache key hashes
+      (plan/assets/kinds.py keyed_graph): the LoRA shapes (plan/assets/lora.py lora_graph).
     """
 
     assets: list[AssetSpec] = field(default_factory=list)
@@ -84,3 +86,4 @@ class Staged:
     override: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    graph: dict[str, Any] = field(default_factory=dict)

@@ -39,8 +39,11 @@ MODULES_VAR = "SM_VLLM_LORA_MODULES"
 CKPT_KEY = "lora_ckpt_json"
 # An adapter's name is also a directory under <work>/assets/lora and a request's `model` value.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-# vLLM 0.11.0 config/lora.py MaxLoRARanks: any other --max-lora-rank fails the engine's config check.
+# The max LoRA ranks any lane's vLLM accepts (vLLM 0.13.0 config/lora.py:25 MaxLoRARanks; 0.11.0's lacks 1,
+# config/lora.py:104-109): any other --max-lora-rank fails the engine's config check on every device. A
+# Neuron lane checks its own vLLM's list (plan/lanes/nxdi/overrides.py check_lora_rank).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+DEFAULT_RANK = 16  # vLLM 0.11.0 / 0.13.0 LoRAConfig.max_lora_rank
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,8 @@ def lora_assets(
     lora = settings.get("enable-lora") is True
     if lora:
         _check_rank(settings)
+        if device == "neuron":
+            st.graph["lora"] = lora_graph(settings, len(named))
     if not named:
         if lora and device == "neuron" and not tail and "lora_ckpt_json" in res.override:
             res.warn(
@@ -180,12 +185,34 @@ def lora_assets(
     return adapters
 
 
+def lora_graph(settings: Settings, named: int) -> dict[str, int]:
+    """The LoRA shapes NxD Inference compiles, for the cache key (the engine's graph records only that
+    LoRA is on): the runner passes vLLM's max_loras, max_lora_rank and max_cpu_loras to
+    LoraServingConfig (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_runner.py:178-187;
+    0.4.1 :486-501). max_loras and max_lora_rank shape every LoRA weight tensor (NxD Inference
+    modules/lora_serving/lora_layer.py:33, lora_module.py:28); max_cpu_loras shapes the host-memory
+    adapter tensors dynamic multi-LoRA (always on: max_cpu_loras > 0) shards into the artifact
+    directory (lora_checkpoint.py:283, models/application_base.py:256-260). The plugin loads that
+    directory unchecked (loader :198-199, 214-226), so each belongs in the key. Unset, vLLM's values:
+    max_loras 1 (the plan passes --max-loras <n> for n > 1 adapters named, _neuron_list), rank 16,
+    max_cpu_loras = max_loras (vLLM 0.11.0 config/lora.py:33-44, 124-125). Adapters' own ranks raise
+    NxD Inference's max_lora_rank at load (modules/lora_serving/config.py:64-69): keyed through the
+    adapters' identity."""
+    loras = count(settings, "max-loras", 1) or max(named, 1)
+    rank = count(settings, "max-lora-rank", 1) or DEFAULT_RANK
+    return {
+        "max_loras": loras,
+        "max_lora_rank": rank,
+        "max_cpu_loras": count(settings, "max-cpu-loras", 1) or loras,
+    }
+
+
 def _check_rank(settings: Settings) -> None:
     rank = count(settings, "max-lora-rank")
     if rank is not None and rank not in LORA_RANKS:
         var = settings.origin("max-lora-rank", "SM_VLLM_MAX_LORA_RANK")
         raise ConfigError(
-            f"{var}={rank}: vLLM 0.11.0 accepts a max LoRA rank of {', '.join(map(str, LORA_RANKS))}: "
+            f"{var}={rank}: vLLM accepts a max LoRA rank of {', '.join(map(str, LORA_RANKS))}: "
             "set the smallest one at least your adapters' rank `r`",
             (var,),
         )

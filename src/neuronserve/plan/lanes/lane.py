@@ -8,7 +8,7 @@ module dispatches on a lane id and the lanes do not import one another.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from neuronserve.types import Integration, RequestSupport
@@ -54,6 +54,9 @@ class NeuronEngine:
     # Where the lane's engine compiles, under the keyed artifact directory ("" = that directory itself;
     # lane 2.32: neuron/compile_cache under VLLM_CACHE_ROOT, plan/lanes/native/cache.py).
     artifacts_subdir: str = ""
+    # Entries the plan adds to `plan --json` "stack" beside the lane's pins (the NxD Inference lanes: the
+    # model registry the architecture was checked against, "nxd_inference").
+    stack: dict[str, Any] = field(default_factory=dict)
 
     def artifacts_env(self, local_dir: str) -> dict[str, str]:
         if self.cache_env is None:

@@ -196,18 +196,6 @@ def test_transformers_neuronx_refusal_suggests_a_shorter_length() -> None:
     assert shorter.memory is not None and shorter.memory["fits"] is True
 
 
-def test_max_model_len_blocks_refusal_suggests_a_shorter_length() -> None:
-    """SM_NEURON_IS_BLOCK_KV_LAYOUT=true without prefix caching: the plugin's custom scheduler makes every
-    block max_model_len long and allocates max_num_seqs + 1 of them, so a shorter max_model_len shrinks
-    every block: (32 + 1) x n tokens x 65,536 bytes <= 7,538,728,960 -> n <= 3485 -> 3456 (a multiple of
-    128); seqs: (s + 1) x 8192 <= 115,031 -> 13. Before, the length search kept the blocks 8192 long and
-    stepped by 8192: no length was suggested."""
-    msg = sized_refused("Llama-3.1-8B", "inf2.xlarge", 2, 8192, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
-    assert fixes(msg) == "set SM_VLLM_MAX_MODEL_LEN<=3456, or SM_VLLM_MAX_NUM_SEQS<=13"
-    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 3456, 32, SM_NEURON_IS_BLOCK_KV_LAYOUT="true")
-    assert p.memory is not None and p.memory["fits"] is True
-
-
 def test_chunked_prefill_keeps_its_block_size_in_the_length_suggestion() -> None:
     """Chunked prefill runs vLLM's native scheduler, which keeps --block-size 32 (kv.py): unlike the custom
     scheduler's max_model_len blocks, a shorter length means fewer blocks of 32, not shorter blocks.

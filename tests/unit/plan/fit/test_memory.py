@@ -297,7 +297,15 @@ def test_live_host_facts() -> None:
 def test_quantized_projections_are_one_byte() -> None:
     # SM_NEURON_QUANTIZED=true: attention + MLP (3,489,660,928 elements at TP 2) at 1 byte, the rest
     # (525,602,816 elements: embedding, lm_head, norms) at 2: 3,489,660,928 + 1,051,205,632 = 4,540,866,560.
-    p = sized_plan("Llama-3.1-8B", "inf2.xlarge", 2, 4096, 4, SM_NEURON_QUANTIZED="true")
+    p = sized_plan(
+        "Llama-3.1-8B",
+        "inf2.xlarge",
+        2,
+        4096,
+        4,
+        SM_NEURON_QUANTIZED="true",
+        SM_NEURON_QUANTIZED_CHECKPOINTS_PATH="/q",
+    )
     assert p.memory is not None and p.memory["weights_bytes_per_core"] == 4_540_866_560
 
 

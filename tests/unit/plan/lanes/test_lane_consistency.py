@@ -29,10 +29,19 @@ def lane_pins(lane: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
 
 
-def with_plugin(tmp_path: Path, version: str) -> dict[str, str]:
-    """PYTHONPATH for a host whose vllm-neuron is `version` (its dist-info, as pip installs it)."""
+def with_plugin(tmp_path: Path, version: str, nxdi: bool = True) -> dict[str, str]:
+    """PYTHONPATH for a host whose vllm-neuron is `version` (its dist-info, as pip installs it) and, with
+    `nxdi`, an NxD Inference whose utils/constants.py holds a MODEL_TYPES (read, never imported)."""
     site = tmp_path / "site"
     (site / f"vllm_neuron-{version}.dist-info").mkdir(parents=True)
+    if nxdi:
+        (site / "neuronx_distributed_inference-0.0.1.dist-info").mkdir()
+        utils = site / "neuronx_distributed_inference" / "utils"
+        utils.mkdir(parents=True)
+        (utils.parent / "__init__.py").write_text("raise ImportError('the plan must not import it')\n")
+        (utils / "constants.py").write_text(
+            'MODEL_TYPES = {"llama": {"causal-lm": NeuronLlamaForCausalLM}}\n'
+        )
     return {"PYTHONPATH": f"{ROOT / 'src'}:{site}"}
 
 
@@ -46,7 +55,9 @@ def test_the_plugin_a_lane_file_installs_makes_the_plan_that_lane(tmp_path: Path
     )
     assert r.returncode == 0, r.stderr
     stack = json.loads(r.stdout)["stack"]
-    assert stack == lanes.LANES[lane].stack_json()
+    assert {k: v for k, v in stack.items() if k != "nxd_inference"} == lanes.LANES[lane].stack_json()
+    if lanes.LANES[lane].generation == "nxdi":  # the installed registry is read (plan/lanes/nxdi/models.py)
+        assert stack["nxd_inference"] == {"version": "0.0.1", "source": "installed", "model_types": ["llama"]}
     assert (stack["sdk"], stack["vllm_neuron"], stack["vllm"]) == (
         pins["NEURON_SDK_VERSION"],
         pins["VLLM_NEURON_VERSION"],
@@ -94,6 +105,21 @@ def test_the_image_smoke_check_holds_the_plan_to_the_built_lane(tmp_path: Path, 
     )
     assert (check.returncode == 0) is ok, check.stdout + check.stderr
     assert ("is the built lane 2.28" in check.stdout) is ok
+
+
+def test_the_image_smoke_check_fails_when_the_registry_was_not_read(tmp_path: Path) -> None:
+    """In a Neuron image NxD Inference is installed: a plan that assumed its registry is a broken image."""
+    r = run_cli(["--json", "--device", "neuron"], {**NEURON, **with_plugin(tmp_path, "0.4.1", nxdi=False)})
+    assert r.returncode == 0, r.stderr
+    lane_env = tmp_path / "lane.env"
+    lane_env.write_text("LANE=2.28\n" + (LANE_FILES / "2.28.env").read_text())
+    check = subprocess.run(
+        [sys.executable, "-c", smoke_stack_check(), r.stdout, str(lane_env)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert check.returncode != 0 and "did not read the installed NxD Inference" in check.stderr
 
 
 def test_every_family_a_lane_runs_is_in_the_instance_table_or_named_as_missing() -> None:

@@ -75,7 +75,10 @@ def render(n: Launch, res: Resolution) -> NeuronEngine:
         if n.tnx:
             env.update(tnx_env(settings, override))
     engine_support = support.request_support("neuron", n.integration, override, n.rules)
-    return NeuronEngine(flags, override, env, n.integration, _graph(n, res, override), engine_support)
+    stack = {"nxd_inference": n.registry.as_json()} if n.registry is not None else {}
+    return NeuronEngine(
+        flags, override, env, n.integration, _graph(n, res, override), engine_support, stack=stack
+    )
 
 
 def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ QUANTIZATION_VARS = (
     "SM_NEURON_QUANTIZATION_TYPE=per_tensor_symmetric|per_channel_symmetric",
     "SM_NEURON_QUANTIZATION_DTYPE=int8|f8e4m3",
 )
+QUANTIZED_PATH = "quantized_checkpoints_path"
 # Integer fields of vLLM 0.11.0's SpeculativeConfig that the plan or the plugin reads as numbers
 # (launch.launch_keys reads num_speculative_tokens; the plugin's loader :789-793, runner :965-967).
 SPECULATIVE_INTS = (
@@ -64,6 +65,31 @@ def check_quantization(settings: Settings) -> None:
         f"would compile an unquantized graph); unset {origin} and quantize through the override: set "
         f"{', '.join(QUANTIZATION_VARS)}",
         (origin, "SM_NEURON_QUANTIZED"),
+    )
+
+
+def check_quantized_path(res: Resolution) -> None:
+    """`quantized` needs the directory NxD Inference reads (or writes) the quantized weights in.
+
+    The loader takes the quantization keys from the override when `quantized` is there and fills a
+    missing `quantized_checkpoints_path` with None (vllm-neuron 0.2.2+lts
+    worker/neuronx_distributed_model_loader.py:888-901; 0.4.1 :1226-1240), and NxD Inference's
+    NeuronConfig asserts "quantized_checkpoints_path is required" when quantized is true (NxD Inference
+    0.7.14366 models/config.py:200-203, 2.28.0 :216-221): the engine fails at load, after the
+    download. An empty path names no directory either. Refused, naming the path's variable."""
+    override = res.override
+    if not override.get("quantized"):
+        return
+    path = override.get(QUANTIZED_PATH)
+    if isinstance(path, str) and path.strip():
+        return
+    var = res.origin("quantized")
+    path_var = res.origin(QUANTIZED_PATH)
+    raise ConfigError(
+        f"{var}=true needs a quantized checkpoint directory: set {path_var}=<dir> (s3://, a local "
+        "directory or a .tar.gz; a local directory that does not exist yet is where NxD Inference writes "
+        'the quantized weights): NxD Inference asserts "quantized_checkpoints_path is required" at load',
+        (var, path_var),
     )
 
 

@@ -17,6 +17,7 @@ from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, ModelFacts, json_int
 from neuronserve.plan.lanes.nxdi import derive, multimodal, rules
+from neuronserve.plan.lanes.nxdi.models import Registry
 from neuronserve.plan.lanes.nxdi.profiles import V0_2, PluginRules
 from neuronserve.plan.resolution import Resolution, count
 from neuronserve.types import Integration
@@ -49,6 +50,7 @@ class Launch:
     # The lane's plugin profile (profiles.py), read by the rules that differ per lane; the default
     # lane's for a renderer with rules of its own (lane 2.32 runs tp/model_len/seqs/dtype with it).
     rules: PluginRules = V0_2
+    registry: Registry | None = None  # the NxD Inference model registry checked against (models.py)
 
     @property
     def chunked(self) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import ModelFacts
-from neuronserve.plan.lanes.nxdi.profiles import V0_2, PluginRules
+from neuronserve.plan.lanes.nxdi.profiles import LLAMA4, QWEN2_VL, QWEN3_VL, V0_2, PluginRules
 from neuronserve.plan.resolution import Resolution
 
 NESTED_ARCHITECTURES = V0_2.nested  # 2.27's; each lane's is its PluginRules.nested (Qwen VL in 2.28)
@@ -37,6 +37,15 @@ QUANTIZATION_KEYS = frozenset(
 )
 PIXTRAL_MAX_SEQS = V0_2.pixtral_max_seqs or 4  # loader :442-447 (none in 0.4.1: profiles.py)
 PIXTRAL_MAX_LEN = 10240  # vllm-neuron 0.2.2+lts README, known issue 5: an estimate, not a check of the source
+# Where each contiguous-only model (PluginRules.contiguous_only) refuses the block KV layout, prefix
+# caching, chunked prefill and fused speculation: its InferenceConfig's __init__ in NxD Inference
+# (0.7.14366 and 2.28.0 at the same lines for Llama 4 and Pixtral).
+CONTIGUOUS_SOURCES = {
+    LLAMA4: ("models/llama4/modeling_llama4.py", "94-97", "102-103", "raises"),
+    PIXTRAL: ("models/pixtral/modeling_pixtral.py", "50-53", "58-59", "raises"),
+    QWEN3_VL: ("models/qwen3_vl/modeling_qwen3_vl.py", "76-79", "84-85", "raises"),
+    QWEN2_VL: ("models/qwen2_vl/modeling_qwen2_vl.py", "80-91", "80-91", "turns it off with a warning"),
+}
 
 
 def architecture(model: ModelFacts | None) -> str:
@@ -119,6 +128,8 @@ def check_launch(
             f"text_neuron_config and vision_neuron_config): unset {var}",
             (var,),
         )
+    if arch in rules.contiguous_only:
+        _check_contiguous(arch, settings, res)
     if "max_prompt_length" in settings.additional_config:
         raise ConfigError(
             f"SM_VLLM_ADDITIONAL_CONFIG max_prompt_length: for {arch} {rules.plugin} writes it as "
@@ -128,6 +139,42 @@ def check_launch(
         )
     if arch == PIXTRAL:
         _check_pixtral(seqs, length, settings, res, rules.pixtral_max_seqs)
+
+
+def _check_contiguous(arch: str, settings: Settings, res: Resolution) -> None:
+    """The models NxD Inference builds with a contiguous KV cache and no fused speculation.
+
+    Their InferenceConfig raises "does not yet support block_kv_layout" / "prefix_caching" / "fused
+    speculation" when the model is built (NxD Inference models/llama4/modeling_llama4.py:94-103,
+    models/pixtral/modeling_pixtral.py:50-59, 2.28's models/qwen3_vl/modeling_qwen3_vl.py:76-85), after
+    the download; 2.28's Qwen2-VL sets the flags false with only a warning
+    (models/qwen2_vl/modeling_qwen2_vl.py:80-91) while vLLM keeps scheduling for them. The plugin passes
+    them on from the launch: is_block_kv_layout and is_prefix_caching from --enable-prefix-caching
+    (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:778-785, copied into
+    text_neuron_config at :424-434) or a text_neuron_config key, and enable_fused_speculation from any
+    speculative config (:787-794). So prefix caching, the block layout and speculative decoding are
+    refused for them (chunked prefill already is, above)."""
+    path, kv_lines, spec_lines, does = CONTIGUOUS_SOURCES.get(arch, ("its modeling file", "", "", "raises"))
+    text = res.override.get("text_neuron_config")
+    text = text if isinstance(text, dict) else {}
+    prefix = settings.get("enable-prefix-caching") is True
+    keyed = [k for k in ("is_block_kv_layout", "is_prefix_caching") if text.get(k) is True]
+    if prefix or keyed:
+        var = res.origins["enable-prefix-caching"] if prefix else res.origin("text_neuron_config")
+        raise ConfigError(
+            f"{var}: {arch} has no block KV layout in NxD Inference ({path}:{kv_lines} {does} when the "
+            'model is built: "does not yet support block_kv_layout"), and prefix caching needs one: '
+            + (f"unset {var}" if prefix else f"remove {', '.join(keyed)} from text_neuron_config"),
+            (var,),
+        )
+    if res.speculation.config is not None:
+        var = res.origins["speculative-config"]
+        raise ConfigError(
+            f"{var}: {arch} has no fused speculation in NxD Inference ({path}:{spec_lines} {does}: "
+            '"does not yet support fused speculation"), which the plugin turns on for any speculative '
+            f"config: unset {var}",
+            (var,),
+        )
 
 
 def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution, cap: int | None) -> None:

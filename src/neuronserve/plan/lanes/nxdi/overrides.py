@@ -60,19 +60,20 @@ def check_sampling(res: Resolution) -> None:
     """On-device sampling as the plugin and NxD Inference run it.
 
     - NEURON_ON_DEVICE_SAMPLING_DISABLED is read as bool(int(value))
-      (worker/neuronx_distributed_model_loader.py:67-70) and only builds a Sampler that nothing in
-      vllm-neuron 0.2.2+lts calls, so sampling stays on the device: the switch is broken. A non-zero
-      integer is refused, 0 is harmless and passes, a non-integer would raise ValueError in the worker
-      and is refused.
+      (worker/neuronx_distributed_model_loader.py:67-68) and, when true, the model calls `Sampler()`
+      (:70), but `Sampler` is vLLM's sampler module (`from vllm.v1.sample import sampler as Sampler`,
+      :47; 0.4.1 :54 and :81 the same): TypeError ('module' object is not callable) when the engine
+      loads the model. A non-zero integer is refused saying so, 0 is harmless and passes, a non-integer
+      raises ValueError in int() and is refused as no integer.
     - A partial on_device_sampling_config replaces the plugin's default OnDeviceSamplingConfig(dynamic=
       True, deterministic=False) whole (worker/neuronx_distributed_model_loader.py:734-735, 880), and
       NxD Inference defaults dynamic to False (nxdi config.py:937): every request would be sampled with
       the config's fixed parameters, i.e. greedily by default. The plan fills in the plugin's
       dynamic/deterministic defaults for keys the user left out, and says so.
-    - global_topk outside 1..256: the runner caps it at 256
-      (worker/neuronx_distributed_model_runner.py:259-267, 1245-1251), so a larger value compiles a
-      bigger graph for nothing: refused. Requests' top_k above min(global_topk, 256) are clamped by the
-      runner (:1257-1260): said as a warning with the number.
+    - global_topk above 256: the runner logs a warning and caps it at 256
+      (worker/neuronx_distributed_model_runner.py:259-267, 1245-1251): no failure, so it is planned
+      and said (the larger graph buys nothing); below 1 or no integer is refused. Requests' top_k
+      above min(global_topk, 256) are clamped by the runner (:1257-1260): said with the number.
     - Unknown keys are dropped by OnDeviceSamplingConfig (nxdi config.py:931-941): refused.
     The config as checked (completed) is res.sampling.
     """
@@ -80,11 +81,19 @@ def check_sampling(res: Resolution) -> None:
     raw = res.user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None:
         text = raw.strip() or "0"
-        if not text.removeprefix("-").isdecimal() or int(text) != 0:  # "--0" and "²" crashed int()
+        if not text.removeprefix("-").isdecimal():  # "--0" and "²" crashed int()
             raise ConfigError(
-                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an "
-                "integer): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
-                "(CPU sampling, needed for logprobs)",
+                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is no integer (vllm-neuron reads it with int() "
+                "and fails at load): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
+                "for CPU sampling",
+                ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
+            )
+        if int(text) != 0:
+            raise ConfigError(
+                f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} fails the engine at load: vllm-neuron imports "
+                "vLLM's sampler module as Sampler and calls it (TypeError: 'module' object is not "
+                "callable): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null for CPU "
+                "sampling (needed for logprobs)",
                 ("NEURON_ON_DEVICE_SAMPLING_DISABLED",),
             )
     cfg = override.get("on_device_sampling_config")
@@ -93,12 +102,20 @@ def check_sampling(res: Resolution) -> None:
         return
     cfg = sampling_config(cfg, var, derive.SAMPLING_KEYS, _unknown_sampling_keys)
     topk = cfg.get("global_topk", derive.MAX_DEVICE_TOPK)
-    if not json_int(topk) or not 1 <= topk <= derive.MAX_DEVICE_TOPK:
+    most = derive.MAX_DEVICE_TOPK
+    if not json_int(topk) or topk < 1:
         raise ConfigError(
-            f"{var}: global_topk={topk} is outside 1..{derive.MAX_DEVICE_TOPK} (the plugin samples at most "
-            f"{derive.MAX_DEVICE_TOPK} on device): set global_topk <= {derive.MAX_DEVICE_TOPK}",
+            f"{var}: global_topk={topk} must be a positive integer (the plugin samples at most {most} on "
+            f"device): set global_topk <= {most}",
             (var,),
         )
+    if topk > most:
+        res.warn(
+            f"{var}: global_topk={topk} is above {most}: the plugin samples at most {most} on device (it "
+            f"caps requests' top_k there), so a top-k of {topk} is compiled for nothing: set global_topk "
+            f"<= {most}"
+        )
+        topk = most
     missing = {k: v for k, v in derive.PLUGIN_SAMPLING_DEFAULT.items() if k not in cfg}
     if missing:
         cfg = override["on_device_sampling_config"] = {**cfg, **missing}
@@ -189,6 +206,7 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: P
             (var,),
         )
     if not isinstance(override.get("lora_ckpt_json"), str) and not rules.adapters_at_start:
+        _check_target_modules(var, res, rules)
         res.warn(
             f"{var}=true with no adapters named: {rules.plugin} loads them at run time "
             "(VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 and the engine's /v1/load_lora_adapter, which the front "
@@ -201,6 +219,41 @@ def check_lora(lora: bool, plugin_version: str | None, res: Resolution, rules: P
             'SM_VLLM_LORA_MODULES="name=s3://bucket/adapter/ other=/local/dir" (staged, and the plan '
             "writes the plugin's lora_ckpt_json from them)",
             (var, "SM_VLLM_LORA_MODULES"),
+        )
+
+
+def _check_target_modules(var: str, res: Resolution, rules: PluginRules) -> None:
+    """LoRA with no adapter at start needs the target modules said: NxD Inference's LoraServingConfig
+    sets target_modules to the union of the start adapters' (none: []) unless the given ones cover them
+    (modules/lora_serving/config.py:58-67, NxD Inference 2.28.0; building it shows []), and injection
+    then matches no module and raises "Target modules [] not found in the base model"
+    (modules/lora_serving/lora_model.py:57-74) when the model is built. The runner pops
+    `target_modules` from the override (0.4.1 runner :483): SM_NEURON_TARGET_MODULES, a JSON list of
+    module names or a regular expression (lora_model.py:108-116)."""
+    given = res.override.get("target_modules")
+    named = isinstance(given, str) and given.strip()
+    listed = isinstance(given, list) and given and all(isinstance(m, str) and m.strip() for m in given)
+    if named or listed:
+        return
+    t_var = res.origin("target_modules")
+    raise ConfigError(
+        f"{var}=true with no adapters named: {rules.plugin} gives NxD Inference no target modules to inject "
+        'LoRA into (it reads them from the adapters named at start), and the build fails with "Target '
+        f'modules [] not found in the base model": set {t_var}=\'["q_proj", "v_proj"]\' (the modules your '
+        "adapters train), or name the adapters in SM_VLLM_LORA_MODULES",
+        (t_var, "SM_VLLM_LORA_MODULES"),
+    )
+
+
+def check_lora_rank(rank: int | None, var: str, rules: PluginRules) -> None:
+    """--max-lora-rank as the lane's vLLM accepts it: vLLM 0.11.0's LoRAConfig refuses any rank outside
+    8..512 (config/lora.py:104-109, no 1) at engine start, 0.13.0's allows 1 (config/lora.py:25):
+    PluginRules.lora_ranks. (plan/assets/lora.py checks the union on every device.)"""
+    if rank is not None and rank not in rules.lora_ranks:
+        raise ConfigError(
+            f"{var}={rank}: {rules.vllm} accepts a max LoRA rank of {', '.join(map(str, rules.lora_ranks))}: "
+            "set the smallest one at least your adapters' rank `r`",
+            (var,),
         )
 
 

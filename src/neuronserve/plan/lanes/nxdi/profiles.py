@@ -39,17 +39,25 @@ class PluginRules:
 
     - `plugin`, `family`: how messages name it.
     - `architectures`: the config.json architectures[0] values that load, as refusals list them.
-    - `model_types`: NxD Inference MODEL_TYPES keys the plugin can resolve (plan/lanes/nxdi/derive.py).
+    - `nxdi`, `model_types`: the lane's NxD Inference release and its MODEL_TYPES keys (utils/constants.py),
+      the registry assumed where none is installed (plan/lanes/nxdi/models.py).
     - `model_renames`: the plugin's own renames of the lower-cased architecture prefix before that
       lookup (`_get_neuron_model_cls`).
     - `multimodal`: architectures whose heads are read from config.json's text_config (constants.py
       NEURON_MULTI_MODAL_MODELS).
     - `nested`: architectures built as an image-to-text model, whose override is nested
       (text_neuron_config / vision_neuron_config, plan/lanes/nxdi/multimodal.py).
+    - `contiguous_only`: architectures NxD Inference builds without a block KV layout and without fused
+      speculation (each model's own `__init__` raises "does not yet support block_kv_layout" / "fused
+      speculation", or turns them off with a warning: plan/lanes/nxdi/multimodal.py CONTIGUOUS_SOURCES).
     - `pixtral_max_seqs`: Pixtral's batch cap, None when the plugin has none.
     - `structured_outputs_on_cpu`: CPU sampling applies the grammar bitmask.
     - `adapters_at_start`: LoRA needs its adapters named at start (lora_ckpt_json); False: the
       adapters may also arrive at run time.
+    - `vllm`, `block_sizes`, `lora_ranks`: the lane's vLLM, its --block-size values (config/cache.py
+      BlockSize) and the LoRA ranks its LoRAConfig accepts.
+    - `chunked_prefill_forced`: the lane's vLLM turns chunked prefill on for every generate model with no
+      way to turn it off, so the native scheduler (DISABLE_NEURON_CUSTOM_SCHEDULER=1) always chunks.
     - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
       (`check_eagle3`); off for 2.27, whose plans stay as they were.
     """
@@ -57,13 +65,19 @@ class PluginRules:
     plugin: str
     family: str  # "vllm-neuron 0.2.x": the series, for messages about what it cannot load
     architectures: tuple[str, ...]  # what loads (rules.check_architecture), named in refusals
+    nxdi: str
     model_types: tuple[str, ...]
     model_renames: tuple[tuple[str, str], ...]
     multimodal: tuple[str, ...]
     nested: tuple[str, ...]
+    contiguous_only: tuple[str, ...]
     pixtral_max_seqs: int | None
     structured_outputs_on_cpu: bool
     adapters_at_start: bool
+    vllm: str
+    block_sizes: tuple[int, ...]
+    lora_ranks: tuple[int, ...]
+    chunked_prefill_forced: bool
     warn_eagle3: bool = False
 
 
@@ -74,11 +88,17 @@ QWEN2_VL = "Qwen2VLForConditionalGeneration"
 QWEN3_VL = "Qwen3VLForConditionalGeneration"
 
 # vllm-neuron 0.2.2+lts on NxD Inference 0.7 (lane 2.27): the values the rules always had.
-# model_types: NxD Inference 0.7 utils/constants.py:41-51; renames: loader :646-666 (qwen3moe only);
-# multimodal: worker/constants.py:4-7; nested: loader :679-682; Pixtral's cap: loader :442-447;
+# model_types: NxD Inference 0.7.14366 (SDK 2.27.0) utils/constants.py:41-51, which has no pixtral (the
+# 0.7.15063 of SDK 2.27.1 images is not public: the image's own is read there); renames: loader
+# :646-666 (qwen3moe only);
+# multimodal: worker/constants.py:4-7; nested: loader :679-682; contiguous only: NxD Inference
+# 0.7.14366 models/llama4/modeling_llama4.py:94-103, models/pixtral/modeling_pixtral.py:50-59;
+# Pixtral's cap: loader :442-447;
 # structured outputs: execute_model never reads the grammar bitmask (runner :379-416); adapters: the
 # adapter list is the only way adapters reach NxD Inference's LoraModelManager built by the runner
-# (runner :217-220).
+# (runner :217-220). vLLM 0.11.0: BlockSize config/cache.py:24; LoRA ranks config/lora.py:104-109 (no
+# rank 1); chunked prefill set True for every generate model in engine/arg_utils.py:1546-1548, after
+# the flag is read (--no-enable-chunked-prefill is overwritten).
 V0_2 = PluginRules(
     plugin="vllm-neuron 0.2.2+lts",
     family="vllm-neuron 0.2.x",
@@ -94,26 +114,35 @@ V0_2 = PluginRules(
         "Qwen3MoeForCausalLM",
         PIXTRAL,  # from 0.2.2 (rules.check_architecture)
     ),
+    nxdi="0.7.14366",
     model_types=("gpt_oss", "llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"),
     model_renames=(("qwen3moe", "qwen3_moe"),),
     multimodal=(MLLAMA, PIXTRAL, LLAMA4),
     nested=(LLAMA4, PIXTRAL),
+    contiguous_only=(LLAMA4, PIXTRAL),
     pixtral_max_seqs=4,
     structured_outputs_on_cpu=False,
     adapters_at_start=True,
+    vllm="vLLM 0.11.0",
+    block_sizes=(1, 8, 16, 32, 64, 128),
+    lora_ranks=(8, 16, 32, 64, 128, 256, 320, 512),
+    chunked_prefill_forced=True,
 )
 
 # vllm-neuron 0.4.1 on NxD Inference of SDK 2.28 (lane 2.28):
 # - renames: 0.4.1 loader :957-967 maps gptoss -> gpt_oss, qwen3moe -> qwen3_moe, qwen2vl -> qwen2_vl,
 #   qwen3vl -> qwen3_vl before `MODEL_TYPES[model][task]` (:972), ConditionalGeneration read as
 #   CausalLM (:952-953). GptOssForCausalLM therefore loads in 2.28 (0.2.2+lts looked up "gptoss").
-# - model_types: 2.27's plus qwen2_vl and qwen3_vl, which 0.4.1 renames into (:963-967) and builds
-#   (:998-1001, NeuronQwen2VLForCausalLM :760, NeuronQwen3VLForCausalLM :821). NxD Inference 2.28's
-#   constants.py was not read: the two keys are inferred from the plugin looking them up.
+# - model_types: NxD Inference of SDK 2.28.0 (aws-neuron/neuronx-distributed-inference cd3abf30558f, which
+#   the lane's image pins as 0.8.16251) utils/constants.py:47-64: 2.27's plus pixtral, qwen2_vl and
+#   qwen3_vl, which 0.4.1 renames into (:963-967) and builds (:994-1001).
 # - multimodal: 0.4.1 worker/constants.py:4-10 adds both Qwen VL classes (heads from text_config,
 #   loader :902-903).
 # - nested: both Qwen VL classes are NeuronMultiModalCausalLM subclasses (:760, :821), whose
 #   load_weights validates and nests the override (:575-627) like Llama 4 and Pixtral.
+# - contiguous only: NxD Inference 2.28's Llama 4 and Pixtral raise at the same lines as 0.7's, Qwen3-VL
+#   too (models/qwen3_vl/modeling_qwen3_vl.py:76-85), and Qwen2-VL sets the four flags false with a
+#   warning (models/qwen2_vl/modeling_qwen2_vl.py:80-91) while vLLM schedules for them.
 # - Pixtral: NeuronMultiModalCausalLM.load_weights (:575-627) has no batch check any more (0.2.2+lts
 #   raised above 4 at loader :442-447).
 # - structured outputs: sample_tokens applies the grammar bitmask on the CPU-sampling path (0.4.1
@@ -126,11 +155,14 @@ V0_2 = PluginRules(
 #   only for method "eagle" (loader :1117-1118, as 0.2.2+lts :793-794); what is new is the draft's
 #   own class, detected from its config.json with the target's as fallback (:355-409), and a
 #   `draft_overrides` override key (:184). So "eagle3" is planned with a warning (check_eagle3).
+# - vLLM 0.13.0: BlockSize adds 256 (config/cache.py:22), MaxLoRARanks adds 1 (config/lora.py:25), and
+#   chunked prefill defaults on but --no-enable-chunked-prefill is honoured (engine/arg_utils.py:1857-1870).
 V0_4 = PluginRules(
     plugin="vllm-neuron 0.4.1",
     family="vllm-neuron 0.4.x",
     architectures=(*V0_2.architectures, "GptOssForCausalLM", QWEN2_VL, QWEN3_VL),
-    model_types=(*V0_2.model_types, "qwen2_vl", "qwen3_vl"),
+    nxdi="0.8.16251",
+    model_types=(*V0_2.model_types, "pixtral", "qwen2_vl", "qwen3_vl"),
     model_renames=(
         ("gptoss", "gpt_oss"),
         ("qwen3moe", "qwen3_moe"),
@@ -139,9 +171,14 @@ V0_4 = PluginRules(
     ),
     multimodal=(MLLAMA, PIXTRAL, LLAMA4, QWEN2_VL, QWEN3_VL),
     nested=(LLAMA4, PIXTRAL, QWEN2_VL, QWEN3_VL),
+    contiguous_only=(LLAMA4, PIXTRAL, QWEN2_VL, QWEN3_VL),
     pixtral_max_seqs=None,
     structured_outputs_on_cpu=True,
     adapters_at_start=False,
+    vllm="vLLM 0.13.0",
+    block_sizes=(1, 8, 16, 32, 64, 128, 256),
+    lora_ranks=(1, 8, 16, 32, 64, 128, 256, 320, 512),
+    chunked_prefill_forced=False,
     warn_eagle3=True,
 )
 

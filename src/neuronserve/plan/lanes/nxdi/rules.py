@@ -14,14 +14,8 @@ from typing import Any
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import ModelFacts, json_int
-from neuronserve.plan.lanes.nxdi import derive
-from neuronserve.plan.lanes.nxdi.multimodal import PIXTRAL
-from neuronserve.plan.lanes.nxdi.profiles import V0_2, PluginRules, plugin_at_least
 from neuronserve.plan.resolution import Resolution
 
-# What loads through vllm-neuron 0.2.2+lts into NxD Inference 0.7 (see check_architecture); each
-# lane's list is its PluginRules' (plan/lanes/nxdi/profiles.py).
-SUPPORTED_ARCHITECTURES = V0_2.architectures
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)  # vLLM 0.11.0 --block-size choices
 PREFIX_MIN_CONTEXT_BUCKET = 512
 PREFIX_MIN_TOKEN_BUCKET = 256
@@ -59,8 +53,19 @@ def check_dtype(dtype: str, origin: str) -> None:
         )
 
 
-def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Resolution) -> None:
+def check_block_layout(
+    length: int,
+    seqs: int,
+    block: int,
+    blocks: int,
+    res: Resolution,
+    *,
+    sizes: tuple[tuple[int, ...], str] = (BLOCK_SIZES, "vLLM 0.11.0"),
+) -> None:
     """Rule 4: a block KV layout needs a legal block size dividing max_model_len and enough blocks.
+
+    `sizes`: the lane's vLLM --block-size values and its name (vLLM 0.11.0 config/cache.py:24; 0.13.0
+    adds 256, config/cache.py:22: profiles.py).
 
     vllm-neuron 0.2.2+lts pads each block table to max_model_len // block_size entries
     (worker/neuronx_distributed_model_runner.py:886, 951), so a block size that does not divide it
@@ -70,10 +75,11 @@ def check_block_layout(length: int, seqs: int, block: int, blocks: int, res: Res
     """
     origins = res.origins
     b_var, n_var, l_var = origins["block-size"], origins["num-gpu-blocks-override"], origins["max-model-len"]
-    if block not in BLOCK_SIZES:
+    allowed, vllm = sizes
+    if block not in allowed:
         raise ConfigError(
-            f"{b_var}={block} is not a vLLM block size: use one of "
-            f"{', '.join(map(str, BLOCK_SIZES))} (e.g. 32)",
+            f"{b_var}={block} is not a block size of {vllm}: use one of "
+            f"{', '.join(map(str, allowed))} (e.g. 32)",
             (b_var,),
         )
     if length % block:
@@ -266,59 +272,6 @@ def check_task(task: Any, runner: Any, res: Resolution) -> None:
                 f"{var}=generate or unset it",
                 (var,),
             )
-
-
-def check_architecture(
-    facts: ModelFacts | None,
-    model: str,
-    res: Resolution,
-    plugin_version: str | None = None,
-    rules: PluginRules = V0_2,
-) -> None:
-    """The class the plugin resolves from config.json `architectures[0]` must exist in NxD Inference.
-
-    vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:619-638 reads architectures[0] (not
-    model_type) and the head counts; :646-666 maps the name (derive.plugin_model_key) into
-    NxD Inference 0.7 MODEL_TYPES (utils/constants.py:41-51), which only has causal-lm classes. So a
-    LlamaForSequenceClassification (model_type llama) fails, and GptOssForCausalLM looks up "gptoss".
-    0.2.2+lts builds Pixtral from `LlavaForConditionalGeneration` (worker/neuronx_distributed_model_loader.py
-    :657-658, :679-680; limits in multimodal.py): planned from 0.2.2 (unknown = the image's), refused
-    before (0.2.0 loader.py:672-674 raised NotImplementedError for it); another class mapping to
-    "pixtral" would build a text-only NeuronCausalLM (:683-684): refused. `rules`: the lane's plugin
-    (profiles.py: 0.4.1 also loads GPT-OSS, Qwen2-VL and Qwen3-VL)."""
-    config = facts.config if facts else None
-    if not config:
-        res.warn(
-            f"architecture of {model} not checked before staging (no local config.json); supported "
-            f"architectures: {', '.join(rules.architectures)}"
-        )
-        return
-    archs = config.get("architectures") or []
-    arch = str(archs[0]) if archs else ""
-    key = derive.plugin_model_key(arch, rules) if arch else None
-    if arch == PIXTRAL and plugin_at_least(plugin_version, (0, 2, 2)):
-        return
-    if arch in derive.PLUGIN_REFUSED_ARCHITECTURES or (key and key[0] == "pixtral"):
-        raise ConfigError(
-            f"{model}: {arch} (Pixtral/LLaVA) does not run on vllm-neuron {plugin_version or '0.2.x'} "
-            f"(0.2.2+lts runs Pixtral from a {PIXTRAL} checkpoint); choose a supported architecture "
-            f"({', '.join(rules.architectures)})",
-            ("SM_VLLM_MODEL",),
-        )
-    if key is None or key[0] not in rules.model_types or key[1] != "causal-lm":
-        looked = f" (the plugin looks up {key[0]!r}/{key[1]!r} in NxD Inference)" if key else ""
-        label = " GPT-OSS" if "gpt" in arch.lower() and "oss" in arch.lower() else ""
-        raise ConfigError(
-            f"{model}: architectures[0] {arch or '(none)'}{label} cannot be loaded by {rules.family}"
-            f"{looked}: use a model whose config.json architectures[0] is one of "
-            f"{', '.join(rules.architectures)}",
-            ("SM_VLLM_MODEL",),
-        )
-    if not derive.heads_known(config, arch, rules):
-        res.warn(
-            f"{model}: config.json has no num_key_value_heads / head_dim (or hidden_size and "
-            "num_attention_heads); the plugin reads them before compiling and raises without them"
-        )
 
 
 def check_eagle(draft: ModelFacts | None, res: Resolution) -> None:

@@ -2,16 +2,26 @@
 each rule against what is resolved so far (plan/lanes/nxdi/engine.py runs it, then renders).
 
 Each step resolves one value (launch.py) or checks one rule (rules.py, overrides.py, kv.py, guards.py,
-multimodal.py, in this folder). The order is the contract: when several settings are wrong, the first
-step that refuses names the one to fix. Where the two plugin versions differ a step reads the lane's
-plugin profile (`Launch.rules`, profiles.py).
+multimodal.py, models.py, combinations.py, in this folder). The order is the contract: when several
+settings are wrong, the first step that refuses names the one to fix. Where the two plugin versions
+differ a step reads the lane's plugin profile (`Launch.rules`, profiles.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from neuronserve.plan.lanes.nxdi import derive, guards, launch, multimodal, overrides, profiles, rules
+from neuronserve.plan.lanes.nxdi import (
+    combinations,
+    derive,
+    guards,
+    launch,
+    models,
+    multimodal,
+    overrides,
+    profiles,
+    rules,
+)
 from neuronserve.plan.lanes.nxdi.intree import choose_integration, tnx_kv
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
 from neuronserve.plan.lanes.nxdi.launch import Launch
@@ -30,15 +40,23 @@ def _task(n: Launch, res: Resolution) -> None:
 
 
 def _architecture(n: Launch, res: Resolution) -> None:
-    rules.check_architecture(n.model, n.model_uri, res, n.facts.versions.get("vllm-neuron"), n.rules)
+    """Against the installed NxD Inference's model registry, else the lane's (said: models.py)."""
+    n.registry = models.registry(n.facts, n.rules)
+    models.warn_assumed(n.registry, n.facts, res)
+    plugin = n.facts.versions.get("vllm-neuron")
+    models.check_architecture(n.model, n.model_uri, res, plugin, n.rules, reg=n.registry)
+    if n.integration == Integration.PLUGIN:
+        combinations.check_routing(multimodal.architecture(n.model), n.model_uri, n.rules)
 
 
 def _guards(n: Launch, res: Resolution) -> None:
     """Settings the plugin accepts and ignores or fails on (guards.py); vLLM's in-tree Neuron
-    support (0.9/0.10) reads --quantization neuron_quant itself, so those two are the plugin's only."""
+    support (0.9/0.10) reads --quantization neuron_quant itself, so those two are the plugin's only; NxD
+    Inference asserts the quantized checkpoint path under either."""
     if n.integration == Integration.PLUGIN:
         guards.check_quantization(n.settings)
         guards.check_parallelism(n.settings)
+    guards.check_quantized_path(res)
     guards.check_speculative_fields(n.settings, res)
 
 
@@ -61,6 +79,16 @@ def _multimodal_conflicts(n: Launch, res: Resolution) -> None:
 
 def _lora(n: Launch, res: Resolution) -> None:
     overrides.check_lora(n.lora, n.facts.versions.get("vllm-neuron"), res, n.rules)
+    if n.lora:
+        var = n.settings.origin("max-lora-rank", "SM_VLLM_MAX_LORA_RANK")
+        overrides.check_lora_rank(count(n.settings, "max-lora-rank", 1), var, n.rules)
+
+
+def _combinations(n: Launch, res: Resolution) -> None:
+    """Pairs of features the plugin runs wrongly (combinations.py); the in-tree integration is not it."""
+    if n.integration == Integration.PLUGIN:
+        arch = multimodal.architecture(n.model)
+        combinations.check_combinations(arch, lora=n.lora, chunked=n.chunked, res=res, rules=n.rules)
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
@@ -80,7 +108,12 @@ def _kv(n: Launch, res: Resolution) -> None:
         n.kv_flags, res.kv = tnx_kv(n.settings, count(n.settings, "block-size"), n.length, res)
     else:
         n.kv_flags, res.kv = kv_layout(
-            n.settings, length=n.length, seqs=n.seqs, res=res, plugin=n.integration == Integration.PLUGIN
+            n.settings,
+            length=n.length,
+            seqs=n.seqs,
+            res=res,
+            plugin=n.integration == Integration.PLUGIN,
+            profile=n.rules,
         )
 
 
@@ -133,6 +166,7 @@ STEPS: tuple[Step, ...] = (
     launch.dtype,
     launch.logical_nc,
     _lora,
+    _combinations,
     _chunked,
     _chunked_config,
     launch.batched_tokens,

@@ -130,6 +130,7 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "NEURON_CC_FLAGS": "-O1",
         "NEURON_LOGICAL_NC_CONFIG": "2",
         "SM_NEURON_QUANTIZED": "true",
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q",
         "SM_VLLM_ADDITIONAL_CONFIG": '{"skip_warmup": true}',
     }
     draft = ModelFacts(
@@ -151,7 +152,7 @@ def test_the_compiled_graph_record_names_every_input() -> None:
         "kv": {"kv_tokens": 8192, "mode": "contiguous"},
         "chunked_prefill": False,
         "max_num_batched_tokens": None,
-        "override": {"logical_nc_config": 2, "quantized": True},
+        "override": {"logical_nc_config": 2, "quantized": True, "quantized_checkpoints_path": "/q"},
         "additional_config": {"skip_warmup": True},
         "neuron_cc_flags": "-O1",
         "speculative_config": '{"method": "eagle", "model": "/d", "num_speculative_tokens": 3}',

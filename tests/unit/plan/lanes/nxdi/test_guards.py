@@ -60,6 +60,24 @@ def test_quantization_through_the_override_plans() -> None:
     }
 
 
+@pytest.mark.parametrize("path", [None, '""', "null"])
+def test_quantized_without_a_checkpoint_path_is_refused_naming_the_path_variable(path: str | None) -> None:
+    """The loader fills a missing quantized_checkpoints_path with None (vllm-neuron 0.2.2+lts
+    worker/neuronx_distributed_model_loader.py:888-901) and NxD Inference's NeuronConfig asserts
+    "quantized_checkpoints_path is required" (models/config.py:200-203), after the download: refused
+    before. An empty path names no directory NxD Inference could write the quantized weights to."""
+    env = {"SM_NEURON_QUANTIZED": "true", "SM_NEURON_QUANTIZATION_DTYPE": "int8"}
+    if path is not None:
+        env["SM_NEURON_QUANTIZED_CHECKPOINTS_PATH"] = path
+    err = llama_refusal(env)
+    assert str(err).startswith(
+        "SM_NEURON_QUANTIZED=true needs a quantized checkpoint directory: set "
+        "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH"
+    )
+    assert err.variables == ("SM_NEURON_QUANTIZED", "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH")
+    llama_plan({**env, "SM_NEURON_QUANTIZED_CHECKPOINTS_PATH": "/q"})  # the neighbour plans
+
+
 def test_vllm_quantization_still_reaches_the_cpu_engine() -> None:
     p = plan({"SM_VLLM_MODEL": "org/m", "SM_VLLM_QUANTIZATION": "fp8"}, facts(None), device="cpu")
     assert p.argv[p.argv.index("--quantization") + 1] == "fp8"

@@ -14,6 +14,7 @@ from tests.support.builders import resolution
 from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
+from neuronserve.plan.lanes.nxdi.profiles import V0_4
 
 ORIGINS = {
     "block-size": "SM_VLLM_BLOCK_SIZE",
@@ -75,15 +76,20 @@ def test_contiguous_names_each_setting_it_ignores() -> None:
 
 
 def test_the_native_scheduler_without_a_block_layout_is_refused() -> None:
-    err = layout_refusal({"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "})
+    """On a vLLM that can turn chunked prefill off (lane 2.28's 0.13.0); on 0.11.0 the native scheduler
+    always chunks and is refused for that first (test_kv_lanes.py)."""
+    err = layout_refusal({"DISABLE_NEURON_CUSTOM_SCHEDULER": " 1 "}, profile=V0_4)
     assert str(err) == (
         "DISABLE_NEURON_CUSTOM_SCHEDULER=1 without chunked prefill or a block KV layout: vLLM's native "
-        "scheduler needs a block size (vllm-neuron 0.2.2+lts platform.py:241-247) and the contiguous cache "
+        "scheduler needs a block size (vllm-neuron platform.py asserts one) and the contiguous cache "
         "has none: unset DISABLE_NEURON_CUSTOM_SCHEDULER, or set SM_VLLM_ENABLE_CHUNKED_PREFILL=true "
         "(or SM_VLLM_ENABLE_PREFIX_CACHING=true)"
     )
     assert err.variables == ("DISABLE_NEURON_CUSTOM_SCHEDULER", "SM_VLLM_ENABLE_CHUNKED_PREFILL")
     assert layout({"DISABLE_NEURON_CUSTOM_SCHEDULER": "0"})[1]["mode"] == "contiguous"
+    assert "chunked prefill on for every generate model" in str(
+        layout_refusal({"DISABLE_NEURON_CUSTOM_SCHEDULER": "1"})
+    )
 
 
 def test_prefix_caching_with_its_blocks() -> None:
@@ -115,61 +121,18 @@ def test_prefix_caching_defaults_are_named() -> None:
     ]
 
 
-def test_block_layout_under_the_custom_scheduler_uses_max_model_len_blocks() -> None:
-    flags, kv, warnings, ov = layout({}, {"is_block_kv_layout": True})
-    assert flags == ["--no-enable-prefix-caching", "--num-gpu-blocks-override", "4"]
-    assert kv == {
-        "mode": "block",
-        "block_size": 2048,
-        "num_blocks": 4,
-        "pa_num_blocks": 5,
-        "kv_tokens": 10240,
-    }
-    assert warnings == [] and ov == {"is_block_kv_layout": True}
-
-
-@pytest.mark.parametrize("blocks", [None, "4"])
-def test_a_block_size_the_custom_scheduler_replaces_is_named(blocks: str | None) -> None:
-    env = {"SM_VLLM_BLOCK_SIZE": "32"} | ({"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": blocks} if blocks else {})
-    _, kv, warnings, _ = layout(env, {"is_block_kv_layout": True})
-    assert kv["block_size"] == 2048 and kv["num_blocks"] == 4
-    assert warnings == [
-        "SM_VLLM_BLOCK_SIZE=32 replaced by max_model_len 2048: without prefix caching the plugin's custom "
-        "scheduler uses one block of max_model_len per sequence"
-    ]
-
-
-def test_a_block_size_equal_to_the_length_is_no_change() -> None:
-    env = {"SM_VLLM_BLOCK_SIZE": "2048", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "6"}
-    _, kv, warnings, _ = layout(env, {"is_block_kv_layout": True})
-    assert kv["num_blocks"] == 6
-    assert warnings == [
-        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=6: 7 KV blocks of 2048 tokens are allocated for max_num_seqs 4"
-    ]
-
-
-def test_blocks_sized_for_small_blocks_are_refused_under_the_custom_scheduler() -> None:
-    err = layout_refusal(
-        {"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"}, {"is_block_kv_layout": True}
-    )
+@pytest.mark.parametrize("env", [{}, {"SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "100"}])
+def test_a_block_layout_alone_is_refused(env: dict[str, str]) -> None:
+    """is_block_kv_layout without prefix caching or chunked prefill: NxD Inference's BlockKVCacheManager
+    has no cache shape for it (modules/kvcache/block_kv_cache_manager.py:40-47). It used to be planned
+    as max_model_len blocks (the custom scheduler's, platform.py:275-279)."""
+    err = layout_refusal(env, {"is_block_kv_layout": True})
     assert str(err) == (
-        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=100 looks sized for SM_VLLM_BLOCK_SIZE=32, but without prefix "
-        "caching the plugin's custom scheduler makes every block max_model_len = 2048 tokens "
-        "(vllm-neuron 0.2.2+lts platform.py:275-279): NxD Inference would allocate 101 blocks of 2048 tokens "
-        "(64x the planned KV memory): set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 (one block per sequence), or "
-        "SM_VLLM_ENABLE_PREFIX_CACHING=true to keep blocks of 32"
+        "SM_NEURON_IS_BLOCK_KV_LAYOUT sets is_block_kv_layout without prefix caching or chunked prefill: NxD "
+        "Inference shapes the block KV cache only for those two and fails to build the model otherwise: set "
+        "SM_VLLM_ENABLE_PREFIX_CACHING=true (or chunked prefill), or remove is_block_kv_layout"
     )
-    assert err.variables == ("SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE", "SM_VLLM_BLOCK_SIZE")
-
-
-def test_too_few_max_len_blocks_are_refused() -> None:
-    err = layout_refusal({"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "2"}, {"is_block_kv_layout": True})
-    assert str(err) == (
-        "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=2 blocks of max_model_len 2048 cannot hold max_num_seqs 4 sequences "
-        "(vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:848-862): "
-        "set SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE=4 or more"
-    )
-    assert err.variables == ("SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE",)
+    assert err.variables == ("SM_NEURON_IS_BLOCK_KV_LAYOUT", "SM_VLLM_ENABLE_PREFIX_CACHING")
 
 
 def test_in_tree_neuron_keeps_the_block_size_given() -> None:

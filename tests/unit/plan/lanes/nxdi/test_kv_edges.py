@@ -139,15 +139,15 @@ def test_pa_num_blocks_equal_to_the_computed_count_is_not_also_said_to_be_comput
     ("env", "override", "block"),
     [
         ({**PREFIX, "SM_VLLM_BLOCK_SIZE": "32"}, {"pa_block_size": 16}, 32),
-        # Block layout under the custom scheduler: the blocks are max_model_len (2048) long.
-        ({}, {"is_block_kv_layout": True, "pa_block_size": 32}, 2048),
+        # The block size defaulted for prefix caching.
+        (PREFIX, {"pa_block_size": 64}, 32),
     ],
 )
 def test_pa_block_size_must_equal_the_block_size_the_plan_uses(
     env: dict[str, str], override: dict[str, object], block: int
 ) -> None:
     """pa_block_size replaces the block size the plugin passes (loader.py:777-778), so one that differs
-    from the block size kv_layout settled on (given, defaulted or max_model_len) is refused by name."""
+    from the block size kv_layout settled on (given or defaulted) is refused by name."""
     with pytest.raises(ConfigError) as err:
         layout(env, override)
     size = override["pa_block_size"]

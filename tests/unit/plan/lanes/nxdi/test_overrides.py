@@ -60,15 +60,27 @@ def test_json_text(value: Any, text: str) -> None:
     assert json_text(value) == text
 
 
-@pytest.mark.parametrize("raw", ["1", "-1", "yes", " 2 "])
+@pytest.mark.parametrize("raw", ["1", "-1", " 2 "])
 def test_on_device_sampling_disabled_is_refused_unless_zero(raw: str) -> None:
+    """A non-zero value makes the model build `Sampler()`, but `Sampler` is vLLM's sampler module
+    (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:47, 0.4.1 :54), so the call at :70
+    (0.4.1 :81) raises TypeError: 'module' object is not callable. The message said "broken"."""
     err = raised(check_sampling, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": raw}, override={}))
     assert str(err) == (
-        f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} is broken in vllm-neuron 0.2.x (and read as an integer): "
-        "unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null "
-        "(CPU sampling, needed for logprobs)"
+        f"NEURON_ON_DEVICE_SAMPLING_DISABLED={raw} fails the engine at load: vllm-neuron imports vLLM's "
+        "sampler module as Sampler and calls it (TypeError: 'module' object is not callable): unset it (or "
+        "set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null for CPU sampling (needed for logprobs)"
     )
     assert err.variables == ("NEURON_ON_DEVICE_SAMPLING_DISABLED",)
+
+
+def test_on_device_sampling_disabled_that_is_no_integer_is_refused_as_such() -> None:
+    """The plugin reads it as bool(int(value)) (loader :67-68): "yes" raises ValueError at load."""
+    err = raised(check_sampling, resolution(env={"NEURON_ON_DEVICE_SAMPLING_DISABLED": "yes"}, override={}))
+    assert str(err) == (
+        "NEURON_ON_DEVICE_SAMPLING_DISABLED=yes is no integer (vllm-neuron reads it with int() and fails at "
+        "load): unset it (or set 0) and set SM_NEURON_ON_DEVICE_SAMPLING_CONFIG=null for CPU sampling"
+    )
 
 
 @pytest.mark.parametrize("raw", ["0", " ", "-0"])
@@ -98,14 +110,30 @@ def test_a_sampling_config_must_be_an_object_with_known_keys() -> None:
     assert err.variables == (OV,)
 
 
-@pytest.mark.parametrize("topk", [0, 257, True, "8"])
+@pytest.mark.parametrize("topk", [0, -1, True, "8"])
 def test_global_topk_outside_the_device_range_is_refused(topk: Any) -> None:
     cfg = {"on_device_sampling_config": {"global_topk": topk, "dynamic": True, "deterministic": False}}
     err = raised(check_sampling, resolution(override=cfg))
     assert str(err) == (
-        f"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: global_topk={topk} is outside 1..256 (the plugin samples at "
-        "most 256 on device): set global_topk <= 256"
+        f"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: global_topk={topk} must be a positive integer (the plugin "
+        "samples at most 256 on device): set global_topk <= 256"
     )
+
+
+@pytest.mark.parametrize("topk", [257, 1024])
+def test_global_topk_above_256_is_capped_by_the_plugin_and_said(topk: int) -> None:
+    """The runner logs a warning and samples at most 256 (vllm-neuron 0.2.2+lts
+    worker/neuronx_distributed_model_runner.py:259-267 warns, :1251 caps requests' top_k): no failure,
+    so planned with a warning that the larger graph buys nothing. It used to be refused."""
+    warnings: list[str] = []
+    cfg = {"on_device_sampling_config": {"global_topk": topk, "dynamic": True, "deterministic": False}}
+    check_sampling(resolution(warnings=warnings, override=cfg))
+    assert warnings == [
+        f"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG: global_topk={topk} is above 256: the plugin samples at most "
+        f"256 on device (it caps requests' top_k there), so a top-k of {topk} is compiled for nothing: set "
+        "global_topk <= 256",
+        "on-device sampling: requests' top_k above 256 are clamped to 256 by the plugin",
+    ]
 
 
 @pytest.mark.parametrize("topk", [1, 256])

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from tests.support.builders import raised, resolution
 
-from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.lanes.nxdi import rules
 
 ORIGINS = {
@@ -21,7 +20,6 @@ ORIGINS = {
     "task": "SM_VLLM_TASK",
     "runner": "SM_VLLM_RUNNER",
 }
-ARCHS = ", ".join(rules.SUPPORTED_ARCHITECTURES)
 
 
 def test_tp() -> None:
@@ -67,7 +65,8 @@ def test_block_layout() -> None:
     rules.check_block_layout(2048, 4, 32, 256, resolution(ORIGINS))  # exactly enough
     err = raised(rules.check_block_layout, 2048, 4, 48, 999, resolution(ORIGINS))
     assert (str(err), err.variables) == (
-        "SM_VLLM_BLOCK_SIZE=48 is not a vLLM block size: use one of 1, 8, 16, 32, 64, 128 (e.g. 32)",
+        "SM_VLLM_BLOCK_SIZE=48 is not a block size of vLLM 0.11.0: use one of 1, 8, 16, 32, 64, 128 "
+        "(e.g. 32)",
         ("SM_VLLM_BLOCK_SIZE",),
     )
     err = raised(rules.check_block_layout, 2000, 4, 32, 999, resolution(ORIGINS))
@@ -265,59 +264,3 @@ def test_other_tasks_are_refused() -> None:
         ("SM_VLLM_TASK",),
     )
     assert raised(rules.check_task, None, "pooling", resolution(ORIGINS)).variables == ("SM_VLLM_RUNNER",)
-
-
-def arch(config: dict[str, Any] | None) -> list[str]:
-    warnings: list[str] = []
-    rules.check_architecture(
-        ModelFacts(kind="dir", config=config) if config is not None else None,
-        "/m",
-        resolution(warnings=warnings),
-    )
-    return warnings
-
-
-def test_architecture_unknown_without_a_config() -> None:
-    assert arch(None) == [
-        "architecture of /m not checked before staging (no local config.json); supported architectures: "
-        f"{ARCHS}"
-    ]
-
-
-def test_a_supported_architecture_with_its_heads_passes() -> None:
-    assert arch({"architectures": ["LlamaForCausalLM"], "num_key_value_heads": 8, "head_dim": 64}) == []
-    assert arch({"architectures": ["LlamaForCausalLM"]}) == [
-        "/m: config.json has no num_key_value_heads / head_dim (or hidden_size and num_attention_heads); the "
-        "plugin reads them before compiling and raises without them"
-    ]
-
-
-def test_llava_is_refused_before_0_2_2_and_planned_from_it() -> None:
-    """Pixtral (LlavaForConditionalGeneration): 0.2.0 raises (loader.py:672-674), 0.2.2+lts builds it."""
-    config = ModelFacts(kind="dir", config={"architectures": ["LlavaForConditionalGeneration"]})
-    err = raised(rules.check_architecture, config, "/m", resolution(), "0.2.0")
-    assert (str(err), err.variables) == (
-        "/m: LlavaForConditionalGeneration (Pixtral/LLaVA) does not run on vllm-neuron 0.2.0 (0.2.2+lts "
-        f"runs Pixtral from a LlavaForConditionalGeneration checkpoint); choose a supported architecture "
-        f"({ARCHS})",
-        ("SM_VLLM_MODEL",),
-    )
-    for version in ("0.2.2+lts", None):
-        rules.check_architecture(config, "/m", resolution(), version)
-
-
-def test_unloadable_architectures_are_refused_with_what_the_plugin_looks_up() -> None:
-    err = raised(arch, {"architectures": ["GptOssForCausalLM"]})
-    assert str(err) == (
-        "/m: architectures[0] GptOssForCausalLM GPT-OSS cannot be loaded by vllm-neuron 0.2.x (the plugin "
-        "looks "
-        "up 'gptoss'/'causal-lm' in NxD Inference): use a model whose config.json architectures[0] is one "
-        f"of {ARCHS}"
-    )
-    err = raised(arch, {"architectures": ["LlamaForSequenceClassification"]})
-    assert "LlamaForSequenceClassification cannot be loaded" in str(err) and "'llama'/" in str(err)
-    err = raised(arch, {"model_type": "llama"})
-    assert str(err).startswith(
-        "/m: architectures[0] (none) cannot be loaded by vllm-neuron 0.2.x: use a model"
-    )
-    assert err.variables == ("SM_VLLM_MODEL",)

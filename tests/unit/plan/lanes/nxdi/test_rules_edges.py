@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.builders import llama_plan, raised, resolution
-from tests.unit.plan.lanes.nxdi.test_rules import ARCHS, ORIGINS, arch, buckets
+from tests.unit.plan.lanes.nxdi.test_models import ARCHS, arch
+from tests.unit.plan.lanes.nxdi.test_rules import ORIGINS, buckets
 
 from neuronserve.plan.facts import ModelFacts
 from neuronserve.plan.lanes.nxdi import rules
