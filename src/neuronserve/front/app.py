@@ -156,6 +156,10 @@ class Handlers:
             return Response(status_code=200)
         return JSONResponse(self.state.ping_body(), status_code=503)
 
+    async def live(self, _: Request) -> Response:
+        live, body = self.state.live()
+        return JSONResponse(body, status_code=200 if live else 503)
+
     async def health(self, _: Request) -> Response:
         if self.state.ready():
             return Response(status_code=200)
@@ -315,6 +319,7 @@ def create_app(
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
     handlers = {
         "/ping": front.ping,
+        "/live": front.live,
         "/metrics": front.metrics_route,
         "/invocations": _guarded(front.invocations),
         "/generate": _guarded(front.tgi_route(False, listed=False)),
