@@ -57,7 +57,13 @@ class Handler(BaseHTTPRequestHandler):
         if b"standin-hold" in body:  # a request that keeps its slot a while (STANDIN_HOLD_S)
             time.sleep(float(os.environ.get("STANDIN_HOLD_S", "3")))
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-        self._json({"object": "text_completion", "choices": [{"index": 0, "text": "x"}], "usage": usage})
+        try:
+            model = json.loads(body).get("model")
+        except (ValueError, AttributeError):
+            model = None
+        text = str(model) if b"standin-echo-model" in body else "x"  # which model (or adapter) was asked
+        answer = {"object": "text_completion", "model": model, "choices": [{"index": 0, "text": text}]}
+        self._json({**answer, "usage": usage})
 
     def log_message(self, *args: object) -> None:
         return None
