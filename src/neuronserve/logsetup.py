@@ -104,20 +104,20 @@ def engine_line(line: str, source: str = "engine") -> str:
     return f"[{source}] {escape(line)}\n"
 
 
-def fatal(message: str, detail_lines: list[str] | None = None) -> None:
-    """The server's last words on stderr: `neuronserve serve: error: ...` (text) or one JSON object."""
+def fatal(message: str, detail_lines: list[str] | None = None, command: str = "serve") -> None:
+    """The command's last words on stderr: `neuronserve serve: error: ...` (text) or one JSON object."""
     if _state["format"] == "json":
         obj: dict[str, Any] = {
             "time": _iso(datetime.now(UTC).timestamp()),
             "level": "ERROR",
-            "logger": "neuronserve.serve",
+            "logger": f"neuronserve.{command}",
             "message": escape(message),
         }
         if detail_lines is not None:
             obj["engine_last_lines"] = [escape(line) for line in detail_lines]
         print(json.dumps(obj), file=sys.stderr)
     else:
-        print(f"neuronserve serve: error: {escape(message)}", file=sys.stderr)
+        print(f"neuronserve {command}: error: {escape(message)}", file=sys.stderr)
         for line in detail_lines or ():
             print(f"  | {escape(line)}", file=sys.stderr)
     sys.stderr.flush()

@@ -25,7 +25,7 @@ def test_extra_arguments_start_after_the_first_bare_double_dash() -> None:
 
 def test_every_command_is_on_the_parser() -> None:
     parser = build_parser()
-    for command in ("plan", "serve", "stage", "cache"):
+    for command in ("plan", "serve", "stage", "cache", "compile"):
         assert (
             parser.parse_args([command] if command != "cache" else [command, "push", "d"]).command == command
         )

@@ -168,6 +168,34 @@ _OWN_VARS: tuple[Var, ...] = (
         "fit.require_cache_hit",
     ),
     Var(
+        "NEURONSERVE_COMPILE_RETRIES",
+        "",
+        1,
+        NS,
+        "Times `neuronserve compile` starts the engine again after a failed compile before it gives up, "
+        "0-10 (0 = no retry)",
+        p.whole_between(0, 10),
+    ),
+    Var(
+        "NEURONSERVE_LIVE_LOOP_STALL_S",
+        "",
+        10.0,
+        NS,
+        "Seconds the front's event loop may run late before /live answers 503 (0 = never); seen by a "
+        "watchdog thread (read by the front server at start)",
+        p.number,
+    ),
+    Var(
+        "NEURONSERVE_LIVE_STAGE_STALL_S",
+        "",
+        600.0,
+        NS,
+        "Seconds staging may go without a byte or a file advancing before /live answers 503 (0 = never); "
+        "a slow download that moves never trips it, and a compile is never stalled (read by the front "
+        "server at start)",
+        p.number,
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "data-parallel-size",
         None,

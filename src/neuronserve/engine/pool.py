@@ -133,6 +133,26 @@ class ReplicaPool:
     def enough_ready(self) -> bool:
         return self.ready_count() >= self.min_ready()
 
+    def stuck(self) -> str | None:
+        """Why no engine can make progress any more (none running, none due a restart), else None: the
+        engine check of /live. A replica WAITING for replica 0's compile goes on only if that one runs."""
+        for r in self.replicas:
+            if r.phase == RPhase.RESTARTING:
+                return None
+            if (
+                r.phase in (RPhase.LOADING, RPhase.READY)
+                and r.proc is not None
+                and r.proc.returncode() is None
+            ):
+                return None
+        if len(self.replicas) == 1:
+            r = self.replicas[0]
+            return f"the engine exited with code {_rc(r)} and nothing restarts it"
+        states = "; ".join(
+            f"replica {r.index} {r.phase}" + (f" ({r.detail})" if r.detail else "") for r in self.replicas
+        )
+        return f"no engine replica is running or due a restart: {states}"
+
     def describe(self) -> list[dict[str, Any]]:
         return [r.describe() for r in self.replicas]
 

@@ -7,7 +7,6 @@ here, at its route, and answers its errors.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 import neuronserve
 from neuronserve.front import proxy, request_cost, routes, schema, tgi, version
+from neuronserve.front.adapters import ADAPTER_HEADER, header_adapter, openai_with_adapter, served_model_body
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
     BadRequest,
@@ -83,26 +83,6 @@ def openai_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     return body
-
-
-def served_model_body(
-    body: dict[str, Any], state: ServerState, opts: ServeOptions, adapter: bool = False
-) -> bytes | None:
-    """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
-
-    TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
-    None = forward the body unchanged (strict mode, several models served, `adapter`: the body names a
-    served LoRA adapter, which must reach the engine as it is, or nothing to change).
-    """
-    if adapter:
-        return None
-    if opts.strict_model_name or len(state.model_names) != 1:
-        return None
-    served = state.model_names[0]
-    if body.get("model") == served:
-        return None
-    body["model"] = served
-    return json.dumps(body).encode()
 
 
 def _guarded(
@@ -176,6 +156,10 @@ class Handlers:
             return Response(status_code=200)
         return JSONResponse(self.state.ping_body(), status_code=503)
 
+    async def live(self, _: Request) -> Response:
+        live, body = self.state.live()
+        return JSONResponse(body, status_code=200 if live else 503)
+
     async def health(self, _: Request) -> Response:
         if self.state.ready():
             return Response(status_code=200)
@@ -210,6 +194,7 @@ class Handlers:
         if accept:
             headers["accept"] = accept
         request.scope[SCHEMA_KEY] = "routed"
+        named = header_adapter(request.headers.get(ADAPTER_HEADER))  # SageMaker's: front/adapters.py
         if route is None:
             kind, path = schema.classify(body)
             request.scope[SCHEMA_KEY] = kind
@@ -217,9 +202,12 @@ class Handlers:
                 # the request's dialect, picked once: LMI, or TGI framed by the client's Accept
                 lmi = self.opts.dialect == "lmi"
                 framing = self.lmi_framing if lmi else self.tgi_framing["jsonlines" in (accept or "")]
-                return await self.gen.serve(body, framing, rid, _recorder(request), _charger(request))
+                record, charge = _recorder(request), _charger(request)
+                return await self.gen.serve(body, framing, rid, record, charge, adapter=named)
         else:
             path = route
+        if named is not None:
+            raw = openai_with_adapter(body, named, self.support)
         adapter = self.check_openai(request, path, body)
         if path in _MODEL_ROUTES:
             raw = served_model_body(body, self.state, self.opts, adapter) or raw
@@ -331,6 +319,7 @@ def create_app(
     # generations on a small host is CPU the engine needs (docs/PERFORMANCE.md, "Serving overhead").
     handlers = {
         "/ping": front.ping,
+        "/live": front.live,
         "/metrics": front.metrics_route,
         "/invocations": _guarded(front.invocations),
         "/generate": _guarded(front.tgi_route(False, listed=False)),

@@ -18,6 +18,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from neuronserve.front import completion_reader, genparams, proxy, request_cost, schema
+from neuronserve.front.adapters import generate_with_adapter
 from neuronserve.front.dialect import Framing
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
 from neuronserve.front.sse import SSEParser
@@ -123,9 +124,13 @@ class Generator:
         rid: str,
         record: Callable[[dict[str, Any]], None],
         charge: Callable[[int], None] = lambda _: None,
+        *,
+        adapter: str | None = None,
     ) -> Response:
-        """`charge` gets the request's sequences once they are known (the gate's weight, request_cost.py)."""
+        """`charge` gets the request's sequences once they are known (the gate's weight, request_cost.py);
+        `adapter`: the LoRA adapter SageMaker's header names (front/adapters.py), refused in the dialect."""
         try:
+            body = generate_with_adapter(body, adapter, self.support)
             return await self._serve(body, framing, rid, record, charge)
         except FrontError as err:
             resp = framing.dialect.error_response(err)

@@ -31,7 +31,7 @@ class Route:
     path: str
     origins: frozenset[str]
     methods: tuple[str, ...] = ()
-    gated: bool = True  # False: /ping and /metrics answer in every phase, outside the gate
+    gated: bool = True  # False: /ping, /live and /metrics answer in every phase, outside the gate
     generate: bool = False  # a TGI generate route (its requests count under the "tgi" schema)
 
 
@@ -42,6 +42,7 @@ def _route(path: str, origins: str, methods: str = "", **kw: bool) -> Route:
 # The one route table: the app's routes (in this order), the allowlist and the 405 answers.
 TABLE: tuple[Route, ...] = (
     _route("/ping", "front", "GET POST", gated=False),
+    _route("/live", "front", "GET", gated=False),  # liveness (front/state.py live); HEAD comes with GET
     _route("/metrics", "front", "GET", gated=False),
     _route("/invocations", "front", "POST"),
     _route("/generate", "tgi", "POST", generate=True),
@@ -77,6 +78,6 @@ def refusal(path: str) -> str:
     """The 404 message: says why and how to opt in, so a user of an engine route is not left guessing."""
     shown = path if len(path) <= 200 else path[:200] + "..."
     return (
-        f"no route {shown!r}: the server exposes /ping, /invocations, the TGI routes and the OpenAI "
+        f"no route {shown!r}: the server exposes /ping, /live, /invocations, the TGI routes and the OpenAI "
         "inference routes; set NEURONSERVE_EXPOSE_ENGINE_ROUTES=true to forward every engine route"
     )

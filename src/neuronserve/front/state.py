@@ -1,7 +1,14 @@
-"""The server's phase as an explicit state machine, read by /ping without touching the engine.
+"""The server's phase as an explicit state machine, read by /ping and /live without touching the engine.
 
 Why explicit: the health answer must never depend on an inline call to a (possibly saturated) engine.
 The supervisor moves the phase; a background poller stores the engine's last /health result here.
+
+Readiness and liveness are two answers (docs/DESIGN.md, "Probes"): /ping is 200 only when READY; /live
+is 200 in every phase while the process makes progress, and 503 naming the check that failed when it
+is wedged: the event loop stalled (the watchdog thread's verdict, serve/watchdog.py: a stalled loop
+cannot see its own stall), staging advanced by no byte and no file for NEURONSERVE_LIVE_STAGE_STALL_S,
+or the engine supervisor can no longer make progress (its verdict, serve/lifecycle.py) or the server
+FAILED. Compiling alone is never "stuck": a compile can print nothing for many minutes.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ _NEXT: dict[Phase, frozenset[Phase]] = {
     Phase.DRAINING: frozenset({Phase.FAILED}),
     Phase.FAILED: frozenset(),
 }
+
+
+def _fine() -> str | None:
+    return None
 
 
 class TransitionError(ValueError):
@@ -72,6 +83,14 @@ class ServerState:
         self.engine_alive: Callable[[], bool] = lambda: True
         # Set with several replicas: each one's phase, listed in the 503 body (and enough_ready above).
         self.replicas: Callable[[], list[dict[str, Any]]] | None = None
+        # Liveness (/live), set by serve/: the loop watchdog's verdict and the supervisor's (its poll
+        # loop, its tasks, the engines), each None while fine, else why the process is wedged; and the
+        # seconds staging may go without advancing (0 = never wedged).
+        self.loop_verdict: Callable[[], str | None] = _fine
+        self.supervisor_verdict: Callable[[], str | None] = _fine
+        self.stage_stall_s = 0.0
+        self._advanced = self._since  # when staging last advanced (a new step or more bytes)
+        self._failed_check = "engine"  # the /live check a FAILED phase is reported under
 
     @property
     def phase(self) -> Phase:
@@ -85,6 +104,8 @@ class ServerState:
             if to not in _NEXT[self._phase]:
                 raise TransitionError(f"phase {self._phase} -> {to} is not allowed")
             old, self._phase = self._phase, to
+            if to == Phase.FAILED:
+                self._failed_check = "stage" if old == Phase.STAGING else "engine"
             now = self._clock()
             took, self._since = now - self._since, now
             self._detail = detail
@@ -94,6 +115,11 @@ class ServerState:
         return True
 
     def set_progress(self, progress: Progress) -> None:
+        """Called every few seconds while a step runs (stage/progress.py); the same step at the same
+        byte count is no advance."""
+        last = self._progress
+        if last is None or (last.what, last.done_bytes) != (progress.what, progress.done_bytes):
+            self._advanced = self._clock()
         self._progress = progress
 
     def set_engine_health(self, healthy: bool) -> None:
@@ -106,6 +132,35 @@ class ServerState:
     def snapshot(self) -> Snapshot:
         with self._lock:
             return Snapshot(self._phase, self._healthy, self._progress, self._detail, self._since)
+
+    def live(self) -> tuple[bool, dict[str, Any]]:
+        """/live: (live, body). The body names each check, "ok" or why it failed, and the failed ones."""
+        snap = self.snapshot()
+        checks = {"loop": self.loop_verdict(), "stage": None, "engine": None}
+        if snap.phase == Phase.STAGING:
+            checks["stage"] = self._stage_stalled(snap)
+        elif snap.phase == Phase.FAILED:
+            checks[self._failed_check] = f"the server failed and is exiting: {snap.detail or 'no detail'}"
+        if snap.phase != Phase.FAILED:
+            checks["engine"] = self.supervisor_verdict()
+        failed = [name for name, why in checks.items() if why is not None]
+        body: dict[str, Any] = {
+            "live": not failed,
+            "phase": str(snap.phase),
+            "checks": {name: why or "ok" for name, why in checks.items()},
+        }
+        if failed:
+            body["failed"] = failed
+        return not failed, body
+
+    def _stage_stalled(self, snap: Snapshot) -> str | None:
+        bound = self.stage_stall_s
+        idle = self._clock() - max(self._advanced, snap.since)
+        if not bound or idle <= bound:
+            return None
+        p = snap.progress
+        at = f"; last: {p.what} at {p.done_bytes} bytes" if p is not None else ""
+        return f"staging has not advanced for {idle:.0f} s (NEURONSERVE_LIVE_STAGE_STALL_S={bound:g}){at}"
 
     def ping_body(self) -> dict[str, Any]:
         """The small JSON body of a 503 /ping: the phase, and progress where known."""

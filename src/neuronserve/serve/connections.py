@@ -14,8 +14,9 @@ header with `+=`, uvicorn the pieces of the URL), 47 s of PID 1 for 16 MiB.
   the client gets 431 and the connection is closed, so the work per request is bounded by the limit,
   never by what the client sends.
 - Open connections: up to `max_connections` serve every route. `PING_RESERVE` more serve only
-  /ping (SageMaker's health check must keep answering while clients hold every connection; other
-  routes get 503 and the connection is closed); beyond those, a connection is closed as it is accepted.
+  the probes, /ping and /live (SageMaker's health check and a kubelet's must keep answering while
+  clients hold every connection; other routes get 503 and the connection is closed); beyond those, a
+  connection is closed as it is accepted.
 
 Why httptools (not h11): h11 bounds its header buffer itself, but it is pure Python; measured on
 /ping, it cost more front CPU per request than httptools plus these checks (docs/RELIABILITY.md), and
@@ -37,8 +38,8 @@ from neuronserve.front.errors import error_bytes
 
 log = logging.getLogger("neuronserve.front")
 
-PING_RESERVE = 32  # connections beyond max_connections that may still ask /ping
-PING_PATHS = frozenset({b"/ping"})
+PING_RESERVE = 32  # connections beyond max_connections that may still ask /ping or /live
+PING_PATHS = frozenset({b"/ping", b"/live"})
 HEADER_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 MAX_CONNECTIONS = 1024
@@ -92,7 +93,7 @@ def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     )
     busy = (
         f"over {limits.max_connections} open connections (NEURONSERVE_MAX_CONNECTIONS): "
-        "only /ping is answered on this one; retry later"
+        "only /ping and /live are answered on this one; retry later"
     )
 
     class Guarded(_GuardedProtocol):

@@ -12,10 +12,9 @@ import contextlib
 import logging
 import signal
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import httpx
 import uvicorn
@@ -34,45 +33,18 @@ from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.host.versions import installed_versions
 from neuronserve.serve import listener
+from neuronserve.serve.threads import in_daemon_thread
+from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
 log = logging.getLogger("neuronserve.serve")
-T = TypeVar("T")
-
 POLL_S = 0.1
 HEALTH_TIMEOUT_S = 2.0
-
-
-def in_daemon_thread(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-    """Run `fn` on a daemon thread; its result or exception arrives as a future on this loop.
-
-    Not `asyncio.to_thread`: the loop's default executor is joined when the loop closes, so a
-    SIGTERM during a long download would wait for the download (SageMaker kills at 30 s). A
-    daemon thread is simply abandoned when the process exits.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def target() -> None:
-        outcome: tuple[bool, Any]
-        try:
-            outcome = (True, fn(*args))
-        except BaseException as err:  # handed to the loop, which re-raises it in the awaiting task
-            outcome = (False, err)
-        with contextlib.suppress(RuntimeError):  # the loop closed first: nobody is waiting
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=target, name="stage", daemon=True).start()
-    return future
+# The supervisor polls every POLL_S and awaits the engine at most a few seconds (HEALTH_TIMEOUT_S per
+# call): this long without a poll, it is wedged (/live's engine check). A compile never counts: the
+# supervisor polls all through it.
+SUPERVISOR_STALL_S = 30.0
 
 
 class _Server(uvicorn.Server):
@@ -108,6 +80,23 @@ class Supervisor:
         self.stop_requested = asyncio.Event()
         self._stage_result: StageResult | None = None
         self._publishing: asyncio.Future[None] | None = None
+        self._beat = time.monotonic()  # the supervisor's last poll
+        self._health: asyncio.Task[None] | None = None
+
+    def verdict(self) -> str | None:
+        """/live's engine check: the supervisor polls, its health watcher runs, and an engine runs or is
+        due a restart. None while draining (the engines stop on purpose) and once FAILED (the state says)."""
+        phase = self.state.phase
+        if phase in (Phase.DRAINING, Phase.FAILED):
+            return None
+        quiet = time.monotonic() - self._beat
+        if quiet > SUPERVISOR_STALL_S:
+            return f"the engine supervisor has not polled for {quiet:.0f} s"
+        health = self._health
+        if health is not None and health.done():
+            why = "cancelled" if health.cancelled() else repr(health.exception())
+            return f"the engines' health watcher stopped ({why}): nothing would mark them READY or unhealthy"
+        return self.pool.stuck() if phase in (Phase.LOADING, Phase.READY) else None
 
     def request_stop(self) -> None:
         if not self.stop_requested.is_set():
@@ -159,6 +148,7 @@ class Supervisor:
         """Stage the model and artifacts; the exit code when the start ends here, else None."""
         staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
         while not staging.done():
+            self._beat = time.monotonic()
             if server_task.done():
                 return self._front_died(server_task)
             if self.stop_requested.is_set():
@@ -180,11 +170,12 @@ class Supervisor:
 
     async def _supervise(self, server_task: asyncio.Task[Any]) -> int:
         """Poll the engines, the front and the stop request until one ends the start; READY on the way."""
-        health = asyncio.create_task(engine_health.watch(self.pool))
+        health = self._health = asyncio.create_task(engine_health.watch(self.pool))
         started = time.monotonic()
         timeout = self.plan.serve.startup_timeout_s
         try:
             while True:
+                self._beat = time.monotonic()
                 if self.stop_requested.is_set():
                     return await self._drain()
                 fatal = self.pool.poll()
@@ -295,6 +286,9 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         pool.on_replaced = store.close_replica
         app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
     limits = listener.fit_to_files(listener.connection_limits(environ), listener.raise_file_limit())
+    watchdog = LoopWatchdog(VARS["NEURONSERVE_LIVE_LOOP_STALL_S"].read(environ))
+    state.loop_verdict = watchdog.verdict
+    state.stage_stall_s = VARS["NEURONSERVE_LIVE_STAGE_STALL_S"].read(environ)
     gate = Gate(
         ReplicaScope(app),
         state,
@@ -313,7 +307,9 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     config = listener.uvicorn_config(gate, opts, limits)
     server = _Server(config)
     supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
+    state.supervisor_verdict = supervisor.verdict
     loop = asyncio.get_running_loop()
+    watchdog.start(loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, supervisor.request_stop)
     server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
@@ -324,5 +320,6 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(server_task, timeout=5.0)
         await client.aclose()
+        watchdog.stop()
     log.info("exit %d", code)
     return code

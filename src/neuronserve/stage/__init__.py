@@ -17,10 +17,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from neuronserve.errors import ConfigError, StageError
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
+
+if TYPE_CHECKING:
+    from neuronserve.stage.manifest import Manifest
 
 ProgressCallback = Callable[[Progress], None]
 log = logging.getLogger("neuronserve.stage")
@@ -79,7 +83,8 @@ def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[st
     next start on this host (a persistent work dir) reuses it. Otherwise a no-op unless the
     artifacts are keyed or explicit, the stage was a miss and the cache is writable. Runs in the
     background of a serving endpoint, so failures are logged, never raised: a cache that cannot
-    be written must not take the model down.
+    be written must not take the model down (`neuronserve compile` calls `publish_compiled`, which
+    raises: there the push is the job).
     """
     spec = plan.artifacts
     if spec.mode == "local" and spec.owned and result.cache == "miss" and result.artifacts_dir:
@@ -87,25 +92,35 @@ def publish_artifacts(plan: LaunchPlan, result: StageResult, environ: Mapping[st
 
         mark_compiled(result.artifacts_dir)
         return
+    try:
+        published = publish_compiled(plan, result, environ)
+    except (StageError, ConfigError) as err:
+        events.emit("publish_failed")
+        log.warning("compile cache write-back failed (the server keeps running): %s", err)
+        return
+    if published is not None:
+        events.emit("publish_ok")
+
+
+def publish_compiled(plan: LaunchPlan, result: StageResult, environ: Mapping[str, str]) -> Manifest | None:
+    """Upload a miss's compiled artifacts under the plan's remote entry, the manifest last (the entry
+    exists only once complete, stage/upload.py); the manifest, or None when there is nothing to write
+    back (no remote cache, read-only, not a miss, or nothing compiled). Raises StageError."""
+    spec = plan.artifacts
     if spec.mode not in ("keyed", "explicit") or result.cache != "miss" or spec.read_only:
-        return
+        return None
     if not spec.remote_uri or not result.artifacts_dir:
-        return
+        return None
     from neuronserve.stage.atomic import list_files  # noqa: PLC0415
     from neuronserve.stage.context import StageContext  # noqa: PLC0415
     from neuronserve.stage.paths import parse_s3_uri  # noqa: PLC0415
     from neuronserve.stage.upload import mark_local, publish_dir  # noqa: PLC0415
 
-    try:
-        if not list_files(result.artifacts_dir):
-            log.info("nothing compiled into %s: no write-back to %s", result.artifacts_dir, spec.remote_uri)
-            return
-        ctx = StageContext.from_environ(environ)
-        remote = parse_s3_uri(spec.remote_uri)
-        manifest = publish_dir(ctx.client(), result.artifacts_dir, remote, ctx.transfer)
-        mark_local(result.artifacts_dir, manifest)
-    except (StageError, ConfigError) as err:
-        events.emit("publish_failed")
-        log.warning("compile cache write-back failed (the server keeps running): %s", err)
-        return
-    events.emit("publish_ok")
+    if not list_files(result.artifacts_dir):
+        log.info("nothing compiled into %s: no write-back to %s", result.artifacts_dir, spec.remote_uri)
+        return None
+    ctx = StageContext.from_environ(environ)
+    remote = parse_s3_uri(spec.remote_uri)
+    manifest = publish_dir(ctx.client(), result.artifacts_dir, remote, ctx.transfer)
+    mark_local(result.artifacts_dir, manifest)
+    return manifest

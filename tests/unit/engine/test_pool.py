@@ -217,3 +217,36 @@ def test_failed_restarts_count_against_the_limit(tmp_path: object) -> None:
         assert fatal is not None and "failed 3 times" in fatal.message and "restart failed" in fatal.message
     finally:
         pool.stop_all(grace_s=1)
+
+
+def test_stuck_says_why_no_engine_can_go_on(pool: ReplicaPool) -> None:
+    """/live's engine check: running or due a restart is progress; a replica WAITING for a dead
+    replica 0, or every engine dead, is not."""
+    pool.start_initial(compile_first=True)
+    assert pool.stuck() is None  # replica 0 compiles, replica 1 waits for it
+    _kill(pool.replicas[0])
+    why = pool.stuck()  # before the supervisor's poll even saw the death
+    assert why is not None and "no engine replica is running or due a restart" in why
+    assert "replica 1 WAITING" in why
+
+
+def test_stuck_is_none_while_a_dead_replica_is_due_a_restart(pool: ReplicaPool) -> None:
+    pool.start_initial(compile_first=False)
+    for r in pool.replicas:
+        pool.mark_ready(r)
+    pool.server_ready = True
+    _kill(pool.replicas[1])
+    assert pool.poll() is None and pool.replicas[1].phase == RPhase.RESTARTING
+    _kill(pool.replicas[0])
+    assert pool.stuck() is None  # replica 1 restarts after its backoff (or the poll ends the server)
+
+
+def test_one_engine_dead_is_stuck_at_once(tmp_path: object) -> None:
+    p = ReplicaPool(make_plan(1, str(tmp_path)), {"PATH": os.environ.get("PATH", "")}, clock=Clock())
+    try:
+        p.start_initial(compile_first=False)
+        assert p.stuck() is None
+        _kill(p.replicas[0])
+        assert p.stuck() == "the engine exited with code -9 and nothing restarts it"
+    finally:
+        p.stop_all(grace_s=1)

@@ -35,6 +35,7 @@ def client() -> TestClient:
         ("HEAD", "/invocations"),
         ("POST", "/info"),
         ("POST", "/metrics"),
+        ("POST", "/live"),
     ],
 )
 def test_wrong_method_on_a_front_route_is_405_in_the_one_shape(
@@ -79,3 +80,29 @@ def test_unknown_paths_are_404_in_the_one_shape_through_the_gate() -> None:
     r = TestClient(Gate(app, state, 4)).get("/no/such/route", headers={"X-Request-Id": "r-404"})
     assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
     assert r.headers["x-request-id"] == "r-404"
+
+
+def test_live_answers_get_and_head_with_its_checks(client: TestClient) -> None:
+    r = client.get("/live")
+    assert r.status_code == 200
+    assert r.json() == {
+        "live": True,
+        "phase": "LOADING",
+        "checks": {"loop": "ok", "stage": "ok", "engine": "ok"},
+    }
+    head = client.head("/live")
+    assert head.status_code == 200 and head.content == b""
+
+
+def test_live_is_503_naming_the_check_and_outside_the_gate() -> None:
+    """/live goes around the gate: no concurrency slot (0 free here), no phase refusal, no allowlist."""
+    state = ServerState()
+    state.supervisor_verdict = lambda: "the engine exited with code -9 and nothing restarts it"
+    state.move(Phase.LOADING)
+    app = create_app(state, ServeOptions(), make_client("http://127.0.0.1:9", 5.0, 8))
+    gate = Gate(app, state, 1)
+    gate.in_flight = 1  # every slot taken
+    r = TestClient(gate).get("/live")
+    assert r.status_code == 503
+    assert r.json()["failed"] == ["engine"]
+    assert r.json()["checks"]["engine"] == "the engine exited with code -9 and nothing restarts it"

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from neuronserve.front import genparams, lmi
-from neuronserve.front.app import openai_object, served_model_body
+from neuronserve.front.adapters import served_model_body
+from neuronserve.front.app import openai_object
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Dialect, Framing
 from neuronserve.front.errors import (
     EngineRefused,

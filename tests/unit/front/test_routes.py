@@ -34,6 +34,7 @@ INTENDED = {
     "/health",
     "/metrics",  # answered by the front: its own series, then the engine's
     "/ping",  # answered by the front from its state machine, never forwarded
+    "/live",  # liveness, answered by the front from its state machine, never forwarded
     "/invocations",  # answered by the front
     "/generate",  # TGI routes: the front translates them
 }
@@ -158,10 +159,11 @@ def test_custom_attribute_route_obeys_the_allowlist() -> None:
 
 def test_one_table_gives_the_allowlist_the_405_answers_and_the_ungated_paths() -> None:
     assert routes.ALLOWED == routes.FRONT_ROUTES | routes.TGI_ROUTES | routes.ENGINE_ROUTES
-    assert {"/ping", "/invocations", "/metrics"} == routes.FRONT_ROUTES
+    assert {"/ping", "/live", "/invocations", "/metrics"} == routes.FRONT_ROUTES
     assert {"/generate", "/generate_stream", "/", "/info", "/health"} == routes.TGI_ROUTES
     assert routes.ANSWERED == {
         "/ping": ("GET", "POST"),
+        "/live": ("GET",),
         "/metrics": ("GET",),
         "/invocations": ("POST",),
         "/generate": ("POST",),
@@ -170,6 +172,6 @@ def test_one_table_gives_the_allowlist_the_405_answers_and_the_ungated_paths() -
         "/info": ("GET",),
         "/health": ("GET",),
     }
-    assert {"/ping", "/metrics"} == routes.UNGATED
+    assert {"/ping", "/live", "/metrics"} == routes.UNGATED
     assert {"/generate", "/generate_stream", "/"} == routes.GENERATE_ROUTES
     assert len({r.path for r in routes.TABLE}) == len(routes.TABLE)  # each path declared once

@@ -86,3 +86,72 @@ def test_engine_death_is_seen_at_once() -> None:
     alive[0] = False
     assert not s.ready()
     assert s.ping_body()["phase"] == "FAILED"
+
+
+def _progress(what: str, done: int) -> Progress:
+    return Progress(what, done_bytes=done, total_bytes=1000, rate_bps=1.0, eta_s=None)
+
+
+def test_live_in_every_phase_that_makes_progress() -> None:
+    s = ServerState()
+    for phase in (Phase.LOADING, Phase.READY, Phase.DRAINING):
+        live, body = s.live()
+        assert live and "failed" not in body, body
+        assert body["checks"] == {"loop": "ok", "stage": "ok", "engine": "ok"}
+        s.move(phase)
+    assert s.live() == (True, {"live": True, "phase": "DRAINING", "checks": body["checks"]})
+
+
+def test_staging_that_stops_advancing_is_not_live_and_comes_back_when_it_moves() -> None:
+    clock = Clock()
+    s = ServerState(clock=clock)
+    s.stage_stall_s = 60.0
+    s.set_progress(_progress("model s3://b/m/", 10))
+    clock.t += 59.0
+    s.set_progress(_progress("model s3://b/m/", 10))  # the ticker reports the same bytes: no advance
+    assert s.live()[0]
+    clock.t += 2.0
+    live, body = s.live()
+    assert not live and body["failed"] == ["stage"]
+    assert body["checks"]["stage"] == (
+        "staging has not advanced for 61 s (NEURONSERVE_LIVE_STAGE_STALL_S=60); "
+        "last: model s3://b/m/ at 10 bytes"
+    )
+    s.set_progress(_progress("model s3://b/m/", 11))  # one more byte: it moves
+    assert s.live()[0]
+    clock.t += 61.0
+    s.set_progress(_progress("artifacts s3://b/c/", 11))  # the next step, same count: it moves
+    assert s.live()[0]
+
+
+def test_stage_stall_counts_from_the_phase_start_and_0_is_never() -> None:
+    clock = Clock()
+    s = ServerState(clock=clock)
+    clock.t += 10_000.0
+    assert s.live()[0]  # the bound is off by default (serve sets it from its row)
+    s.stage_stall_s = 600.0
+    assert s.live()[1]["checks"]["stage"].startswith("staging has not advanced for 10000 s")
+    s.move(Phase.LOADING)  # compiling is never a staging stall, however long it is quiet
+    clock.t += 10_000.0
+    assert s.live()[0]
+
+
+def test_hooks_and_failed_phase_name_the_check() -> None:
+    s = ServerState()
+    s.loop_verdict = lambda: "the event loop has not run for 12.0 s"
+    live, body = s.live()
+    assert not live and body["failed"] == ["loop"] and body["checks"]["loop"].startswith("the event loop")
+    s.loop_verdict = lambda: None
+    s.move(Phase.FAILED, "staging failed: no such bucket")
+    live, body = s.live()
+    assert not live and body["failed"] == ["stage"] and body["phase"] == "FAILED"
+    assert body["checks"]["stage"] == "the server failed and is exiting: staging failed: no such bucket"
+
+    s = ServerState()
+    s.move(Phase.LOADING)
+    s.supervisor_verdict = lambda: "the engine exited with code -9 and nothing restarts it"
+    assert s.live()[1]["failed"] == ["engine"]
+    s.move(Phase.FAILED, "the engine exited with code -9")
+    live, body = s.live()
+    assert not live and body["failed"] == ["engine"]
+    assert body["checks"]["engine"] == "the server failed and is exiting: the engine exited with code -9"

@@ -5,7 +5,8 @@ instead of vLLM (the plan's argv is `python -m vllm.entrypoints.openai.api_serve
 vllm-neuron plugin, it loads the artifacts in NEURON_COMPILED_ARTIFACTS when the directory holds a
 compiled model and otherwise compiles into it. Each start and its outcome are appended as JSON lines
 to $STANDIN_EVENTS, with the time and whether the completion marker was present, so a test can check
-the order of events across replicas.
+the order of events across replicas. With $STANDIN_FAIL_COMPILES=N the first N compiles (counted in
+the events) fail as a compiler error does: a graph half written, an error on stdout, exit 70.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def event(**fields: object) -> None:
         f.write(json.dumps(fields) + "\n")
 
 
+def failed_so_far() -> int:
+    path = Path(os.environ["STANDIN_EVENTS"])
+    lines = path.read_text().splitlines() if path.exists() else []
+    return sum(1 for line in lines if json.loads(line)["event"] == "compile_failed")
+
+
 class Handler(BaseHTTPRequestHandler):
     def _json(self, body: object) -> None:
         data = json.dumps(body).encode()
@@ -50,7 +57,13 @@ class Handler(BaseHTTPRequestHandler):
         if b"standin-hold" in body:  # a request that keeps its slot a while (STANDIN_HOLD_S)
             time.sleep(float(os.environ.get("STANDIN_HOLD_S", "3")))
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-        self._json({"object": "text_completion", "choices": [{"index": 0, "text": "x"}], "usage": usage})
+        try:
+            model = json.loads(body).get("model")
+        except (ValueError, AttributeError):
+            model = None
+        text = str(model) if b"standin-echo-model" in body else "x"  # which model (or adapter) was asked
+        answer = {"object": "text_completion", "model": model, "choices": [{"index": 0, "text": text}]}
+        self._json({**answer, "usage": usage})
 
     def log_message(self, *args: object) -> None:
         return None
@@ -75,6 +88,11 @@ def main() -> None:
     )
     if (art / "model.neff").exists():
         event(event="loaded", port=args.port)
+    elif failed_so_far() < int(os.environ.get("STANDIN_FAIL_COMPILES", "0")):
+        (art / "graph0.neff").write_bytes(b"half")
+        event(event="compile_failed", port=args.port)
+        print(f"stand-in compiler: ERROR: graph0 failed to compile (failure {failed_so_far()})", flush=True)
+        sys.exit(70)
     else:
         for i in range(GRAPHS):  # slowly, like a compile: a half-written directory for a while
             (art / f"graph{i}.neff").write_bytes(os.urandom(1024))
