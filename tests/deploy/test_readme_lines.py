@@ -9,6 +9,7 @@ with the mounted model plans on the Neuron device without error.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -75,7 +76,12 @@ def test_the_docs_have_the_lines() -> None:
 
 @pytest.mark.parametrize("argv", [a for _, a in RENDER], ids=[i for i, _ in RENDER])
 def test_render_line_gives_a_valid_request(argv: list[str]) -> None:
-    result = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    # The user's region, as the AWS CLI would find it (the docs' lines name none: the renderer takes it
+    # from AWS_REGION, AWS_DEFAULT_REGION or the profile).
+    env = {**os.environ, "AWS_REGION": "us-east-1"}
+    result = subprocess.run(
+        [sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60, env=env
+    )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     what = argv[argv.index("--what") + 1] if "--what" in argv else "task"
