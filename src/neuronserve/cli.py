@@ -1,6 +1,6 @@
 """Command line entry point: reads the process environment ONCE and hands a mapping to each command.
 
-Subcommands live in their own modules (`commands/plan`, `serve`, `stage`, `cache`) and are
+Subcommands live in their own modules (`commands/plan`, `serve`, `stage`, `cache`, `deploy`) and are
 imported lazily, so `neuronserve plan` never imports the server or S3 stacks and answers fast.
 """
 
@@ -20,6 +20,7 @@ _COMMANDS = {
     "serve": "neuronserve.commands.serve",
     "stage": "neuronserve.commands.stage",
     "cache": "neuronserve.commands.cache",
+    "deploy": "neuronserve.commands.deploy",
 }
 
 

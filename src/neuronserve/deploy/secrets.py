@@ -88,7 +88,7 @@ _EXAMPLE = "HF_TOKEN=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME"
 
 def refuse_clear_secrets(
     env: Mapping[str, str],
-    references: Mapping[str, str],
+    references: Mapping[str, object],
     where: str = "the task definition's environment",
     how: str = "--secret {name}=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME",
 ) -> None:

@@ -42,7 +42,6 @@ def validate(spec: DeploySpec) -> Checked:
         _check_model_data,
         _check_timeouts,
         _check_volume,
-        _check_model_named,
         _check_fleet,
         _check_isolation,
         _check_tags,
@@ -111,16 +110,6 @@ def _check_volume(spec: DeploySpec) -> None:
             )
     elif spec.volume is not None and not 1 <= spec.volume <= 512:
         raise ConfigError(f"--volume-size {spec.volume}: SageMaker accepts 1 to 512 GB")
-
-
-def _check_model_named(spec: DeploySpec) -> None:
-    """A model: model data, or a model named in the environment."""
-    if spec.model_data_s3 is None and not (
-        VARS["SM_VLLM_MODEL"].read(spec.env) or VARS["HF_MODEL_ID"].read(spec.env)
-    ):
-        raise ConfigError(
-            "no model: pass --model-data s3://bucket/prefix/ or set SM_VLLM_MODEL / HF_MODEL_ID"
-        )
 
 
 def _check_fleet(spec: DeploySpec) -> None:
