@@ -9,13 +9,15 @@ devices and hands the container their cores in NEURON_RT_VISIBLE_CORES
 
 The unit is the core the runtime sees. On Inf2 and Trn1 that is a physical NeuronCore (two per
 device: a trn1.32xlarge node advertises 32 neuroncore and 16 neuron, the device plugin page's
-example). On Trn2 the node's Logical NeuronCore configuration groups physical cores (LNC 2 by default,
-set per node in the launch template's /opt/aws/neuron/logical_nc_config: EKS prerequisites,
-https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-prerequisite.html), and
-the runtime, NEURON_RT_VISIBLE_CORES and `tensor_parallel_size` all count logical cores
-(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/logical-neuroncore-config.html),
-so the plan's TP x DP logical cores are what a pod asks for, and a Trn2 device holds 8 / LNC of them.
-The node's LNC must then equal the plan's (NEURON_LOGICAL_NC_CONFIG, default 2): said on stderr.
+example). On Trn2 the Logical NeuronCore configuration groups physical cores; with the device plugin it
+is a node setting (LNC 2 unless the launch template writes /opt/aws/neuron/logical_nc_config: EKS
+prerequisites, https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-prerequisite.html).
+The plugin's pages do not spell out the unit of `neuroncore` there; it hands the container its cores in
+NEURON_RT_VISIBLE_CORES, which the runtime reads as logical cores, the unit `tensor_parallel_size`
+counts too (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/logical-neuroncore-config.html),
+so a pod asks for the plan's TP x DP logical cores, and a Trn2 device holds 8 / LNC of them. The node's
+LNC must equal the plan's (NEURON_LOGICAL_NC_CONFIG, default 2): said on stderr. Whole devices
+(`--neuron-resource device`) do not depend on that reading.
 
 On trn1.32xlarge and trn1n.32xlarge (a 2D torus) the scheduler extension places only 1, 4, 8 or 16
 devices per container; another count never schedules, so it is refused here.
