@@ -1,7 +1,7 @@
 """Command line entry point: reads the process environment ONCE and hands a mapping to each command.
 
-Subcommands live in their own modules (`commands/plan`, `serve`, `stage`, `cache`, `compile`) and are
-imported lazily, so `neuronserve plan` never imports the server or S3 stacks and answers fast.
+Subcommands live in their own modules (`commands/plan`, `serve`, `stage`, `cache`, `compile`, `deploy`)
+and are imported lazily, so `neuronserve plan` never imports the server or S3 stacks and answers fast.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _COMMANDS = {
     "stage": "neuronserve.commands.stage",
     "cache": "neuronserve.commands.cache",
     "compile": "neuronserve.commands.compile",
+    "deploy": "neuronserve.commands.deploy",
 }
 
 

@@ -12,7 +12,7 @@ FULL = DeploySpec(
     image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:x",
     role_arn="arn:aws:iam::123456789012:role/sm",
     instance_type="ml.inf2.48xlarge",
-    env={"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"},
+    env={"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_MAX_MODEL_LEN": "2048"},
     model_data_s3="s3://bucket/model/",
     instance_count=2,
     tags={"team": "ml"},
@@ -33,7 +33,7 @@ def spec(**kw: object) -> DeploySpec:
         "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:neuron",
         "role_arn": "arn:aws:iam::123456789012:role/sm",
         "instance_type": "ml.inf2.xlarge",
-        "env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"},
+        "env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "SM_VLLM_MAX_MODEL_LEN": "2048"},
         "model_data_s3": "s3://bucket/models/tiny/",
     }
     base.update(kw)

@@ -99,7 +99,6 @@ def test_full_flow(aws: str, moto_server: RecordingMotoServer, capsys: pytest.Ca
         "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[256,512,1024,2048]",
         "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[256,512,1024,2048]",
         "SM_NEURON_SAVE_SHARDED_CHECKPOINT": "true",
-        "NEURONSERVE_CACHE_URI": "s3://my-bucket/neuronserve-cache/",
     }
 
     config = sm.describe_endpoint_config(EndpointConfigName="ns-tiny-config")
@@ -169,10 +168,10 @@ def test_deploy_refuses_tp_over_the_instance_before_any_call(
         "--role", ROLE,
         "--instance-type", "ml.inf2.48xlarge",
         "--model-data", "s3://models/llama/",
-        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=32",
+        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=32", "--env", "SM_VLLM_MAX_MODEL_LEN=2048",
     )  # fmt: skip
     assert code == 2
-    assert "exceeds the 24 NeuronCores" in capsys.readouterr().err
+    assert "exceeds the 24 visible NeuronCores" in capsys.readouterr().err
     assert boto3.client("sagemaker", region_name="us-east-1").list_models()["Models"] == []
 
 
@@ -197,11 +196,12 @@ def test_token_by_secret_arn_end_to_end(aws: str, capsys: pytest.CaptureFixture[
     code = run(
         "deploy", "--name", "ns-secret", "--image", IMAGE, "--role", ROLE,
         "--instance-type", "ml.inf2.xlarge", "--model-data", "s3://models/tinyllama/",
-        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", "--hf-token-secret-arn", arn,
+        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", "--env", "SM_VLLM_MAX_MODEL_LEN=2048",
+        "--hf-token-secret-arn", arn,
     )  # fmt: skip
     streams = capsys.readouterr()
     assert code == 0, streams.err
-    assert token not in streams.out + streams.err and "warning" not in streams.err
+    assert token not in streams.out + streams.err and "plain text" not in streams.err
     sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=aws)
     env = sm.describe_model(ModelName="ns-secret-model")["PrimaryContainer"]["Environment"]
     assert env["HF_TOKEN_SECRET_ARN"] == arn and "HF_TOKEN" not in env

@@ -9,6 +9,7 @@ with the mounted model plans on the Neuron device without error.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -28,6 +29,7 @@ VARIABLES = {
     "$ECR": "123456789012.dkr.ecr.us-east-1.amazonaws.com",
     "$PWD": "/work",
     "$TARGET_GROUP_ARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/neuronserve/0123",
+    "$BUCKET": "acme-ml-artifacts",
 }
 # What each `--what` renders, and the API operation that takes it.
 OPERATIONS = {
@@ -66,16 +68,38 @@ def command_lines(prefix: str) -> list[tuple[str, list[str]]]:
 
 
 RENDER = command_lines("python ecs/render.py")
+K8S = command_lines("neuronserve deploy k8s")
 DOCKER = [c for c in command_lines("docker run") if "--device=/dev/neuron0" in c[1]]
 
 
 def test_the_docs_have_the_lines() -> None:
-    assert len(RENDER) >= 2 and len(DOCKER) >= 2, (RENDER, DOCKER)
+    assert len(RENDER) >= 2 and len(DOCKER) >= 2 and K8S, (RENDER, DOCKER, K8S)
+
+
+@pytest.mark.parametrize("argv", [a for _, a in K8S], ids=[i for i, _ in K8S])
+def test_deploy_k8s_line_renders(argv: list[str], tmp_path: Path) -> None:
+    """The EKS walk-through's render line, as written (its --output into a fresh directory): it renders
+    the compile part and the server with the autoscaler it names."""
+    out = tmp_path / "out"
+    argv = [*argv[:-1], str(out)] if argv[-2] == "--output" else argv
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert (out / "compile" / "job.yaml").is_file() and (out / "kustomization.yaml").is_file()
+    autoscaler = argv[argv.index("--autoscaler") + 1] if "--autoscaler" in argv else "none"
+    assert (out / "scaledobject.yaml").is_file() is (autoscaler == "keda")
 
 
 @pytest.mark.parametrize("argv", [a for _, a in RENDER], ids=[i for i, _ in RENDER])
 def test_render_line_gives_a_valid_request(argv: list[str]) -> None:
-    result = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    # The user's region, as the AWS CLI would find it (the docs' lines name none: the renderer takes it
+    # from AWS_REGION, AWS_DEFAULT_REGION or the profile).
+    env = {**os.environ, "AWS_REGION": "us-east-1"}
+    result = subprocess.run(
+        [sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=60, env=env
+    )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     what = argv[argv.index("--what") + 1] if "--what" in argv else "task"

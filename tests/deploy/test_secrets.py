@@ -6,6 +6,7 @@ checked against botocore's service models."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +33,14 @@ VALUES = (TOKEN, API_KEY, AWS_SECRET, "hunter2hunter2")
 
 
 def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AWS_REGION": "us-east-1"}  # the ECS log group's region
     return subprocess.run(
-        [sys.executable, str(ROOT / script), *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, str(ROOT / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=env,
     )
 
 
@@ -41,7 +48,8 @@ def sagemaker(action: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return run(
         f"sagemaker/{action}.py", "--dry-run", "--name", "ns", "--image", "IMAGE",
         "--role", "arn:aws:iam::123456789012:role/sm", "--instance-type", "ml.inf2.xlarge",
-        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", "--env", "HF_MODEL_ID=org/model", *extra,
+        "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", "--env", "HF_MODEL_ID=org/model",
+        "--env", "SM_VLLM_MAX_MODEL_LEN=2048", *extra,
     )  # fmt: skip
 
 
@@ -60,7 +68,7 @@ def test_dry_runs_mask_every_secret_value(action: str) -> None:
         assert env["HF_TOKEN"] == env["SM_VLLM_API_KEY"] == env["AWS_SECRET_ACCESS_KEY"] == "***"
         assert env["DB_PASSWORD_FILE"] == "***"
         assert env["HF_MODEL_ID"] == "org/model"  # settings stay readable
-    warning = next(line for line in result.stderr.splitlines() if "warning" in line)
+    warning = next(line for line in result.stderr.splitlines() if ": warning:" in line)
     assert "HF_TOKEN" in warning and "plain text" in warning and "--hf-token-secret-arn" in warning
 
 
@@ -78,7 +86,7 @@ def test_the_token_arn_goes_to_the_environment_and_no_token_does() -> None:
     model = json.loads(result.stdout)["model"]
     env = model["PrimaryContainer"]["Environment"]
     assert env["HF_TOKEN_SECRET_ARN"] == SM_ARN  # a reference, shown as is
-    assert "HF_TOKEN" not in env and "warning" not in result.stderr
+    assert "HF_TOKEN" not in env and "plain text" not in result.stderr
     check("sagemaker", "CreateModel", model)
 
 
@@ -147,7 +155,9 @@ def test_ecs_secret_flag_takes_only_arns(secret: str, needle: str) -> None:
 
 def test_ecs_name_both_in_env_and_secret_is_refused() -> None:
     with pytest.raises(ConfigError, match="both as --env and as --secret"):
-        task_definition("img", "inf2.xlarge", {"HF_TOKEN": ""}, secrets={"HF_TOKEN": SM_ARN})
+        task_definition(
+            "img", "inf2.xlarge", {"HF_TOKEN": ""}, secrets={"HF_TOKEN": SM_ARN}, region="us-east-1"
+        )
 
 
 def test_masking_is_one_rule_for_both_shapes() -> None:

@@ -15,18 +15,21 @@ import sys
 import pytest
 from static_support import ROOT
 
-from neuronserve.deploy.instances import NEURON_CORES
+from neuronserve.plan.fit.instances import INSTANCES
 
 pytestmark = pytest.mark.static
 
+NEURON_CORES = [f"ml.{name}" for name in INSTANCES]  # every Neuron type, in SageMaker's spelling
+
 
 def dry_run(instance: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    length = [] if "--env-file" in extra else ["--env", "SM_VLLM_MAX_MODEL_LEN=2048"]
     return subprocess.run(
         [
             sys.executable, str(ROOT / "sagemaker" / "deploy.py"), "--dry-run",
             "--name", "ns", "--image", "IMAGE", "--role", "arn:aws:iam::123456789012:role/sm",
             "--instance-type", instance, "--model-data", "s3://bucket/model/",
-            "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", *extra,
+            "--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=2", *length, *extra,
         ],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip

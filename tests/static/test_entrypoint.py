@@ -37,6 +37,9 @@ def run_serve(recorder: Path, *args: str) -> tuple[list[str], int]:
         (("serve", "--", "--enforce-eager"), ["-m", "neuronserve", "serve", "--", "--enforce-eager"]),
         (("plan", "--json"), ["-m", "neuronserve", "plan", "--json"]),
         (("serve", "plan", "--json"), ["-m", "neuronserve", "plan", "--json"]),
+        # the args of the EKS manifests' containers (deploy/k8s/pod.py): the stage initContainer, the Job
+        (("stage",), ["-m", "neuronserve", "stage"]),
+        (("compile",), ["-m", "neuronserve", "compile"]),
         (("--version",), ["-m", "neuronserve", "--version"]),
         (("--port", "9000"), ["-m", "neuronserve", "serve", "--port", "9000"]),
         (("arg with space",), ["-m", "neuronserve", "serve", "arg with space"]),

@@ -1,7 +1,8 @@
 """`neuronserve stage`: stage the model and compiled artifacts, print where they are, exit.
 
-For pre-warming a volume and for ECS init containers: the serving container then finds complete
-copies (manifests present) and starts without a download. Top-level imports stay light (stdlib only).
+For pre-warming a volume and for ECS and EKS init containers: the serving container then finds complete
+copies (manifests present) and starts without a download. HF_TOKEN_SECRET_ARN is resolved as `serve`
+resolves it (host/secrets.py). Top-level imports stay light (stdlib only).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def add_arguments(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    from neuronserve.host.secrets import with_secrets  # noqa: PLC0415
     from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
     from neuronserve.stage import stage_all  # noqa: PLC0415
 
@@ -31,6 +33,9 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
         )
+    # HF_TOKEN from HF_TOKEN_SECRET_ARN, as `serve` reads it: a stage initContainer fetches a gated hub
+    # model before the server starts (deploy/k8s/pod.py), with the same settings.
+    environ = with_secrets(environ)
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     from neuronserve.stage.cache import CacheMissError  # noqa: PLC0415
 

@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuronserve.errors import ConfigError, NeuronServeError
 
 
 def _session(args: argparse.Namespace) -> Any:
+    """A boto3 session in the region the AWS CLI would use (deploy/region.py): never a silent default."""
     import boto3
 
-    return boto3.Session(profile_name=args.profile, region_name=args.region)
+    from neuronserve.deploy.region import require_region
+
+    region = require_region(args.region, args.environ, args.profile)
+    return boto3.Session(profile_name=args.profile, region_name=region)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--region", help="AWS region (default: the profile's)")
+    parser.add_argument(
+        "--region",
+        help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's, as the AWS CLI)",
+    )
     parser.add_argument("--profile", help="AWS profile name")
 
 
@@ -77,29 +85,34 @@ def _clear_secret_warning(action: str, spec: Any) -> None:
         )
 
 
-def _driver_note() -> None:
-    from neuronserve.deploy.spec import IMAGE_RUNTIME_DRIVER, NEURON_AMI, NEURON_AMI_DRIVER
+def _checked(action: str, spec: Any) -> Any:
+    """The spec's checks and the container's plan (deploy/speccheck.py); its warnings and the driver
+    note on stderr, as every deploy path prints them."""
+    from neuronserve.deploy.driver import note
+    from neuronserve.deploy.speccheck import validate
 
-    print(
-        f"deploy: note: {NEURON_AMI} has Neuron driver {NEURON_AMI_DRIVER}; the image's runtime was released "
-        f"with driver {IMAGE_RUNTIME_DRIVER} (docs/DEPLOY.md, 'Neuron driver')",
-        file=sys.stderr,
-    )
+    checked = validate(spec)
+    for warning in checked.warnings:
+        print(f"{action}: plan warning: {warning}", file=sys.stderr)
+    _clear_secret_warning(action, spec)
+    print(f"{action}: {note('sagemaker')}", file=sys.stderr)
+    return checked
 
 
 def _deploy(args: argparse.Namespace) -> int:
     from neuronserve.deploy.endpoint import deploy
     from neuronserve.deploy.secrets import masked_json
-    from neuronserve.deploy.spec import config_request, model_request, validate
+    from neuronserve.deploy.spec import config_request, model_request
+    from neuronserve.deploy.validate import cores_used, tensor_parallel
 
     spec = _spec(args)
-    tp = validate(spec)
-    _clear_secret_warning("deploy", spec)
+    checked = _checked("deploy", spec)
+    tp, cores = tensor_parallel(checked.plan), cores_used(checked.plan)
     print(
-        f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp})",
+        f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp}, "
+        f"{cores} of {checked.visible_cores} NeuronCores)",
         file=sys.stderr,
     )
-    _driver_note()
     if args.dry_run:
         print(masked_json({"model": model_request(spec), "config": config_request(spec)}, spec.env))
         return 0
@@ -112,11 +125,9 @@ def _deploy(args: argparse.Namespace) -> int:
 def _update(args: argparse.Namespace) -> int:
     from neuronserve.deploy.rollout import Rollout, update, update_request
     from neuronserve.deploy.secrets import masked_json
-    from neuronserve.deploy.spec import validate
 
     spec = _spec(args)
-    validate(spec)
-    _clear_secret_warning("update", spec)
+    _checked("update", spec)
     rollout = Rollout(
         traffic=args.traffic,
         canary_percent=args.canary_percent,
@@ -150,11 +161,11 @@ def _invoke(args: argparse.Namespace) -> int:
         json.loads(args.body) if args.body else {"inputs": args.prompt, "parameters": {"max_new_tokens": 64}}
     )
     session = _session(args)
-    client = runtime_client(session, args.region)
+    client = runtime_client(session, session.region_name)
     if args.async_input:
         from neuronserve.deploy.asyncinvoke import result, submit
 
-        s3 = session.client("s3", region_name=args.region)
+        s3 = session.client("s3", region_name=session.region_name)
         locations = submit(client, s3, args.name, body, args.async_input, timeout_s=args.timeout)
         print(json.dumps(locations), file=sys.stderr)
         print(
@@ -196,7 +207,7 @@ def _autoscale(args: argparse.Namespace) -> int:
 def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", required=True, help="ECR image URI of neuronserve")
     parser.add_argument("--role", required=True, help="SageMaker execution role ARN")
-    parser.add_argument("--instance-type", required=True, help="e.g. ml.inf2.xlarge")
+    parser.add_argument("--instance-type", required=True, help="e.g. ml.inf2.xlarge (or inf2.xlarge)")
     parser.add_argument("--model-data", help="s3://bucket/prefix/ (uncompressed, ends with '/')")
     parser.add_argument("--env-file", help="KEY=VALUE file (samples in sagemaker/envs/)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="over the file")
@@ -233,7 +244,7 @@ def build_parser(action: str) -> argparse.ArgumentParser:
         _spec_flags(parser)
     if action == "update":
         parser.add_argument("--traffic", default="all-at-once", choices=["all-at-once", "canary"])
-        parser.add_argument("--canary-percent", type=int, default=25, help="% of the new fleet first")
+        parser.add_argument("--canary-percent", type=int, default=25, help="%% of the new fleet first")
         parser.add_argument("--wait-interval", type=int, default=600, help="baking period, s (0-3600)")
         parser.add_argument("--termination-wait", type=int, default=600, help="old fleet kept, s (0-3600)")
         parser.add_argument(
@@ -268,8 +279,10 @@ _ACTIONS = {
 }
 
 
-def main(action: str, argv: Sequence[str] | None = None) -> int:
+def main(action: str, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run one action; `environ` (default: the process environment, read once here) gives the region."""
     args = build_parser(action).parse_args(argv)
+    args.environ = dict(os.environ if environ is None else environ)
     try:
         return _ACTIONS[action](args)
     except NeuronServeError as err:

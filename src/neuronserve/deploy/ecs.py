@@ -4,10 +4,11 @@ The container needs every /dev/neuronN of the instance (one per chip) mapped, IP
 runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and the same health
 check SageMaker uses (/ping), with a start period long enough for a first compile.
 
-The environment is run through the real launch plan first (`plan_check`): a task definition the
-container would refuse at start ("no model configured", TP over the cores, a bad flag) is refused
-here instead, before anything is registered. Shapes: botocore ecs/2014-11-13/service-2.json
-(`RegisterTaskDefinitionRequest`, `CreateServiceRequest`) and elbv2/2015-12-01 (`CreateTargetGroupInput`).
+The environment is run through the container's own launch plan first (deploy/validate.py, the check
+SageMaker and EKS make too): a task definition the container would refuse at start ("no model configured",
+TP over the cores, a bad flag) is refused here instead, before anything is registered. Shapes: botocore
+ecs/2014-11-13/service-2.json (`RegisterTaskDefinitionRequest`, `CreateServiceRequest`) and
+elbv2/2015-12-01 (`CreateTargetGroupInput`).
 
 IAM: `executionRoleArn` is the role the ECS agent uses to pull from ECR and write the awslogs stream;
 `taskRoleArn` is the role the container's own calls use (the S3 model and NEURONSERVE_CACHE_URI).
@@ -25,19 +26,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.deploy.secrets import refuse_clear_secrets
+from neuronserve.deploy.validate import ECS, instance_name
 from neuronserve.errors import ConfigError
+from neuronserve.plan.fit import instances
 
-CHIPS = {
-    "inf2.xlarge": 1,
-    "inf2.8xlarge": 1,
-    "inf2.24xlarge": 6,
-    "inf2.48xlarge": 12,
-    "trn1.2xlarge": 1,
-    "trn1.32xlarge": 16,
-    "trn1n.32xlarge": 16,
-    "trn2.48xlarge": 16,
-}
-# Memory left to the host agent and OS, by instance (MiB of the instance's total).
+# Memory left to the host agent and OS, by instance (MiB of the instance's total: the Neuron documentation's
+# instance pages, e.g. general/arch/neuron-hardware/inf2-arch.rst, "Host Memory (GiB)").
 MEMORY_MIB = {
     "inf2.xlarge": 14336,
     "inf2.8xlarge": 118784,
@@ -46,43 +40,15 @@ MEMORY_MIB = {
     "trn1.2xlarge": 28672,
     "trn1.32xlarge": 475136,
     "trn1n.32xlarge": 475136,
+    "trn2.3xlarge": 118784,
     "trn2.48xlarge": 1900544,
+    "trn2u.48xlarge": 1900544,
 }
 
 
-# Where the container instance's /opt/ml/model would be: ECS mounts nothing there, so the plan must
-# not read this machine's /opt/ml/model either.
-_NO_MODEL_DIR = "/nonexistent/neuronserve-render/opt-ml-model"
-
-
-def check_instance(instance_type: str) -> None:
-    if instance_type not in CHIPS:
-        raise ConfigError(f"--instance-type {instance_type}: expected one of {', '.join(sorted(CHIPS))}")
-
-
-def plan_check(env: Mapping[str, str], instance_type: str) -> list[str]:
-    """Run the launch plan the container will run (device neuron, every core of the instance visible)
-    on this environment; returns its warnings, raises its ConfigError with the fix it names."""
-    from neuronserve.launchplan import resolve_plan
-    from neuronserve.plan.fit import instances
-
-    check_instance(instance_type)
-    cores = instances.neuron_cores(instance_type)  # logical cores: what the plugin sees
-    environ = {
-        **env,
-        "NEURONSERVE_DEVICE": "neuron",
-        "NEURON_RT_VISIBLE_CORES": f"0-{cores - 1}",
-        "SM_MODEL_DIR": _NO_MODEL_DIR,
-    }
-    environ.setdefault("NEURONSERVE_INSTANCE_TYPE", instance_type)  # the plan's HBM fit check
-    try:
-        plan = resolve_plan(environ, device="neuron")
-    except ConfigError as err:
-        message = str(err).replace(_NO_MODEL_DIR, "/opt/ml/model (this task mounts no model there)")
-        raise ConfigError(
-            f"the container would refuse this environment on {instance_type}: {message}", err.variables
-        ) from None
-    return list(plan.warnings)
+def chips(instance_type: str) -> int:
+    """Neuron devices (/dev/neuronN) of an instance type, from the one instance table."""
+    return instances.INSTANCES[instances.normalize(instance_type)][1]
 
 
 def task_definition(
@@ -93,7 +59,7 @@ def task_definition(
     family: str = "neuronserve",
     cache_volume: str = "/var/lib/neuronserve",
     log_group: str = "/ecs/neuronserve",
-    region: str = "us-east-1",
+    region: str,
     execution_role_arn: str | None = None,
     task_role_arn: str | None = None,
     create_log_group: bool = False,
@@ -102,12 +68,12 @@ def task_definition(
     """RegisterTaskDefinition's input. `secrets` maps variable names to Secrets Manager / SSM parameter
     ARNs: the ECS agent resolves them at task start (`secrets[].valueFrom`, with the execution role), so
     no secret value is stored in the task definition; a secret value in `env` is refused."""
-    check_instance(instance_type)
+    instance_type = instance_name(instance_type, ECS)
     secrets = dict(secrets or {})
-    refuse_clear_secrets(env, secrets)
+    refuse_clear_secrets(env, secrets, "the task definition's environment")
     devices = [
         {"hostPath": f"/dev/neuron{i}", "containerPath": f"/dev/neuron{i}", "permissions": ["read", "write"]}
-        for i in range(CHIPS[instance_type])
+        for i in range(chips(instance_type))
     ]
     environment = [
         {"name": k, "value": v} for k, v in sorted({**env, "NEURONSERVE_DEVICE": "neuron"}.items())

@@ -14,26 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from neuronserve.deploy.errors import DeployError
-from neuronserve.deploy.spec import (
-    NEURON_AMI,
-    DeploySpec,
-    config_request,
-    container_request,
-    model_request,
-    validate,
-    variant_request,
-)
-
-__all__ = [
-    "NEURON_AMI",
-    "DeploySpec",
-    "container_request",
-    "delete",
-    "deploy",
-    "describe",
-    "validate",
-    "variant_request",
-]
+from neuronserve.deploy.spec import DeploySpec, config_request, model_request
+from neuronserve.deploy.speccheck import validate
 
 POLL_S = 15.0
 # Creating a Neuron endpoint: instance start, download (<= 3600 s) and health check (<= 3600 s).

@@ -24,7 +24,8 @@ from neuronserve.deploy.endpoint import (
     wait_in_service,
 )
 from neuronserve.deploy.errors import DeployError
-from neuronserve.deploy.spec import DeploySpec, revision_of, validate
+from neuronserve.deploy.spec import DeploySpec, revision_of
+from neuronserve.deploy.speccheck import validate
 from neuronserve.errors import ConfigError
 
 

@@ -4,8 +4,9 @@ print, and the references (ARNs) that replace them.
 One rule decides what is secret: `redact.is_secret_name` (HF_TOKEN, *_TOKEN, *_KEY, *_SECRET*,
 *PASSWORD*, AWS keys), the same rule the container's plan output and logs use. `masked_json` applies
 it to any request document a tool prints (`sagemaker/deploy.py --dry-run`, `update.py --dry-run`,
-`ecs/render.py`): SageMaker's `Environment` map and ECS's `environment` list get `***` for each secret
-value, and then every secret value is scrubbed from the whole text, wherever else it might appear.
+`ecs/render.py`, `neuronserve deploy k8s`): SageMaker's `Environment` map and ECS's `environment` list
+get `***` for each secret value, and then every secret value is scrubbed from the whole text, wherever
+else it might appear.
 """
 
 from __future__ import annotations
@@ -85,9 +86,15 @@ def parse_secret_refs(items: Iterable[str]) -> dict[str, str]:
 _EXAMPLE = "HF_TOKEN=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME"
 
 
-def refuse_clear_secrets(env: Mapping[str, str], references: Mapping[str, str]) -> None:
-    """ECS: a secret value in the task definition's `environment` is plain text for anyone who can
-    describe it; refuse it and say how to pass a reference. Names in both places are refused too."""
+def refuse_clear_secrets(
+    env: Mapping[str, str],
+    references: Mapping[str, object],
+    where: str = "the task definition's environment",
+    how: str = "--secret {name}=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME",
+) -> None:
+    """A secret value in what a deploy tool writes (ECS's task definition `environment`, an EKS
+    ConfigMap: `where`) is plain text for anyone who can read it back; refuse it and say how to pass a
+    reference (`how`, with `{name}`). Names in both places are refused too."""
     both = sorted(set(env) & set(references))
     if both:
         raise ConfigError(f"{', '.join(both)}: given both as --env and as --secret: keep only --secret")
@@ -95,9 +102,7 @@ def refuse_clear_secrets(env: Mapping[str, str], references: Mapping[str, str]) 
     if clear:
         first = "HF_TOKEN" if "HF_TOKEN" in clear else clear[0]
         raise ConfigError(
-            f"{', '.join(clear)}: a secret value would be stored in plain text in the task definition's "
-            f"environment; store it in Secrets Manager (or SSM Parameter Store) and pass "
-            f"--secret {first}=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME instead "
-            "(the execution role needs secretsmanager:GetSecretValue: docs/DEPLOY.md, 'Secrets')",
+            f"{', '.join(clear)}: a secret value would be stored in plain text in {where}; store it as a "
+            f"secret and pass {how.format(name=first)} instead (docs/DEPLOY.md, 'Secrets')",
             tuple(clear),
         )

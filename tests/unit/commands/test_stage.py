@@ -57,3 +57,15 @@ def test_a_required_hit_without_a_remote_cache_is_refused_before_staging(
     assert captured.out == ""
     assert "NEURONSERVE_REQUIRE_CACHE_HIT" in captured.err and "NEURONSERVE_CACHE_URI" in captured.err
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_the_token_secret_is_read_as_serve_reads_it(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HF_TOKEN_SECRET_ARN goes through host/secrets.py before the plan (an EKS stage initContainer
+    fetches gated models with it): a value that is no ARN, or beside HF_TOKEN, is refused, exit 2."""
+    assert main(["stage", "--device", "cpu"], {**env, "HF_TOKEN_SECRET_ARN": "hf_not_an_arn"}) == 2
+    assert "is not a Secrets Manager secret ARN" in capsys.readouterr().err
+    arn = "arn:aws:secretsmanager:us-west-2:123456789012:secret:hf-AbCdEf"
+    assert main(["stage", "--device", "cpu"], {**env, "HF_TOKEN_SECRET_ARN": arn, "HF_TOKEN": "hf_x"}) == 2
+    assert "keep HF_TOKEN_SECRET_ARN" in capsys.readouterr().err

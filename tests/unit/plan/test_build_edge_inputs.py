@@ -15,7 +15,7 @@ from tests.support.builders import HUB_MODEL, facts, plan, refusal, resolution
 
 from neuronserve.commands.recommend import _instance
 from neuronserve.config.settings import Setting, parse_settings
-from neuronserve.deploy.instances import tensor_parallel_size
+from neuronserve.deploy.validate import plan_check
 from neuronserve.errors import ConfigError
 from neuronserve.front.app import read_limited
 from neuronserve.front.completion_reader import token_id
@@ -156,9 +156,12 @@ def test_a_negative_zero_with_two_signs_is_refused_for_on_device_sampling() -> N
 
 
 def test_deploy_tensor_parallel_with_a_superscript_digit_is_refused() -> None:
+    """The deploy tools run the container's plan (deploy/validate.py): its refusal, naming the variable."""
+    env = {**HUB_MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "²"}
     with pytest.raises(ConfigError) as err:
-        tensor_parallel_size({"SM_VLLM_TENSOR_PARALLEL_SIZE": "²"}, "ml.inf2.xlarge")
-    assert str(err.value) == "SM_VLLM_TENSOR_PARALLEL_SIZE=²: expected a positive integer or 'max'"
+        plan_check(env, "ml.inf2.xlarge", "sagemaker")
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE" in str(err.value) and "²" in str(err.value)
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE" in err.value.variables
 
 
 def test_a_plugin_version_with_a_superscript_digit_does_not_crash() -> None:
