@@ -31,6 +31,7 @@ Read and found the SAME in 0.4.1 (no per-lane rule needed):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class PluginRules:
       (`check_eagle3`); off for 2.27, whose plans stay as they were.
     - `chunked_prefill_refused`: where the lane's NxD Inference refuses chunked prefill when it builds
       the model ("" when it builds it).
+    - `vision_required`: (architecture, vision_neuron_config key, value) the lane's NxD Inference asserts
+      for a model's vision encoder (plan/lanes/nxdi/multimodal.py `nest` renders them, a contrary
+      user value is refused); `vision_defaults`: the same for values the plan chooses when the user
+      does not (said in a warning).
     """
 
     plugin: str
@@ -68,6 +73,8 @@ class PluginRules:
     adapters_at_start: bool
     warn_eagle3: bool = False
     chunked_prefill_refused: str = ""
+    vision_required: tuple[tuple[str, str, Any], ...] = ()
+    vision_defaults: tuple[tuple[str, str, Any], ...] = ()
 
 
 PIXTRAL = "LlavaForConditionalGeneration"
@@ -150,6 +157,12 @@ V0_4 = PluginRules(
     # not available in NxDI for now") for any chunked_prefill_config (models/model_base.py:3096-3097):
     # tests/contract builds it and sees the raise, where NxD Inference 0.7 (lane 2.27) builds it.
     chunked_prefill_refused="NxD Inference 2.28 models/model_base.py:3096-3097",
+    # NxD Inference 2.28 Qwen2VLInferenceConfig asserts the vision encoder's fused_qkv
+    # (models/qwen2_vl/modeling_qwen2_vl.py:109), which NeuronConfig leaves False (models/config.py).
+    vision_required=((QWEN2_VL, "fused_qkv", True),),
+    # Its vision encoder's buckets are image counts (modeling_qwen2_vl_vision.py:271-272); NeuronConfig's
+    # default [seq_len] fails the assert that the largest one's tokens fit the text model (:108-109).
+    vision_defaults=((QWEN2_VL, "buckets", [1]),),
 )
 
 
