@@ -67,7 +67,7 @@ def model_dirs(root: Path) -> dict[str, Path]:
     """The test models copied under `root`, the draft given an lm_head.weight (EAGLE's rule: the plan
     reads the safetensors header for it)."""
     dirs: dict[str, Path] = {}
-    for src in sorted(MODELS.iterdir()):
+    for src in sorted(p for p in MODELS.iterdir() if p.is_dir()):
         dest = root / "models" / src.name
         shutil.copytree(src, dest, dirs_exist_ok=True)
         dirs[src.name] = dest
