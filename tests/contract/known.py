@@ -18,13 +18,15 @@ KNOWN: list[tuple[int, str, str]] = [
     # Pixtral case on lane 2.27 stops there (loader:657-666).
     (6, FIXES, r"^2\.27/(?!chunked\+).*pixtral"),
     # 1: Llama 4 / Pixtral with prefix caching or the block layout (modeling_llama4.py:94-97,
-    # modeling_pixtral.py:50-53).
-    (1, FIXES, r"/prefix\+multimodal/(llama4|pixtral)"),
-    (5, FIXES, r"/blockkv\+multimodal/(llama4|pixtral)"),
-    # 2: Llama 4 / Pixtral with EAGLE (modeling_llama4.py:102-103, modeling_pixtral.py:58-59).
-    (2, FIXES, r"/eagle\+multimodal/(llama4|pixtral)"),
+    # modeling_pixtral.py:50-53); on lane 2.28 Qwen2-VL too: NxD Inference 2.28's image-to-text base
+    # raises for prefix caching and fused speculation (models/image_to_text_model_base.py:168-171).
+    (1, FIXES, r"/prefix\+multimodal/"),
+    (5, FIXES, r"/blockkv\+multimodal/"),
+    # 2: Llama 4 / Pixtral (and Qwen2-VL, as above) with EAGLE (modeling_llama4.py:102-103,
+    # modeling_pixtral.py:58-59).
+    (2, FIXES, r"/eagle\+multimodal/"),
     # 8: combinations the stack builds but runs wrong (SILENT below): the plan must refuse them.
-    (8, FIXES, r"/lora\+multimodal/|/(prefix|blockkv|eagle)\+multimodal/qwen2-vl"),
+    (8, FIXES, r"/lora\+multimodal/"),
     # 3: quantized without a checkpoint path (loader:888-901 fills None; models/config.py:200-203 asserts);
     # golden configuration 07 is EAGLE with SM_NEURON_QUANTIZED=true and no path.
     (3, FIXES, r"issue-3-|^golden/.*/07$"),
@@ -53,10 +55,10 @@ SILENT: list[tuple[str, str]] = [
         "ignored (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:500-508; 0.4.1 :653-686)",
     ),
     (
-        r"/(prefix|blockkv|eagle)\+multimodal/qwen2-vl",
-        "NxD Inference 2.28 turns block KV, prefix caching, chunked prefill and fused speculation off for "
-        "Qwen2-VL's text model with a warning (models/qwen2_vl/modeling_qwen2_vl.py:80-91), while vLLM "
-        "schedules with them on",
+        r"/blockkv\+multimodal/qwen2-vl",
+        "NxD Inference 2.28 turns the block KV layout (and prefix caching, chunked prefill, fused "
+        "speculation) off for Qwen2-VL's text model with a warning "
+        "(models/qwen2_vl/modeling_qwen2_vl.py:80-91)",
     ),
 ]
 
