@@ -83,16 +83,14 @@ def nested(name: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Case:
-    """One configuration: its id, lane, instance type, model and settings; `issue`: the issue 25 item
-    the case reproduces (its expectation is the stack's, whatever the plan does today)."""
+    """One configuration: its id, lane, instance type, model and settings (what the stack should do with it
+    is the stack's to say; the issue 25 items cases reproduce are in tests/contract/known.py)."""
 
     id: str
     lane: str
     instance: str
     model: str
     env: dict[str, str]
-    features: tuple[str, ...] = ()
-    issue: int | None = None
     golden: str | None = None  # the golden entry it comes from
     host: dict[str, object] = field(default_factory=dict)  # HostFacts fields beyond the instance type
 
@@ -117,7 +115,7 @@ def feature_cases() -> list[Case]:
             for model, family in itertools.product(models, INSTANCES):
                 env = _with(model, FEATURES[name])
                 cid = f"{lane}/{name}/{model}/{family}" if name == "multimodal" else f"{lane}/{name}/{family}"
-                out.append(Case(cid, lane, INSTANCES[family], model, env, (name,)))
+                out.append(Case(cid, lane, INSTANCES[family], model, env))
         for a, b in itertools.combinations(names, 2):
             models = MULTIMODAL[lane] if "multimodal" in (a, b) else (TEXT_MODEL,)
             for model in models:
@@ -126,7 +124,7 @@ def feature_cases() -> list[Case]:
                 env = _with(model, *parts, PAIR_FIXUPS.get(frozenset({a, b}), {}))
                 suffix = f"/{model}" if model != TEXT_MODEL else ""
                 cid = f"{lane}/{a}+{b}{suffix}/{family}"
-                out.append(Case(cid, lane, INSTANCES[family], model, env, (a, b)))
+                out.append(Case(cid, lane, INSTANCES[family], model, env))
     return out
 
 
@@ -144,7 +142,6 @@ def issue_cases() -> list[Case]:
                 trn1,
                 TEXT_MODEL,
                 _with(TEXT_MODEL, quant),
-                issue=3,
             ),
             Case(
                 f"{lane}/issue-4-native-scheduler-prefix",
@@ -152,7 +149,6 @@ def issue_cases() -> list[Case]:
                 trn1,
                 TEXT_MODEL,
                 _with(TEXT_MODEL, native),
-                issue=4,
             ),
             Case(
                 f"{lane}/issue-5-block-kv-alone",
@@ -160,7 +156,6 @@ def issue_cases() -> list[Case]:
                 trn1,
                 TEXT_MODEL,
                 _with(TEXT_MODEL, FEATURES["blockkv"]),
-                issue=5,
             ),
             Case(
                 f"{lane}/issue-9-tool-parser-alone",
@@ -168,7 +163,6 @@ def issue_cases() -> list[Case]:
                 trn1,
                 TEXT_MODEL,
                 _with(TEXT_MODEL, {"SM_VLLM_TOOL_CALL_PARSER": "llama3_json"}),
-                issue=9,
             ),
             Case(
                 f"{lane}/issue-9-on-device-sampling-disabled",
@@ -176,7 +170,6 @@ def issue_cases() -> list[Case]:
                 trn1,
                 TEXT_MODEL,
                 _with(TEXT_MODEL, {"NEURON_ON_DEVICE_SAMPLING_DISABLED": "1"}),
-                issue=9,
             ),
             Case(
                 f"{lane}/issue-9-global-topk-512",
@@ -187,14 +180,11 @@ def issue_cases() -> list[Case]:
                     TEXT_MODEL,
                     {"SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"dynamic": true, "global_topk": 512}'},
                 ),
-                issue=9,
             ),
         ]
         for key, value in (("SM_VLLM_MAX_LORAS", "1"), ("SM_VLLM_MAX_LORA_RANK", "32")):
             env = _with(TEXT_MODEL, LORA, {key: value})
-            out.append(
-                Case(f"{lane}/issue-7-lora-{key[8:].lower()}-{value}", lane, trn1, TEXT_MODEL, env, ("lora",))
-            )
+            out.append(Case(f"{lane}/issue-7-lora-{key[8:].lower()}-{value}", lane, trn1, TEXT_MODEL, env))
     # Refusals resting on an estimate (the HBM fit, Pixtral's documented length): each names its override.
     big = {k: v for k, v in _with("llama4-scout").items() if k != "NEURONSERVE_FIT_CHECK"}
     long = {**_with("pixtral-12b"), "SM_VLLM_MAX_MODEL_LEN": "12288"}
@@ -211,7 +201,6 @@ def issue_cases() -> list[Case]:
             "pixtral-12b",
             _with("pixtral-12b"),
             ("multimodal",),
-            issue=6,
         ),
         Case(
             "2.28/issue-11-block-size-256",
@@ -219,7 +208,6 @@ def issue_cases() -> list[Case]:
             trn1,
             TEXT_MODEL,
             _with(TEXT_MODEL, FEATURES["prefix"], {"SM_VLLM_BLOCK_SIZE": "256"}),
-            issue=11,
         ),
         Case(
             "2.27/issue-11-lora-rank-1",
@@ -227,7 +215,6 @@ def issue_cases() -> list[Case]:
             trn1,
             TEXT_MODEL,
             _with(TEXT_MODEL, LORA, {"SM_VLLM_MAX_LORA_RANK": "1"}),
-            issue=11,
         ),
         Case(
             "2.28/issue-11-lora-without-adapters",
@@ -235,7 +222,6 @@ def issue_cases() -> list[Case]:
             trn1,
             TEXT_MODEL,
             _with(TEXT_MODEL, {"SM_VLLM_ENABLE_LORA": "true"}),
-            issue=11,
         ),
     ]
     return out
