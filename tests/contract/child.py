@@ -136,7 +136,6 @@ class Stack:
             raise AssertionError("load_model returned without compiling: nothing was stubbed at the compile")
         out["outcome"] = "built"
         out["serialized"] = strip_paths(json.loads(app.config.to_json_string()))
-        out["lora_serving"] = lora_serving(runner)
         out["kv"] = kv_caches(app, self.torch)
         return out
 
@@ -178,18 +177,6 @@ def quantize_stop(err: BaseException) -> Any:
             return tb.tb_frame.f_locals["self"].model
         tb = tb.tb_next
     return None
-
-
-def lora_serving(runner: Any) -> dict[str, Any] | None:
-    manager = getattr(runner, "lora_manager", None)
-    if manager is None:
-        return None
-    cfg = manager.lora_config
-    return {
-        "max_loras": cfg.max_loras,
-        "max_lora_rank": cfg.max_lora_rank,
-        "max_cpu_loras": cfg.max_cpu_loras,
-    }
 
 
 def kv_caches(app: Any, torch: Any) -> dict[str, Any]:

@@ -73,7 +73,8 @@ def test_the_stack_agrees_with_the_plan(contract: Run, case_id: str) -> None:
     lora = checks.lora_differences(outcome.stack)
     assert not lora, "the plan accepts, the stack cannot build it: " + "; ".join(lora)
     numbers = checks.number_differences(planned, outcome.stack)
-    assert not numbers, "the plan's numbers are not the built ones:\n" + "\n".join(numbers)
+    decided = f"\n(vLLM decided {outcome.stack['vllm']})"
+    assert not numbers, "the plan's numbers are not the built ones:\n" + "\n".join(numbers) + decided
     predicted = checks.prediction_differences(planned, outcome.stack)
     assert not predicted, "the cache key's predicted configuration is not NxD Inference's:\n" + "\n".join(
         predicted
