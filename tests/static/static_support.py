@@ -18,6 +18,7 @@ SHELL_SCRIPTS = [
     ROOT / "scripts" / "deploy-venv",
     ROOT / "scripts" / "mutation",
     ROOT / "scripts" / "vllm-cli-table",
+    ROOT / "scripts" / "contract-deps",
     ROOT / "docker" / "smoke.sh",
 ]
 

@@ -3,7 +3,10 @@
 The feature table is only worth reading while it matches what the plan and the front do, so each row is
 checked from outside: every variable it names is one the settings table reads (or a vLLM 0.11.0 flag the
 generic `SM_VLLM_<NAME>` row passes through), every test it names exists, and every line of the plugin's
-source it cites is cited by the code too, so a rule and its row cannot point at different lines.
+source it cites is cited by the code too, so a rule and its row cannot point at different lines. Each row
+also names the contract test (tests/contract) that runs it through the real stack, and the configurations
+it runs: both must exist. The feature-pair table below the rows is checked against a contract run in
+tests/contract/test_features_table.py.
 """
 
 from __future__ import annotations
@@ -39,14 +42,25 @@ REQUIRED_ROWS = (
     "chat template caching",
     "in-tree backends",
 )
-COLUMNS = ("feature", "turned on by", "what the plan checks", "proved by", "what the plugin does not do")
+COLUMNS = (
+    "feature",
+    "turned on by",
+    "what the plan checks",
+    "proved by",
+    "checked against the stack by",
+    "what the plugin does not do",
+)
 VAR = re.compile(r"`((?:SM_VLLM|SM_NEURON|OPTION|HF|NEURONSERVE|NEURON|VLLM|SAGEMAKER|MAX)_[A-Z0-9_]+)")
 TEST_REF = re.compile(r"`(tests/[\w/]+\.py)::(\w+)")
 CITE = re.compile(r"`((?:worker/|core/)?[\w]+\.py):(\d+)(?:-(\d+))?`")
+CONTRACT_REF = re.compile(r"`(tests/contract/[\w/]+\.py)::(\w+)`")
+CASE_REF = re.compile(r"`((?:2\.2[78]|golden)/[^`]+)`")
+NO_CONTRACT = "none: vLLM 0.10 and older are no lane the tier runs"  # the in-tree row only
 
 
 def _rows() -> list[dict[str, str]]:
-    lines = [ln for ln in DOC.read_text().splitlines() if ln.startswith("|")]
+    text = DOC.read_text().split("<!-- feature pairs")[0]  # the pair table has columns of its own
+    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
     header = [c.strip().lower() for c in lines[0].strip("|").split("|")]
     assert tuple(header) == COLUMNS, header
     rows = []
@@ -106,3 +120,20 @@ def test_the_plugin_lines_a_row_cites_are_cited_by_the_code(row: dict[str, str])
     for file, start, end in CITE.findall(row["what the plan checks"]):
         lines = start + (f"-{end}" if end else "")
         assert _cited(file, lines), f"{row['feature']}: no rule in src/ cites {file}:{lines}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_ids())
+def test_every_row_names_its_contract_test_and_configurations_that_exist(row: dict[str, str]) -> None:
+    from tests.contract.cases import all_cases
+
+    cell = row["checked against the stack by"]
+    if cell == NO_CONTRACT:
+        assert row["feature"] == "In-tree backends"
+        return
+    refs = CONTRACT_REF.findall(cell)
+    assert refs, f"{row['feature']}: no contract test named"
+    for path, name in refs:
+        assert re.search(rf"def {name}\b", (ROOT / path).read_text()), f"{path} has no {name}"
+    known = {case.id for case in all_cases()}
+    missing = [case for case in CASE_REF.findall(cell) if case not in known]
+    assert not missing, f"{row['feature']}: tests/contract/cases.py has no {missing}"

@@ -6,6 +6,14 @@ artifacts path, ahead of the config-hash path of :200-212; :185-188 and :214-226
 override, compiling into it only when the load fails, :189-194), so the key is our only guard: same inputs,
 same key on any machine (canonical JSON, no paths that differ between hosts, no timestamps); any change to the
 graph inputs or the compiler stack, a new key.
+
+What the graph is, on the NxD Inference lanes: the configuration NxD Inference serialises for it, the
+document the plugin itself hashes to name a compiled directory (loader :180-183). The plan predicts it
+(plan/lanes/nxdi/compiled.py, the engine's graph "compiled" entry) and the key hashes that prediction, with
+only what lies outside it beside it (`OUTSIDE_CONFIG`): the integration, the compiler flags, the hardware
+target, and the draft's identity. tests/contract proves, on every configuration it runs, that the
+prediction is NxD Inference's own serialisation and that configurations NxD Inference builds differently
+never share a key.
 """
 
 from __future__ import annotations
@@ -27,7 +35,23 @@ DEFAULT_LANE = "2.27"
 # Bump when the key's inputs change meaning. 2: the weights digest, kv as compiled, every
 # --additional-config key, NEURON_CC_FLAGS and the draft's content (plan/lanes/nxdi/engine.py _graph).
 # 3: the NeuronCore generation, compiler target and logical core size (neuron_target).
-SCHEMA = 3
+# 4: the NxD Inference lanes' graph is the predicted serialised configuration (graph "compiled"), which
+# holds what the launch numbers did and also LoRA's max_loras / max_lora_rank / max_cpu_loras.
+SCHEMA = 4
+# Graph entries hashed beside the predicted configuration: what shapes the compiled artifacts without being
+# part of NxD Inference's configuration document.
+# - integration, framework: which loader builds it (the plugin, or vLLM's older in-tree support);
+# - neuron_cc_flags: NEURON_CC_FLAGS reaches the compiler directly;
+# - neuron_target: the NeuronCore generation and compiler target (the configuration holds only the LNC);
+# - speculative_config, draft: the draft as named and its content (the configuration leaves its path out).
+OUTSIDE_CONFIG = (
+    "integration",
+    "framework",
+    "neuron_cc_flags",
+    "neuron_target",
+    "speculative_config",
+    "draft",
+)
 # neuronx-cc --target per instance family (the compiler's own names; trn2u is a Trn2 UltraServer node).
 TARGETS = {"inf2": "inf2", "trn1": "trn1", "trn1n": "trn1n", "trn2": "trn2", "trn2u": "trn2"}
 GENERATIONS = {
@@ -120,7 +144,7 @@ def key_inputs(
             "config_sha256": model_facts.config_sha256 if model_facts else None,
             "weights": model_facts.weights_digest if model_facts else None,
         },
-        "graph": dict(graph),
+        "graph": keyed_graph(graph),
         "versions": {name: versions.get(name) for name in KEY_VERSIONS},
     }
     if assets:
@@ -128,6 +152,15 @@ def key_inputs(
     if lane != DEFAULT_LANE:
         doc["lane"] = lane
     return doc
+
+
+def keyed_graph(graph: Mapping[str, Any]) -> dict[str, Any]:
+    """The graph part of the key: the predicted configuration and what lies outside it, where the lane
+    predicts one; the whole graph description otherwise (lane 2.32's engine, the in-tree integration)."""
+    predicted = graph.get("compiled")
+    if predicted is None:
+        return {k: v for k, v in graph.items() if k != "compiled"}
+    return {"compiled": predicted, **{k: graph.get(k) for k in OUTSIDE_CONFIG}}
 
 
 def cache_key(

@@ -85,14 +85,14 @@ VERSIONS = {"vllm": "0.11.0", "vllm-neuron": "0.2.2+lts", "neuronx-cc": "2.22", 
 DOCUMENT = (
     '{"graph":{"buckets":[1024,4096],"max_model_len":4096,"tp":2},'
     '"model":{"config_sha256":"c0ffee","revision":null,"source":"local","uri":"/opt/ml/model","weights":"w1"},'
-    '"schema":3,'
+    '"schema":4,'
     '"versions":{"neuronx-cc":"2.22","neuronx-distributed-inference":null,"vllm":"0.11.0","vllm-neuron":"0.2.2+lts"}}'
 )
 
 
 def test_the_hashed_document_field_by_field() -> None:
     assert key_inputs(MODEL, FACTS, GRAPH, VERSIONS) == {
-        "schema": 3,
+        "schema": 4,
         "model": {
             "source": "local",
             "uri": "/opt/ml/model",

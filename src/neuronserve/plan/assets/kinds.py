@@ -28,6 +28,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.plan.assets.locate import ARCHIVES, Staged, assets_dir, locate
 from neuronserve.plan.assets.lora import Adapter, lora_assets, modules
 from neuronserve.plan.facts import HostFacts
+from neuronserve.plan.lanes.nxdi import compiled
 from neuronserve.plan.resolution import Resolution
 from neuronserve.types import AssetFetch, AssetSpec, Device, ModelSpec
 
@@ -155,12 +156,21 @@ def keyed_graph(graph: dict[str, Any], st: Staged) -> dict[str, Any]:
     """The compiled-graph description the cache key hashes: the override keys the plan set to local
     asset paths are left out (the path depends on the work dir, the asset's identity is hashed apart),
     so the same adapters give the same key under any NEURONSERVE_WORK_DIR; what the assets change in
-    the graph (`st.graph`: the LoRA shapes) is merged in."""
+    the graph (`st.graph`: the LoRA shapes) is merged in, and the predicted configuration
+    (plan/lanes/nxdi/compiled.py) gets the LoRA numbers staging renders for the adapters."""
     graph = {**graph, **st.graph}
+    predicted = graph.get("compiled")
+    if isinstance(predicted, dict):
+        loras, cpu = _flag_count(st.flags, "--max-loras"), _flag_count(st.flags, "--max-cpu-loras")
+        graph = {**graph, "compiled": compiled.with_lora(predicted, loras, cpu)}
     override = graph.get("override")
     if not st.override or not isinstance(override, dict):
         return graph
     return {**graph, "override": {k: v for k, v in override.items() if k not in st.override}}
+
+
+def _flag_count(flags: list[str], name: str) -> int | None:
+    return int(flags[flags.index(name) + 1]) if name in flags else None
 
 
 def identity(assets: list[AssetSpec], facts: HostFacts) -> list[dict[str, Any]]:

@@ -15,16 +15,21 @@ import json
 from typing import Any
 
 from neuronserve.config.settings import Settings
+from neuronserve.counts import positive
 from neuronserve.plan import cachekey
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.lanes.lane import Lane, NeuronEngine
-from neuronserve.plan.lanes.nxdi import multimodal, support
+from neuronserve.plan.lanes.nxdi import compiled, multimodal, support
 from neuronserve.plan.lanes.nxdi.intree import tnx_env
 from neuronserve.plan.lanes.nxdi.launch import Launch
 from neuronserve.plan.lanes.nxdi.profiles import V0_2
 from neuronserve.plan.lanes.nxdi.steps import STEPS
-from neuronserve.plan.resolution import Resolution
+from neuronserve.plan.resolution import Resolution, count
 from neuronserve.types import Integration
+
+# vLLM's LoRA defaults (0.11.0 and 0.13.0 config/lora.py): what the engine compiles when they are unset.
+VLLM_MAX_LORAS = 1
+VLLM_MAX_LORA_RANK = 16
 
 
 def neuron_engine(
@@ -88,6 +93,7 @@ def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, An
     content, the override as rendered (nested for multimodal models), and the hardware it is compiled
     for (cachekey.neuron_target: NeuronCore generation, compiler target, logical core size)."""
     settings, draft = n.settings, n.draft
+    target = cachekey.neuron_target(settings.fit.instance_type, n.facts, settings.logical_nc_config)
     return {
         "integration": n.integration,
         "framework": n.framework,
@@ -106,7 +112,40 @@ def _graph(n: Launch, res: Resolution, override: dict[str, Any]) -> dict[str, An
         "lora": n.lora,
         "quantization": settings.get("quantization"),
         "logical_nc_config": settings.logical_nc_config,
-        "neuron_target": cachekey.neuron_target(
-            settings.fit.instance_type, n.facts, settings.logical_nc_config
-        ),
+        "neuron_target": target,
+        "compiled": _compiled(n, res, override, target) if n.integration == Integration.PLUGIN else None,
     }
+
+
+def _compiled(n: Launch, res: Resolution, override: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """The configuration NxD Inference will serialise for this launch (compiled.py), which the cache key
+    hashes in place of the launch numbers above."""
+    settings = n.settings
+    pa_num_blocks, block_size = compiled.blocks(res.kv, n.length, n.seqs)
+    lora = None
+    if n.lora:
+        lora = {
+            "max_loras": count(settings, "max-loras") or VLLM_MAX_LORAS,
+            "max_lora_rank": count(settings, "max-lora-rank") or VLLM_MAX_LORA_RANK,
+            "max_cpu_loras": count(settings, "max-cpu-loras"),
+        }
+    launch = {
+        "tp": n.tp,
+        "seqs": n.seqs,
+        "length": n.length,
+        "dtype": n.dtype,
+        "chunked": n.chunked,
+        "max_context": n.max_context,
+        "pa_num_blocks": pa_num_blocks,
+        "block_size": block_size,
+        "prefix": res.kv.get("mode") == "prefix",
+        "speculation": res.speculation.config,
+        "lora": lora,
+    }
+    return compiled.predict(
+        launch,
+        override,
+        nested=multimodal.nested(n.model, n.rules),
+        platform_lnc=target.get("logical_nc_config"),
+        env_lnc=positive(settings.logical_nc_config) if settings.logical_nc_config else None,
+    )

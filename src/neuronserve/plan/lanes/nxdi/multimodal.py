@@ -29,6 +29,8 @@ from neuronserve.plan.resolution import Resolution
 
 NESTED_ARCHITECTURES = V0_2.nested  # 2.27's; each lane's is its PluginRules.nested (Qwen VL in 2.28)
 PIXTRAL = "LlavaForConditionalGeneration"
+QWEN2_VL = "Qwen2VLForConditionalGeneration"
+QWEN2_VL_PIXELS = 1012  # NxD Inference 2.28 models/qwen2_vl/utils/constants.py DEFAULT_PIXELS_PER_IMAGE
 NESTED_KEYS = ("text_neuron_config", "vision_neuron_config")
 # Removed from the top level before the loader's assertion (see the module doc): they stay top-level.
 RUNNER_POPPED = frozenset({"target_modules", "lora_ckpt_json"})
@@ -120,6 +122,16 @@ def check_launch(
     arch = architecture(model)
     if arch not in rules.nested:
         return
+    vision = res.override.get("vision_neuron_config") or {}
+    for required_arch, key, value in rules.vision_required:
+        if required_arch == arch and key in vision and vision[key] != value:
+            origin = res.origin("vision_neuron_config", "SM_NEURON_OVERRIDE_CONFIG")
+            raise ConfigError(
+                f"{origin}: vision_neuron_config sets {key}={_json(vision[key])}, but {rules.plugin}'s NxD "
+                f"Inference asserts {key}={_json(value)} for {arch}'s vision encoder: remove {key}",
+                (origin,),
+            )
+    _check_vision(arch, vision, length, res, rules)
     if settings.get("enable-chunked-prefill") is True:
         var = res.origins["enable-chunked-prefill"]
         raise ConfigError(
@@ -177,6 +189,31 @@ def _check_contiguous(arch: str, settings: Settings, res: Resolution) -> None:
         )
 
 
+def _check_vision(
+    arch: str, vision: dict[str, Any], length: int, res: Resolution, rules: PluginRules
+) -> None:
+    """The vision encoder's chosen defaults said; for Qwen2-VL, whose vision buckets are image counts,
+    the largest one's tokens (NxD Inference 2.28's 1012 pixels per image, merged 2x2) must fit the text
+    model's sequence: asserted at models/qwen2_vl/modeling_qwen2_vl.py:108-109."""
+    origin = res.origin("vision_neuron_config", "SM_NEURON_OVERRIDE_CONFIG")
+    for default_arch, key, value in rules.vision_defaults:
+        if default_arch == arch and key not in vision:
+            res.warn(f"{arch}: vision_neuron_config {key}={_json(value)} (set it in {origin} to choose)")
+    buckets = vision.get("buckets")
+    if (
+        arch == QWEN2_VL
+        and isinstance(buckets, list)
+        and buckets
+        and buckets[-1] * QWEN2_VL_PIXELS // 4 > length
+    ):
+        raise ConfigError(
+            f"{origin}: vision_neuron_config buckets up to {buckets[-1]} images need "
+            f"{buckets[-1] * QWEN2_VL_PIXELS // 4} tokens, more than max_model_len {length}: NxD Inference "
+            "asserts they fit (models/qwen2_vl/modeling_qwen2_vl.py:108-109): use fewer images per bucket",
+            (origin,),
+        )
+
+
 def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution, cap: int | None) -> None:
     s_var, l_var = res.origins["max-num-seqs"], res.origins["max-model-len"]
     if cap is not None and seqs > cap:
@@ -200,7 +237,9 @@ def _check_pixtral(seqs: int, length: int, settings: Settings, res: Resolution, 
 def nest(model: ModelFacts | None, override: dict[str, Any], rules: PluginRules = V0_2) -> dict[str, Any]:
     """The override as a multimodal model's loader reads it: every top-level key the plan or user put
     there (but the two nested objects and the runner-popped LoRA keys) moved under text_neuron_config.
-    A key given both ways keeps the user's nested value only when it agrees (checked by `conflicts`)."""
+    A key given both ways keeps the user's nested value only when it agrees (checked by `conflicts`).
+    The vision encoder gets what the lane's NxD Inference asserts for it (`rules.vision_required`,
+    checked against the user's in `check_launch`)."""
     if not nested(model, rules):
         return override
     text = dict(override.get("text_neuron_config") or {})
@@ -214,8 +253,12 @@ def nest(model: ModelFacts | None, override: dict[str, Any], rules: PluginRules 
         else:
             text.setdefault(key, value)
     out["text_neuron_config"] = text
-    if "vision_neuron_config" in override:
-        out["vision_neuron_config"] = override["vision_neuron_config"]
+    vision = dict(override.get("vision_neuron_config") or {})
+    for arch, key, value in (*rules.vision_required, *rules.vision_defaults):
+        if arch == architecture(model):
+            vision.setdefault(key, value)
+    if vision or "vision_neuron_config" in override:
+        out["vision_neuron_config"] = vision
     return out
 
 

@@ -31,6 +31,7 @@ Read and found the SAME in 0.4.1 (no per-lane rule needed):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class PluginRules:
       way to turn it off, so the native scheduler (DISABLE_NEURON_CUSTOM_SCHEDULER=1) always chunks.
     - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
       (`check_eagle3`); off for 2.27, whose plans stay as they were.
+    - `chunked_prefill_refused`: where the lane's NxD Inference refuses chunked prefill when it builds
+      the model ("" when it builds it).
+    - `vision_required`: (architecture, vision_neuron_config key, value) the lane's NxD Inference asserts
+      for a model's vision encoder (plan/lanes/nxdi/multimodal.py `nest` renders them, a contrary
+      user value is refused); `vision_defaults`: the same for values the plan chooses when the user
+      does not (said in a warning).
     """
 
     plugin: str
@@ -79,6 +86,9 @@ class PluginRules:
     lora_ranks: tuple[int, ...]
     chunked_prefill_forced: bool
     warn_eagle3: bool = False
+    chunked_prefill_refused: str = ""
+    vision_required: tuple[tuple[str, str, Any], ...] = ()
+    vision_defaults: tuple[tuple[str, str, Any], ...] = ()
 
 
 PIXTRAL = "LlavaForConditionalGeneration"
@@ -180,6 +190,16 @@ V0_4 = PluginRules(
     lora_ranks=(1, 8, 16, 32, 64, 128, 256, 320, 512),
     chunked_prefill_forced=False,
     warn_eagle3=True,
+    # NxD Inference 2.28 NeuronBaseForCausalLM.__init__ raises NotImplementedError("Chunked Prefill is
+    # not available in NxDI for now") for any chunked_prefill_config (models/model_base.py:3096-3097):
+    # tests/contract builds it and sees the raise, where NxD Inference 0.7 (lane 2.27) builds it.
+    chunked_prefill_refused="NxD Inference 2.28 models/model_base.py:3096-3097",
+    # NxD Inference 2.28 Qwen2VLInferenceConfig asserts the vision encoder's fused_qkv
+    # (models/qwen2_vl/modeling_qwen2_vl.py:109), which NeuronConfig leaves False (models/config.py).
+    vision_required=((QWEN2_VL, "fused_qkv", True),),
+    # Its vision encoder's buckets are image counts (modeling_qwen2_vl_vision.py:271-272); NeuronConfig's
+    # default [seq_len] fails the assert that the largest one's tokens fit the text model (:108-109).
+    vision_defaults=((QWEN2_VL, "buckets", [1]),),
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from neuronserve.errors import ConfigError
 from neuronserve.plan.lanes.nxdi import (
     combinations,
     derive,
@@ -92,6 +93,16 @@ def _combinations(n: Launch, res: Resolution) -> None:
 
 
 def _chunked(n: Launch, res: Resolution) -> None:
+    """Rule 7, and the lanes whose NxD Inference cannot build chunked prefill at all (profiles.py
+    `chunked_prefill_refused`: 2.28's raises NotImplementedError when the model is built)."""
+    if n.chunked and n.rules.chunked_prefill_refused:
+        var = res.origins["enable-chunked-prefill"]
+        raise ConfigError(
+            f"{var}=true: chunked prefill does not build on {n.rules.plugin}: its NxD Inference raises "
+            f'"Chunked Prefill is not available in NxDI for now" when the model is built '
+            f"({n.rules.chunked_prefill_refused}): unset {var}",
+            (var,),
+        )
     rules.check_chunked(n.chunked, n.seqs, res)
 
 

@@ -142,7 +142,22 @@ def test_the_compiled_graph_record_names_every_input() -> None:
     )
     settings = parse_settings(env)
     engine = neuron_engine(settings, facts(paths={"/d": draft}), "org/m", None, Resolution.of(settings))
-    assert engine.graph == {
+    graph = dict(engine.graph)
+    # the configuration NxD Inference will serialise, which the key hashes (plan/lanes/nxdi/compiled.py;
+    # tests/unit/plan/lanes/nxdi/test_compiled.py and tests/contract check it field by field)
+    predicted = graph.pop("compiled")
+    target, draft_config = predicted["neuron_config"], predicted["draft_neuron_config"]
+    assert (target["speculation_length"], target["enable_eagle_speculation"], target["quantized"]) == (
+        3,
+        True,
+        True,
+    )
+    assert (target["logical_nc_config"], target["lm_head_pad"], draft_config["is_eagle_draft"]) == (
+        2,
+        True,
+        True,
+    )
+    assert graph == {
         "integration": "plugin",
         "framework": None,
         "tp": 2,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from tests.support.builders import LLAMA, llama_facts, llama_plan, llama_refusal
+from tests.support.configs import VERSIONS
 
 from neuronserve.plan.lanes.nxdi import launch, steps
 from neuronserve.types import Integration
@@ -67,3 +68,21 @@ def test_the_launch_numbers_resolve_before_the_rules_that_read_them() -> None:
         assert number in steps.STEPS
     assert names.index("tp") < names.index("_lora") < names.index("_kv") < names.index("_buckets")
     assert names.index("max_context") < names.index("_buckets") < names.index("_sequence_parallel")
+
+
+CHUNKED = {
+    "SM_VLLM_ENABLE_CHUNKED_PREFILL": "true",
+    "SM_NEURON_CHUNKED_PREFILL_CONFIG": '{"max_num_seqs": 4}',
+    "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "512",
+}
+
+
+def test_chunked_prefill_is_refused_on_lane_2_28_and_plans_on_2_27() -> None:
+    """NxD Inference 2.28 raises NotImplementedError("Chunked Prefill is not available in NxDI for now")
+    for any chunked_prefill_config when the model is built (models/model_base.py:3096-3097), which
+    tests/contract sees on every chunked configuration of lane 2.28; NxD Inference 0.7 builds it."""
+    lane_2_28 = llama_facts(versions={**VERSIONS, "vllm": "0.13.0", "vllm-neuron": "0.4.1"})
+    err = llama_refusal(CHUNKED, lane_2_28)
+    assert err.variables == ("SM_VLLM_ENABLE_CHUNKED_PREFILL",)
+    assert "vllm-neuron 0.4.1" in str(err) and "model_base.py:3096-3097" in str(err)
+    assert "--enable-chunked-prefill" in llama_plan(CHUNKED).argv
