@@ -29,7 +29,6 @@ from neuronserve.plan.resolution import Resolution
 
 NESTED_ARCHITECTURES = V0_2.nested  # 2.27's; each lane's is its PluginRules.nested (Qwen VL in 2.28)
 PIXTRAL = "LlavaForConditionalGeneration"
-QWEN2_VL = "Qwen2VLForConditionalGeneration"
 QWEN2_VL_PIXELS = 1012  # NxD Inference 2.28 models/qwen2_vl/utils/constants.py DEFAULT_PIXELS_PER_IMAGE
 NESTED_KEYS = ("text_neuron_config", "vision_neuron_config")
 # Removed from the top level before the loader's assertion (see the module doc): they stay top-level.

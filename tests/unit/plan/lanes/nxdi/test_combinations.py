@@ -97,8 +97,12 @@ def test_a_pair_the_stack_runs_wrongly_is_refused_and_each_half_plans(
     err = refused(lane, {**first, **second})
     assert str(err).startswith(said), str(err)
     assert err.variables == names
-    on(lane, first)
-    on(lane, second)
+    for half in (first, second):
+        if lane == "2.28" and half is CHUNKED:
+            # NxD Inference 2.28 cannot build chunked prefill at all (models/model_base.py:3096-3097).
+            assert "chunked prefill does not build on vllm-neuron 0.4.1" in str(refused(lane, half))
+        else:
+            on(lane, half)
 
 
 MULTIMODAL = [
