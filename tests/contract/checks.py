@@ -166,8 +166,8 @@ def refusal_kind(planned: Planned) -> str:
     variables = set(err.variables)
     if variables and variables <= OWN_RULE_VARIABLES | {v for v in variables if v.startswith("NEURONSERVE_")}:
         return "own"
-    if "NeuronCores" in str(err) and "visible" in str(err):
-        return "own"
+    if "NeuronCores" in str(err) and ("visible" in str(err) or "NEURONSERVE_INSTANCE_TYPE=" in str(err)):
+        return "own"  # the cores a host or an instance has: a fact the configuration code cannot see
     return "stack"
 
 

@@ -66,7 +66,6 @@ def test_each_lane_runs_within_its_budget(contract: Run) -> None:
     assert max(contract.seconds.values()) < CHILD_BUDGET_S, contract.seconds
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25 item 9: fixed on branch r25-fixes")
 def test_on_device_sampling_disabled_is_refused_for_what_the_stack_raises(contract: Run) -> None:
     """Issue 25 item 9: the plugin imports vLLM's sampler *module* as `Sampler` (loader:47) and calls it
     (:70), a TypeError whatever the value's type; the refusal must say that, not blame the parsing."""

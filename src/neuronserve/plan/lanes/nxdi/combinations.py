@@ -60,38 +60,43 @@ def check_combinations(arch: str, *, lora: bool, chunked: bool, res: Resolution,
     if lora and arch in rules.nested:
         raise ConfigError(
             f"{lora_var}=true: the plugin never passes a request's adapter to {arch} (its multimodal "
-            f"forward carries no adapter ids), so every request would run the base model: unset {lora_var}",
+            "forward carries no adapter ids: 0.2.2+lts loader:500-508, 0.4.1 loader:672-681), so every "
+            f"request would run the base model: unset {lora_var}",
             (lora_var,),
         )
     pairs = (
         (
             lora and chunked,
             f"{lora_var}=true with chunked prefill: the plugin passes no adapter ids on its chunked-prefill "
-            "path, so every request would run the base model",
+            "path (0.2.2+lts runner:676-684, 0.4.1 runner:1227-1240), so every request would run the base "
+            "model",
             (lora_var, chunk_var),
         ),
         (
             lora and speculative,
             f"{lora_var}=true with speculative decoding: NxD Inference's fused speculation runs the target "
-            "model without the request's adapter, so adapters would be ignored",
+            "model without the request's adapter (NxD Inference models/model_base.py:2902-2910), so "
+            "adapters would be ignored",
             (lora_var, spec_var),
         ),
         (
             speculative and cpu,
             f"{spec_var} with CPU sampling: NxD Inference's fused speculation needs on-device sampling (it "
-            "fails when the model is built, after the compile)",
+            "fails when the model is built, after the compile: models/model_base.py:1689-1691)",
             (spec_var, sampling_var),
         ),
         (
             chunked and cpu,
             f"{chunk_var}=true with CPU sampling: the plugin returns logits only for the prefills a step "
-            "finishes but masks them by every request's position, so a step with a partial prefill fails",
+            "finishes (loader:356-361) but masks them by every request's position (runner:1195-1221), "
+            "so a step with a partial prefill fails",
             (chunk_var, sampling_var),
         ),
         (
             speculative and chunked,
             f"{spec_var} with chunked prefill: the plugin's chunked-prefill inputs carry no draft tokens or "
-            "speculative slots, and NxD Inference's fused speculation has no chunked-prefill path",
+            "speculative slots (runner:1075-1135), and NxD Inference's fused speculation has no "
+            "chunked-prefill path",
             (spec_var, chunk_var),
         ),
     )

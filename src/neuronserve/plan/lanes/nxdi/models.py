@@ -125,8 +125,8 @@ def check_architecture(
         raise ConfigError(
             f"{model}: {arch} is NxD Inference model type {key[0]!r}, which {reg.named()} does not have "
             f'(its MODEL_TYPES: {", ".join(sorted(reg.models))}): the plugin raises "Model {arch} is not '
-            f'supported" at load; use a supported architecture ({supported}), or an image whose NxD '
-            f"Inference has {key[0]!r}",
+            f'supported" at load (worker/neuronx_distributed_model_loader.py:657-666); use a supported '
+            f"architecture ({supported}), or an image whose NxD Inference has {key[0]!r}",
             ("SM_VLLM_MODEL",),
         )
     if key is None or not reg.has(key):

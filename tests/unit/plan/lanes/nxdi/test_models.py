@@ -82,8 +82,8 @@ def test_pixtral_needs_a_registry_with_pixtral() -> None:
     assert str(err) == (
         f"/m: {PIXTRAL} is NxD Inference model type 'pixtral', which NxD Inference 0.7.14366 (assumed: none "
         f"read on this host) does not have (its MODEL_TYPES: {', '.join(NXDI_0_7)}): the plugin raises "
-        f'"Model {PIXTRAL} is not supported" at load; use a supported architecture ({ARCHS}), or an image '
-        "whose NxD Inference has 'pixtral'"
+        f'"Model {PIXTRAL} is not supported" at load (worker/neuronx_distributed_model_loader.py:657-666); '
+        f"use a supported architecture ({ARCHS}), or an image whose NxD Inference has 'pixtral'"
     )
     assert err.variables == ("SM_VLLM_MODEL",)
     assert arch({**PIXTRAL_CONFIG}, installed(WITH_PIXTRAL)) == []
