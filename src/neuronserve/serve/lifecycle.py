@@ -32,6 +32,7 @@ from neuronserve.front.proxy import pool_size
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.version import running_stack
 from neuronserve.host.versions import installed_versions
 from neuronserve.serve import listener
 from neuronserve.stage import events
@@ -281,13 +282,14 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     opts = plan.serve
     state = ServerState()
     state.device = plan.device
-    state.stack = dict(plan.stack)
+    installed = installed_versions()
+    state.stack = running_stack(plan.stack, installed, plan.device)  # what runs, not only the lane's pins
     if "--dtype" in plan.argv[:-1]:
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
     client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
     sdk = VARS["NEURON_SDK_VERSION"].read(environ)
-    build = build_labels(installed_versions(), __version__, sdk, plan.stack.get("lane"))
+    build = build_labels(installed, __version__, sdk, state.stack["lane"])
     metrics = FrontMetrics(state, lambda: gate.in_flight, build)
     app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
     if opts.sticky_sessions:
