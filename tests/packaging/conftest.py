@@ -16,10 +16,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.checkout import user_env
 
 from neuronserve.config.cachehome import cache_home
 
@@ -28,15 +29,6 @@ pytestmark = pytest.mark.packaging
 ROOT = Path(__file__).resolve().parents[2]
 # What `pip install .` reads: the project table, the readme it names, the package.
 SOURCES = ("pyproject.toml", "README.md", "src")
-# Outside variables that would let the venv's Python see another copy of the code or another venv.
-DROPPED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
-
-
-def user_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A user's shell: this one less the test runner's PYTHONPATH and venv, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return {**env, **(extra or {})}
 
 
 def _key() -> str:

@@ -14,7 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.packaging.test_readme_way import WRAPPER, _wrapper_env
+from tests.packaging.test_readme_way import WRAPPER
+from tests.support.checkout import bootstrap_env
 
 pytestmark = pytest.mark.packaging
 
@@ -91,7 +92,7 @@ def test_the_plan_step_runs_as_written(tmp_path: Path) -> None:
     (model / "config.json").write_text(json.dumps(TINYLLAMA))
     command = command.replace("./TinyLlama-1.1B-Chat-v1.0", str(model))
     out = subprocess.run(
-        ["bash", "-c", command], cwd=ROOT, env=_wrapper_env(), capture_output=True, text=True, timeout=120
+        ["bash", "-c", command], cwd=ROOT, env=bootstrap_env(), capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("device:      neuron"), out.stdout

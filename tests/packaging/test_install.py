@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.packaging.conftest import user_env
+from tests.support.checkout import user_env
 
 pytestmark = pytest.mark.packaging
 

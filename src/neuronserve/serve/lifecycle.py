@@ -110,9 +110,9 @@ class Supervisor:
         self._stage_result: StageResult | None = None
         self._publishing: asyncio.Future[None] | None = None
 
-    def request_stop(self) -> None:
+    def request_stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
         if not self.stop_requested.is_set():
-            log.info("stop requested (SIGTERM): draining")
+            log.info("stop requested (%s): draining", "Ctrl-C" if sig == signal.SIGINT else sig.name)
             self.stop_requested.set()
             # At once, not at the next poll: /ping and new requests must see DRAINING immediately.
             if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
@@ -317,7 +317,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, supervisor.request_stop)
+        loop.add_signal_handler(sig, supervisor.request_stop, sig)
     server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
     try:
         code = await supervisor.run(server_task)
