@@ -7,7 +7,8 @@ progress (the first phase) before LOADING and READY.
 
 Tests that harm or end the shared server, or start servers of their own, are marked
 `after_shared_server(rank)`: they run after every other test here, by rank (engine stalls 1, lifecycle
-2, LMI 3, SmolLM2 4, data parallel 5, required cache hit 6). A frozen engine is slow for a while, the
+2, LMI 3, SmolLM2 4, data parallel 5, required cache hit 6, tool calling 7, serve-local 8). A frozen
+engine is slow for a while, the
 lifecycle tests take the shared server or start a fresh one, and the pool never runs two engines at once,
 so each later file would stop the shared server for good.
 """

@@ -61,7 +61,7 @@ def test_metrics_answer_while_loading_with_front_series_only(server: Server) -> 
     info = series(loading, "neuronserve_build_info")
     assert len(info) == 1 and info[0]["vllm"] not in ("", "none") and info[0]["version"]
     assert {"plugin", "sdk"} <= set(info[0])
-    assert info[0]["lane"] == "2.27"  # the default lane (plan/lanes/registry.py), as plan --json reports it
+    assert info[0]["lane"] == "none"  # no Neuron lane runs on the CPU (front/version.py running_stack)
     for event in ("hit", "miss", "publish_ok", "publish_failed", "corrupt"):
         assert ("neuronserve_cache_events_total", (("event", event),)) in loading
     for reason in ("limit", "payload", "draining", "not_ready", "bad_request"):

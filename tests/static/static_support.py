@@ -12,14 +12,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILES = {"neuron": ROOT / "docker" / "Dockerfile", "cpu": ROOT / "docker" / "Dockerfile.cpu"}
+
+
+def _shell(path: Path) -> bool:
+    with path.open("rb") as f:
+        first = f.readline()
+    return first.startswith(b"#!") and first.rstrip().endswith((b"sh", b"bash"))
+
+
+# Every shell script of scripts/ (a new one is checked without being listed) and .ci/run, the image's.
 SHELL_SCRIPTS = [
     ROOT / "entrypoint" / "serve",
-    ROOT / "scripts" / "image-deps",
-    ROOT / "scripts" / "deploy-venv",
-    ROOT / "scripts" / "mutation",
-    ROOT / "scripts" / "vllm-cli-table",
-    ROOT / "scripts" / "contract-deps",
     ROOT / "docker" / "smoke.sh",
+    ROOT / ".ci" / "run",
+    *sorted(p for p in (ROOT / "scripts").iterdir() if p.is_file() and _shell(p)),
 ]
 
 

@@ -38,6 +38,36 @@ def redacted_plan(plan: LaunchPlan) -> dict[str, Any]:
     return data
 
 
+def _flag(argv: tuple[str, ...], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv[:-1] else None
+
+
+def url(address: tuple[Any, ...]) -> str:
+    """Where a person on this host reaches the front bound to `address` (socket.getsockname())."""
+    host, port = str(address[0]), int(address[1])
+    if host in ("0.0.0.0", "::"):
+        local = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
+        return f"http://{local}:{port} (listening on every interface, {host} port {port})"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def summary(plan: LaunchPlan, address: tuple[Any, ...]) -> str:
+    """The start in one line: the URL, the model and what shapes its memory; the plan's JSON follows."""
+    argv = plan.argv
+    name = _flag(argv, "--served-model-name") or plan.model.uri
+    shape = [f"{plan.device} device"]
+    for flag, label in (("--max-model-len", "max_model_len"), ("--tensor-parallel-size", "TP")):
+        value = _flag(argv, flag)
+        if value is not None:
+            shape.append(f"{label} {value}")
+    if len(plan.replicas) > 1:
+        shape.append(f"{len(plan.replicas)} engine replicas")
+    return (
+        f"serving {name} at {url(address)}: model {plan.model.uri} ({plan.model.source}), "
+        f"{', '.join(shape)}; /ping answers 200 once the engine is ready"
+    )
+
+
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -59,14 +89,15 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     # HF_TOKEN_SECRET_ARN -> HF_TOKEN, before the plan: staging and the engine inherit the mapping.
     environ = with_secrets(environ)
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
-    log = logging.getLogger("neuronserve.serve")
-    log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))
-    for warning in plan.warnings:
-        log.warning("%s", warning)
-
     # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
     # into the backlog at once, and they are answered as soon as the app is up.
     sock = _listen(plan.serve.host, plan.serve.port)
+    log = logging.getLogger("neuronserve.serve")
+    # One line a person reads first (where, what); the whole plan after it, for the record.
+    log.info("%s", redact_text(summary(plan, sock.getsockname()), secret_values(environ)))
+    log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))
+    for warning in plan.warnings:
+        log.warning("%s", warning)
 
     import asyncio  # noqa: PLC0415
 

@@ -67,6 +67,16 @@ _OWN_VARS: tuple[Var, ...] = (
         "settings.engine_port",
     ),
     Var(
+        "NEURONSERVE_HOST",
+        "",
+        "0.0.0.0",
+        NS,
+        "Address the front server listens on: 0.0.0.0 every interface (containers), 127.0.0.1 this host "
+        "only (scripts/serve-local), or another IP address",
+        p.listen_address,
+        "serve.host",
+    ),
+    Var(
         "NEURONSERVE_WORK_DIR",
         "",
         "/tmp/neuronserve",

@@ -23,7 +23,7 @@ _SERVE = defaults("serve")  # each attribute's default is its settings-table row
 class ServeOptions:
     """What the front server needs; resolved from SAGEMAKER_* / NEURONSERVE_* settings."""
 
-    host: str = "0.0.0.0"
+    host: str = _SERVE["host"]
     port: int = _SERVE["port"]
     max_payload_mb: float = _SERVE["max_payload_mb"]
     max_concurrency: int = _SERVE["max_concurrency"]  # requests in flight before 429; 0 = unlimited
@@ -54,6 +54,7 @@ class ServeOptions:
 # ServeOptions attributes read through their rows, in the order their checks run (after the ports and
 # the dialect): with two mistakes, the same one is reported first as always.
 _READ_ORDER = (
+    "host",
     "max_payload_mb",
     "max_concurrency",
     "request_timeout_s",

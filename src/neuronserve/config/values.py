@@ -7,6 +7,7 @@ one ConfigError naming the variable, so a typo is refused before anything is sta
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -99,6 +100,19 @@ def whole_between(least: int, most: int) -> Parser:
 
 port = whole_between(1, 65535)  # a TCP port another process listens on (the engine's: known in advance)
 listen_port = whole_between(0, 65535)  # a TCP port this process binds; 0 takes any free one
+
+
+def listen_address(var: Var, raw: str) -> str:
+    """An IPv4 or IPv6 address this process binds (a literal: a name would resolve at bind time)."""
+    value = raw.strip()
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ConfigError(
+            f"{var.name}={shown(value)} is not an IP address: use 0.0.0.0 (every interface) or "
+            "127.0.0.1 (this host only)",
+            (var.name,),
+        ) from None
 
 
 def boolean(var: Var, raw: str) -> bool:

@@ -16,6 +16,13 @@ Why not only a parent-death signal (prctl PR_SET_PDEATHSIG): it reaches only the
 memory), it fires when the *thread* that forked exits rather than the process, and setting it needs a
 `preexec_fn`, which Python documents as unsafe in a process with threads (the front runs several).
 The watchdog costs one small Python process (about 10 MB) per engine.
+
+Why an orderly stop keeps the engine's last lines to itself: vLLM 0.32's own SIGTERM path shuts the
+EngineCore down before it cancels the task that reads its outputs (AsyncLLM.shutdown,
+vllm/v1/engine/async_llm.py), so about one clean stop in two printed an `AsyncLLM output_handler
+failed ... EngineDeadError` traceback, whichever process got the signal first (measured with the group
+signalled and with the API server alone). What an engine says after the front asked it to stop is kept
+in the tail, and shown only when it then exits with an error (or must be killed).
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ class EngineProcess:
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._watchdog_fd: int | None = None  # the pipe's write end: held by the front alone
         self._swept = False
+        self._stopping = False  # an orderly stop began: its lines are kept, shown only if it fails
+        self._unshown: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
 
     @property
     def pid(self) -> int | None:
@@ -161,11 +170,17 @@ class EngineProcess:
             self._tail.append(line)
             if _QUIET in line:
                 continue  # our own health polls, twice a second: kept in the tail, not printed
-            try:
-                self._out.write(engine_line(line, self._label))
-                self._out.flush()
-            except (OSError, ValueError):
-                pass
+            if self._stopping:
+                self._unshown.append(line)
+                continue
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        try:
+            self._out.write(engine_line(line, self._label))
+            self._out.flush()
+        except (OSError, ValueError):
+            pass
 
     def returncode(self) -> int | None:
         """None while running (cheap: a non-blocking waitpid). The first time the main process is
@@ -188,7 +203,8 @@ class EngineProcess:
         proc = self._proc
         if proc is None:
             return None
-        if proc.poll() is None:
+        self._stopping = proc.poll() is None  # a dead engine's last words are never held back
+        if self._stopping:
             self._signal_group(signal.SIGTERM)
             deadline = time.monotonic() + grace_s
             while proc.poll() is None and time.monotonic() < deadline:
@@ -197,11 +213,17 @@ class EngineProcess:
         self._signal_group(signal.SIGKILL)
         self._swept = True
         try:
-            return proc.wait(timeout=5.0)
+            rc: int | None = proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
-            return None
+            rc = None
         finally:
             self._dismiss_watchdog()
+        if rc != 0:  # it failed to stop cleanly: what it said while stopping is the explanation
+            if self._pump is not None:
+                self._pump.join(timeout=1.0)
+            for line in list(self._unshown):
+                self._write(line)
+        return rc
 
     def _signal_group(self, sig: signal.Signals) -> None:
         assert self._proc is not None

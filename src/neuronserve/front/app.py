@@ -17,7 +17,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
 import neuronserve
-from neuronserve.front import proxy, request_cost, routes, schema, tgi, version
+from neuronserve.front import proxy, request_cost, routes, schema, streamusage, tgi, version
 from neuronserve.front.adapters import ADAPTER_HEADER, header_adapter, openai_with_adapter, served_model_body
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
@@ -40,7 +40,9 @@ from neuronserve.types import RequestSupport, ServeOptions
 log = logging.getLogger("neuronserve.front")
 
 _MODEL_ROUTES = ("/v1/completions", "/v1/chat/completions")
-_RESPONSES = "/v1/responses"  # generates too: what it asks is checked, its model name kept
+_RESPONSES = "/v1/responses"  # generates too: what it asks is checked
+# Every allowed route whose body names the model (vLLM answers 404 to another name): served by the one
+_NAMED_ROUTES = (*_MODEL_ROUTES, _RESPONSES, "/v1/embeddings", "/tokenize", "/detokenize")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
@@ -70,7 +72,7 @@ async def read_limited(request: Request, limit_bytes: int) -> bytes:
 
 def _record_tokens(request: Request, usage: dict[str, Any]) -> None:
     if usage:
-        request.scope[TOKENS_KEY] = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        request.scope[TOKENS_KEY] = streamusage.counts(usage)
 
 
 def openai_object(raw: bytes) -> dict[str, Any]:
@@ -209,12 +211,11 @@ class Handlers:
         if named is not None:
             raw = openai_with_adapter(body, named, self.support)
         adapter = self.check_openai(request, path, body)
-        if path in _MODEL_ROUTES:
+        if path in _NAMED_ROUTES:
             raw = served_model_body(body, self.state, self.opts, adapter) or raw
+        tap, raw = streamusage.prepare(body, path, raw)
         resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
-        usage: dict[str, Any] = {}
-        out = await proxy.relay(resp, usage)
-        _record_tokens(request, usage)
+        out = await proxy.relay(resp, _recorder(request), tap)
         if request.url.path == version.PATH and request.method == "GET":
             return version.answer(out, neuronserve.__version__, self.state.stack)
         return out
@@ -257,11 +258,13 @@ class Handlers:
         raw = await read_limited(request, self.limit)
         headers = proxy.forward_headers(request.headers.items())
         headers["x-request-id"] = request_id(request.scope)
+        tap = None
         if raw and request.method in _BODY_METHODS:
-            if request.url.path in _MODEL_ROUTES:
+            if request.url.path in _NAMED_ROUTES:
                 body = openai_object(raw)
                 adapter = self.check_openai(request, request.url.path, body)
                 raw = served_model_body(body, self.state, self.opts, adapter) or raw
+                tap, raw = streamusage.prepare(body, request.url.path, raw)
             else:
                 # 400 for bodies too deep for the engine's parser; not JSON: the engine answers
                 parsed = None
@@ -278,9 +281,7 @@ class Handlers:
             content=raw or None,
             params=request.url.query or None,
         )
-        usage: dict[str, Any] = {}
-        out = await proxy.relay(resp, usage)
-        _record_tokens(request, usage)
+        out = await proxy.relay(resp, _recorder(request), tap)
         if request.url.path == version.PATH and request.method == "GET":
             return version.answer(out, neuronserve.__version__, self.state.stack)
         return out

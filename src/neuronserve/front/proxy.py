@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import aiohttp
@@ -25,6 +25,7 @@ from yarl import URL
 from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
 from neuronserve.front.requestid import engine_id
 from neuronserve.front.schema import loads
+from neuronserve.front.streamusage import Tap
 
 log = logging.getLogger("neuronserve.front")
 
@@ -215,17 +216,31 @@ def error_event(status: int, message: str, jsonlines: bool) -> bytes:
     return (body + "\n").encode() if jsonlines else f"data: {body}\n\n".encode()
 
 
-async def _raw(resp: EngineResponse) -> AsyncIterator[bytes]:
+Record = Callable[[dict[str, Any]], None]
+
+
+async def _raw(resp: EngineResponse, tap: Tap, record: Record | None) -> AsyncIterator[bytes]:
+    """The engine's stream as it comes, through `tap` (its usage, front/streamusage.py), recorded at
+    its end however it ends."""
     try:
         async for chunk in chunks(resp):
-            yield chunk
+            out = tap.feed(chunk)
+            if out:
+                yield out
+        rest = tap.close()
+        if rest:
+            yield rest
     except StreamBroken as err:
         # The engine stalled or went away mid-stream: say so in-band (SageMaker turns it into a
         # ModelStreamError for the client) rather than ending the body as if it were complete.
         log.warning("stream from the engine broke: %s", err.message)
-        yield error_event(err.status, err.message, "event-stream" not in resp.headers.get("content-type", ""))
+        yield tap.close() + error_event(
+            err.status, err.message, "event-stream" not in resp.headers.get("content-type", "")
+        )
     finally:
         done(resp)  # also on client disconnect (the generator is closed)
+        if record is not None:
+            record(tap.usage())
 
 
 def is_stream(resp: EngineResponse) -> bool:
@@ -233,18 +248,21 @@ def is_stream(resp: EngineResponse) -> bool:
     return any(t in ctype for t in _STREAM_TYPES)
 
 
-async def relay(resp: EngineResponse, usage_sink: dict[str, Any] | None = None) -> Response:
-    """Engine response -> our response: streams flow chunk by chunk, small bodies in one piece."""
+async def relay(resp: EngineResponse, record: Record | None = None, tap: Tap | None = None) -> Response:
+    """Engine response -> our response: streams flow chunk by chunk, small bodies in one piece.
+    `record` gets the answer's usage (a stream's at its end); `tap` is the stream's (a fresh one if none)."""
     headers = response_headers(resp)
     if is_stream(resp):
+        stream = _raw(resp, tap or Tap(), record)
         return StreamingResponse(
-            _raw(resp), status_code=resp.status, headers=headers, background=BackgroundTask(done, resp)
+            stream, status_code=resp.status, headers=headers, background=BackgroundTask(done, resp)
         )
     data = await read_body(resp)
-    if usage_sink is not None and resp.status == 200 and b'"usage"' in data:
+    if record is not None and resp.status == 200 and b'"usage"' in data:
         try:
             usage = loads(data).get("usage") or {}
-            usage_sink.update(usage)
         except (ValueError, AttributeError):
-            pass
+            usage = {}
+        if isinstance(usage, dict) and usage:
+            record(usage)
     return Response(data, status_code=resp.status, headers=headers)

@@ -31,6 +31,7 @@ from neuronserve.front.proxy import pool_size
 from neuronserve.front.router import ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.version import running_stack
 from neuronserve.host.versions import installed_versions
 from neuronserve.serve import listener
 from neuronserve.serve.threads import in_daemon_thread
@@ -98,9 +99,9 @@ class Supervisor:
             return f"the engines' health watcher stopped ({why}): nothing would mark them READY or unhealthy"
         return self.pool.stuck() if phase in (Phase.LOADING, Phase.READY) else None
 
-    def request_stop(self) -> None:
+    def request_stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
         if not self.stop_requested.is_set():
-            log.info("stop requested (SIGTERM): draining")
+            log.info("stop requested (%s): draining", "Ctrl-C" if sig == signal.SIGINT else sig.name)
             self.stop_requested.set()
             # At once, not at the next poll: /ping and new requests must see DRAINING immediately.
             if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
@@ -272,13 +273,14 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     opts = plan.serve
     state = ServerState()
     state.device = plan.device
-    state.stack = dict(plan.stack)
+    installed = installed_versions()
+    state.stack = running_stack(plan.stack, installed, plan.device)  # what runs, not only the lane's pins
     if "--dtype" in plan.argv[:-1]:
         state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
     pool = ReplicaPool(plan, environ)
     client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
     sdk = VARS["NEURON_SDK_VERSION"].read(environ)
-    build = build_labels(installed_versions(), __version__, sdk, plan.stack.get("lane"))
+    build = build_labels(installed, __version__, sdk, state.stack["lane"])
     metrics = FrontMetrics(state, lambda: gate.in_flight, build)
     app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
     if opts.sticky_sessions:
@@ -311,7 +313,7 @@ async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socke
     loop = asyncio.get_running_loop()
     watchdog.start(loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, supervisor.request_stop)
+        loop.add_signal_handler(sig, supervisor.request_stop, sig)
     server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
     try:
         code = await supervisor.run(server_task)

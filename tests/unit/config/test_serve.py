@@ -143,3 +143,20 @@ def test_equal_ports_are_refused_with_the_port_to_use() -> None:
         "set NEURONSERVE_ENGINE_PORT=9001"
     )
     assert err.value.variables == ("NEURONSERVE_ENGINE_PORT", "SAGEMAKER_BIND_TO_PORT")
+
+
+@pytest.mark.parametrize(
+    ("raw", "host"),
+    [("", "0.0.0.0"), ("127.0.0.1", "127.0.0.1"), (" ::1 ", "::1"), ("0:0::0", "::")],
+)
+def test_the_listen_address(raw: str, host: str) -> None:
+    """NEURONSERVE_HOST: scripts/serve-local listens on 127.0.0.1, as the README shows; containers on
+    every interface."""
+    assert parse_serve({"NEURONSERVE_HOST": raw} if raw else {})[0].host == host
+
+
+@pytest.mark.parametrize("raw", ["localhost", "127.0.0.256", "0.0.0.0:8080", "http://127.0.0.1"])
+def test_a_listen_address_that_is_no_ip_address_names_the_variable(raw: str) -> None:
+    with pytest.raises(ConfigError, match=r"NEURONSERVE_HOST=.* is not an IP address") as err:
+        parse_serve({"NEURONSERVE_HOST": raw})
+    assert err.value.variables == ("NEURONSERVE_HOST",)

@@ -3,9 +3,12 @@ dialect a configuration selects is tested with config/serve.py, tests/unit/confi
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import pytest
+from tests.support.front_app import running_front
 
 from neuronserve.front import genparams, lmi
 from neuronserve.front.adapters import served_model_body
@@ -46,6 +49,36 @@ def test_other_model_names_are_served_by_the_one_model(body: bytes) -> None:
 )
 def test_bodies_left_alone(body: bytes, state: ServerState, opts: ServeOptions) -> None:
     assert served_model_body(openai_object(body), state, opts) is None
+
+
+NAMED = [
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/responses",
+    "/v1/embeddings",
+    "/tokenize",
+    "/detokenize",
+]
+
+
+@pytest.mark.parametrize("path", NAMED)
+@pytest.mark.parametrize("strict", [False, True])
+def test_every_route_whose_body_names_a_model_is_served_by_the_one_model(path: str, strict: bool) -> None:
+    """`/v1/*` serves any model name (README): /v1/responses got vLLM's 404 for "gpt-4o" when only chat
+    and completions were rewritten. NEURONSERVE_STRICT_MODEL_NAME=true forwards the name as sent."""
+
+    async def go() -> list[Any]:
+        async with running_front(strict_model_name=strict) as front:
+            front.state.model_names = ["m"]
+            routed = path.startswith("/v1/")  # a custom-attribute route must start with /v1/
+            for via in (path, "/invocations") if routed else (path,):
+                headers = {"x-amzn-sagemaker-custom-attributes": f"route={path}"} if via != path else {}
+                r = await front.client.post(via, json={"model": "gpt-4o", "input": "x"}, headers=headers)
+                assert r.status_code == 200, r.text
+            return front.bodies
+
+    bodies = asyncio.run(go())
+    assert bodies and {b["model"] for b in bodies} == ({"gpt-4o"} if strict else {"m"})
 
 
 @pytest.mark.parametrize("body", [b"not json", b"\x80", b"[1]", b"[" * 100 + b"]" * 100, b"[" * 100_000])

@@ -83,7 +83,7 @@ def test_send_forwards_method_path_query_body_and_a_unique_engine_id() -> None:
                     params="a=%20",
                 )
                 usage: dict[str, Any] = {}
-                relayed = await proxy.relay(resp, usage)
+                relayed = await proxy.relay(resp, usage.update)
                 again = await proxy.send(client, "POST", "/v1/completions", headers={"x-request-id": "c"})
                 await proxy.read_body(again)
                 return relayed.status_code, bytes(relayed.body), dict(relayed.headers), usage

