@@ -106,6 +106,14 @@ def cpu(serve_pid: int) -> Cpu:
     return Cpu(front, engine)
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (proc(5), the `cpu` line of /proc/stat: user, nice,
+    system, irq, softirq, steal); less the benchmark's own processes, what other work took."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) * TICK_S
+
+
 def load_average() -> tuple[float, float, float]:
     one, five, fifteen = os.getloadavg()
     return one, five, fifteen

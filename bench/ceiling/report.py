@@ -49,6 +49,8 @@ def summary(rounds: list[Round]) -> list[dict[str, Any]]:
                 "wrk_cpu_share_direct": max(d.wrk_cpu_share, default=0.0),
                 "wrk_cpu_share_front": max(f.wrk_cpu_share, default=0.0),
                 "client_bound": d.client_bound or f.client_bound,
+                "others_cores_max": max(d.others + f.others, default=0.0),
+                "contended": d.contended or f.contended,
                 "failed": d.failed + f.failed,
                 "ping": probe.merge(pings) if pings else None,
             }
@@ -96,6 +98,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             print(
                 f"NOTE {r['kind']}: wrk used more than 90% of its threads' CPU: "
                 "the client may be the bottleneck"
+            )
+        if r["contended"]:
+            print(
+                f"NOTE {r['kind']}: other work on the machine took up to {r['others_cores_max']:.2f} cores "
+                "in a round: its throughput ratio is unreliable (CPU per unit less so)"
             )
         if r["failed"]:
             print(f"NOTE {r['kind']}: {r['failed']} failed requests (non-2xx or socket errors) in the rounds")

@@ -16,6 +16,7 @@ from bench.ceiling import calibrate, probe, procs, wrk
 from bench.ceiling.kinds import Kind
 from bench.ceiling.serve import Serve
 
+CONTENDED = 0.15  # other work's CPU, in cores, above which a round is flagged
 CLIENT_BOUND = 0.9  # wrk's CPU share of its threads above which the client may be the bottleneck
 
 
@@ -39,6 +40,7 @@ class Round:
     engine_cpu_s: float
     wrk: dict[str, Any]
     load_average: float = 0.0  # 1-minute load average at the start of the round
+    others_cpu_s: float = 0.0  # CPU the rest of the machine used meanwhile (the prober's included)
     ping: dict[str, Any] | None = None
 
 
@@ -53,6 +55,7 @@ class Side:
     engine_cpu_s: float = 0.0
     wrk_cpu_share: list[float] = field(default_factory=list)
     failed: int = 0
+    others: list[float] = field(default_factory=list)  # other work's CPU per round, in cores
     per_round_rps: list[float] = field(default_factory=list)
 
     def add(self, r: Round) -> None:
@@ -63,6 +66,7 @@ class Side:
         self.engine_cpu_s += r.engine_cpu_s
         self.wrk_cpu_share.append(r.wrk["cpu_share"])
         self.failed += r.wrk["failed"]
+        self.others.append(r.others_cpu_s / r.wrk["wall_s"] if r.wrk["wall_s"] else 0.0)
         self.per_round_rps.append(r.requests / r.duration_s if r.duration_s else 0.0)
 
     def per_unit_us(self, cpu_s: float, stream: bool) -> float:
@@ -76,6 +80,10 @@ class Side:
     @property
     def eps(self) -> float:
         return self.events / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def contended(self) -> bool:
+        return max(self.others, default=0.0) > CONTENDED
 
     @property
     def client_bound(self) -> bool:
@@ -110,6 +118,7 @@ def measure(
     path = kind.direct_path if side == "direct" else kind.front_path
     pinger = probe.start(serve.port, max(0.5, load.seconds - 0.3)) if load.ping and side == "front" else None
     before = procs.cpu(serve.pid)
+    busy = procs.machine_busy_s()
     load_average = procs.load_average()[0]
     result = wrk.run(
         load.wrk,
@@ -120,6 +129,7 @@ def measure(
         threads=load.threads,
     )
     after = procs.cpu(serve.pid)
+    busy = procs.machine_busy_s() - busy
     ping = probe.finish(pinger) if pinger is not None else None
     requests = result.bytes / sample.wire_bytes if kind.stream else float(result.requests)
     summary = asdict(result) | {"cpu_share": result.cpu_share, "failed": result.failed}
@@ -133,6 +143,9 @@ def measure(
         engine_cpu_s=after.engine_s - before.engine_s,
         wrk=summary,
         load_average=load_average,
+        others_cpu_s=max(
+            0.0, busy - result.cpu_s - (after.front_s - before.front_s) - (after.engine_s - before.engine_s)
+        ),
         ping=ping,
     )
 
@@ -168,7 +181,7 @@ def abba(kind: Kind, serve: Serve, load: Load, tmp: Path, cycles: int) -> list[R
                 f"    {kind.name:13} {side:6} {r.requests / r.duration_s:8.0f} req/s "
                 f"{r.events / r.duration_s:8.0f} ev/s | CPU busy: front {r.front_cpu_s / wall:4.0%} engine "
                 f"{r.engine_cpu_s / wall:4.0%} wrk {r.wrk['cpu_share']:4.0%} | "
-                f"load {r.load_average:.1f}{ping}",
+                f"others {r.others_cpu_s / wall:4.0%}{ping}",
                 flush=True,
             )
     return out
