@@ -1,0 +1,1 @@
+"""Synthetic engine package: see bench/synth_engine/synth_openai.py."""
