@@ -140,3 +140,26 @@ def test_each_refusal_is_answered_at_once(env: dict[str, str], args: list[str], 
     elapsed = time.perf_counter() - start
     assert proc.returncode == 2 and named in proc.stderr, proc.stderr
     assert elapsed < PROMPT_BOUND_S, f"{elapsed:.2f} s"
+
+
+@pytest.mark.parametrize(
+    ("instance", "tp"), [("ml.inf2.xlarge", "2"), ("trn1.32xlarge", "32"), ("trn2.48xlarge", "64")]
+)
+def test_an_instance_type_alone_plans_every_core_of_the_instance(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str], instance: str, tp: str
+) -> None:
+    """On a laptop (no Neuron device, no NEURON_RT_VISIBLE_CORES) `plan --instance-type` plans as the
+    instance would: all its NeuronCores (logical on Trn2), said in a warning, instead of refusing for want
+    of a device."""
+    laptop = {"SM_VLLM_MODEL": "org/model", "SM_VLLM_MAX_MODEL_LEN": "1024", "SM_VLLM_MAX_NUM_SEQS": "1"}
+    assert main(["plan", "--json", "--instance-type", instance], laptop) == 0
+    doc = json.loads(capsys.readouterr().out)
+    argv = doc["argv"]
+    assert doc["device"] == "neuron" and argv[argv.index("--tensor-parallel-size") + 1] == tp
+    assert doc["env"]["NEURON_RT_VISIBLE_CORES"] == f"0-{int(tp) - 1}"
+    assert any(
+        f"NEURONSERVE_INSTANCE_TYPE={instance}, planned off the instance" in w for w in doc["warnings"]
+    )
+    # A core count the host states itself is kept, and checked against the instance.
+    assert main(["plan", "--instance-type", instance], {**laptop, "NEURON_RT_VISIBLE_CORES": "0"}) == 0
+    assert "--tensor-parallel-size 1 " in capsys.readouterr().out
