@@ -21,7 +21,6 @@ from neuronserve.host import properties
 from neuronserve.plan.assets import kinds as assets
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
-from neuronserve.plan.fit import cores
 from neuronserve.types import LaunchPlan
 
 
@@ -63,29 +62,9 @@ def resolve_plan(
     device: str | None = None,
     extra_args: Sequence[str] = (),
     facts: HostFacts | None = None,
-    off_instance: bool = False,
 ) -> LaunchPlan:
-    """Build the launch plan from an environment mapping (read once by the CLI) and CLI choices.
-
-    `off_instance` (`neuronserve plan`, planning on a laptop for a declared instance type): a host that
-    sees no NeuronCore at all plans as the instance would, every one of its cores visible."""
+    """Build the launch plan from an environment mapping (read once by the CLI) and CLI choices."""
     settings = read_settings(environ, device=device, extra_args=extra_args)
     if facts is None:
         facts = hostfacts.gather(environ, _local_candidates(settings))
-    if off_instance:
-        facts = instance_cores(settings, facts)
     return build_plan(settings, facts)
-
-
-def instance_cores(settings: Settings, facts: HostFacts) -> HostFacts:
-    """`facts` with the declared instance's NeuronCores visible, when this host has no Neuron device
-    and no NEURON_RT_VISIBLE_CORES: the instance type alone says how many cores the container will see
-    (plan/fit/instances.py), so `plan --instance-type ml.inf2.xlarge` on a laptop plans TP 2 as the
-    instance would instead of refusing for want of a device. A host with devices keeps its own count."""
-    if facts.visible_cores is not None or facts.neuron_devices or settings.visible_cores:
-        return facts
-    instance = cores.declared_instance(settings)
-    if instance is None:
-        return facts
-    source = f"{cores.INSTANCE_VAR}={settings.fit.instance_type}, planned off the instance"
-    return replace(facts, visible_cores=instance.cores, cores_source=source)

@@ -120,9 +120,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
     from neuronserve.launchplan import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
-    plan = resolve_plan(
-        environ, device=args.device, extra_args=getattr(args, "extra_args", ()), off_instance=True
-    )
+    plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
     print(redact_text(text, secret_values(environ)))
     return 0

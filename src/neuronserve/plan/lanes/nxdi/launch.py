@@ -16,6 +16,7 @@ from neuronserve.config.settings import Settings
 from neuronserve.counts import positive
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, ModelFacts, json_int
+from neuronserve.plan.fit import cores
 from neuronserve.plan.lanes.nxdi import derive, multimodal, rules
 from neuronserve.plan.lanes.nxdi.models import Registry
 from neuronserve.plan.lanes.nxdi.profiles import V0_2, PluginRules
@@ -67,11 +68,21 @@ class Launch:
 
 def tp(n: Launch, res: Resolution) -> None:
     """tensor_parallel_size: given (checked against the visible cores, rules.check_tp) or `max`/unset,
-    all visible NeuronCores."""
+    all visible NeuronCores, or, where this host sees none, all of the declared instance's."""
     settings, facts = n.settings, n.facts
     value = settings.get("tensor-parallel-size")
     origin = settings.origin("tensor-parallel-size", "SM_VLLM_TENSOR_PARALLEL_SIZE")
     if value is None or str(value).lower() == "max":
+        instance = cores.declared_instance(settings) if facts.visible_cores is None else None
+        if instance is not None:
+            # Planning off the instance (a laptop, a deploy dry run): the declared type alone says how many
+            # NeuronCores the container will see (plan/fit/instances.py), logical ones on Trn2.
+            res.warn(
+                f"tensor_parallel_size set to all {instance.cores} NeuronCores of "
+                f"{cores.INSTANCE_VAR}={settings.fit.instance_type} (no NeuronCore visible on this host)"
+            )
+            n.tp = instance.cores
+            return
         if facts.visible_cores is None:
             raise ConfigError(
                 "cannot tell how many NeuronCores are visible (no /dev/neuron*, no "
