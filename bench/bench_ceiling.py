@@ -55,6 +55,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.duration < 1 or args.connections < 1 or args.threads < 1 or args.rounds < 1:
         p.error("--duration, --connections, --threads and --rounds must be at least 1")
+    if args.engine_procs < 1:
+        p.error("--engine-procs must be at least 1")
+    kinds.select(args.only)  # an unknown kind stops here, before any server starts
+    if args.workers_sweep is not None:
+        counts = [x.strip() for x in args.workers_sweep.split(",")]
+        if not counts or not all(x.isdecimal() and int(x) >= 1 for x in counts):
+            p.error(f"--workers-sweep {args.workers_sweep!r}: a comma-separated list of counts, e.g. 1,2,4,8")
     return args
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-INTERVAL_S = 0.025  # 40 pings/s: about 1 % of the front's CPU in the rounds (counted with the front's)
+INTERVAL_S = 0.025  # up to 40 pings/s, ~0.6 ms of front CPU each: ~2 % of a saturated front (counted in it)
 REQUEST = b"GET /ping HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
 
 

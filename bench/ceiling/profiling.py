@@ -1,8 +1,11 @@
 """Where the front's CPU goes under one kind of load: py-spy (sampling, every thread) or cProfile.
 
 py-spy (`pip install py-spy`, or scripts/bench-deps py-spy) attaches to the running front with
-`record --nonblocking --threads --subprocesses --format raw`; the raw output (one collapsed stack and
-its sample count per line) is folded here into self and cumulative shares per function. When py-spy
+`record --nonblocking --gil --threads --subprocesses --format raw`; the raw output (one collapsed stack
+and its sample count per line) is folded here into self and cumulative shares per function. `--gil`
+keeps only the thread holding the GIL: without it, a thread waiting for the GIL (the engine-log relay
+under load) counts as busy, and the shares overstate it; what runs with the GIL released (a socket
+send, a pipe read) is left out. When py-spy
 is missing or cannot attach (no ptrace), the front is started under bench/ceiling/profiled_serve.py,
 which records with cProfile between two signals.
 """
@@ -48,7 +51,7 @@ def py_spy_start(
         "--rate",
         str(rate),
     ]
-    argv += ["--nonblocking", "--threads", "--subprocesses", "--format", "raw", "--output", str(out)]
+    argv += ["--nonblocking", "--gil", "--threads", "--subprocesses", "--format", "raw", "--output", str(out)]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -105,8 +108,8 @@ def report_py_spy(raw_path: Path, seconds: float, rate: int = 250, top: int = 25
     out = io.StringIO()
     busy = total / (seconds * rate)
     out.write(
-        f"py-spy: {total} samples of non-idle threads in {seconds:.0f} s at {rate}/s "
-        f"(~{busy:.0%} of one core)\n"
+        f"py-spy: {total} samples holding the GIL in {seconds:.0f} s at {rate}/s (the GIL held ~{busy:.0%} "
+        "of the time)\n"
     )
     out.write(
         "samples by thread: " + ", ".join(f"{t} {n / total:.0%}" for t, n in threads.most_common(6)) + "\n"
