@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from k8s_support import CACHE, MODEL, by_kind, options, rendered, server
+from k8s_support import CACHE, MODEL, by_kind, cli, options, rendered, server
 
 from neuronserve.deploy.k8s import yamlout
 from neuronserve.deploy.k8s.options import SecretRef
@@ -86,6 +86,21 @@ def test_autoscaled_pods_only_start_on_cache_hits_and_the_job_compiles() -> None
     startup = pod["containers"][0]["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] < 3600  # a load, not a compile
     assert "NEURONSERVE_REQUIRE_CACHE_HIT" not in docs["ConfigMap"]["data"]
+
+
+@pytest.mark.parametrize("autoscaler", ["keda", "hpa"])
+def test_autoscaling_with_the_cache_hit_rule_set_false_is_refused_not_overridden(autoscaler: str) -> None:
+    """The user's explicit false and the autoscaler's never-compile rule contradict: exit 2 naming both,
+    where the renderer used to write true over the user's value without a word."""
+    result = cli(
+        "--instance-type", "inf2.xlarge", "--autoscaler", autoscaler,
+        *(f"--env={k}={v}" for k, v in {**MODEL, **CACHE, "NEURONSERVE_REQUIRE_CACHE_HIT": "False"}.items()),
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert f"--autoscaler {autoscaler} with NEURONSERVE_REQUIRE_CACHE_HIT='False'" in result.stderr
+    for value in ("true", ""):  # the rule as the autoscaler sets it, or blank: nothing to resolve
+        env = {**CACHE, "NEURONSERVE_REQUIRE_CACHE_HIT": value}
+        assert by_kind(rendered(env, autoscaler=autoscaler))["Deployment"]
 
 
 def test_autoscaling_without_a_cache_is_refused() -> None:

@@ -86,6 +86,19 @@ def _check(env: Mapping[str, str], opts: K8sOptions, require_hit: bool, cores: i
         raise
 
 
+def _refuse_compiling_autoscaled(opts: K8sOptions, env: Mapping[str, str]) -> None:
+    """An autoscaled pod never compiles, so an environment that asks it to (the rule set false) is a
+    contradiction to resolve, never a value to override without a word."""
+    asked = env.get(pod.REQUIRE_HIT, "").strip()
+    if opts.autoscaler != "none" and asked and not VARS[pod.REQUIRE_HIT].read(env):
+        raise ConfigError(
+            f"--autoscaler {opts.autoscaler} with {pod.REQUIRE_HIT}={asked!r}: autoscaled pods start with "
+            f"{pod.REQUIRE_HIT}=true (a new pod never compiles; the compile Job fills the cache): remove "
+            f"{pod.REQUIRE_HIT} from the environment, or use --autoscaler none",
+            (pod.REQUIRE_HIT, "--autoscaler"),
+        )
+
+
 def render(opts: K8sOptions, env: Mapping[str, str]) -> Rendered:
     """Every object for `opts` and `env`, or the ConfigError of the first problem (nothing rendered)."""
     opts.check()
@@ -93,6 +106,7 @@ def render(opts: K8sOptions, env: Mapping[str, str]) -> Rendered:
     data = _settings(opts, env)
     autoscaled = opts.autoscaler != "none"
     serve_hit = autoscaled or bool(VARS[pod.REQUIRE_HIT].read(env))
+    _refuse_compiling_autoscaled(opts, env)
     whole = _check(data, opts, serve_hit, None)
     cores = cores_used(whole.plan)
     size = size_pod(instance, cores, whole.logical_nc_config, opts.neuron_resource)
