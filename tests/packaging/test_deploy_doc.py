@@ -96,3 +96,20 @@ def test_the_plan_step_runs_as_written(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("device:      neuron"), out.stdout
+
+
+def test_what_the_doc_says_the_samples_hold_they_hold() -> None:
+    """Each `the sample's `VALUE`` of DEPLOY.md is on a setting line of a file in sagemaker/envs/ (a
+    `...` in it stands for the rest). The bug: step 5 called `s3://my-bucket/...` the sample's cache
+    placeholder after the samples had dropped it for a comment (placeholders are refused)."""
+    settings = "\n".join(
+        line
+        for env in sorted((ROOT / "sagemaker" / "envs").glob("*.env"))
+        for line in env.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    )
+    quoted = re.findall(r"the samples?'s? `([^`]+)`", DOC)
+    missing = [value for value in quoted if value.replace("...", "").strip() not in settings]
+    assert missing == [], missing
+    says_none = "the samples set no compile cache" in DOC
+    assert says_none == ("NEURONSERVE_CACHE_URI=" not in settings)
