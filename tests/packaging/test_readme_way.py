@@ -121,6 +121,25 @@ def test_the_readme_transcripts_of_neuronserve_are_what_it_prints() -> None:
         assert (out.returncode == 2) == expected.startswith("neuronserve plan: error:"), command
 
 
+def test_the_readme_commands_shown_without_output_run() -> None:
+    """Each `$ ... scripts/neuronserve ...` console line shown with no output is one a user can run in
+    the checkout as written: exit 0 and something printed. The bug: the multi-LoRA example planned
+    SM_VLLM_MODEL=/opt/ml/model and a local /opt/adapters/sql, so it exited 2 on every machine but the
+    container."""
+    silent = [
+        command
+        for lang, block in _blocks(README)
+        if lang == "console"
+        for command, output in _commands(block, console=True)
+        if WRAPPER in command and not [x for x in output if x.strip()]
+    ]
+    assert silent, "no command shown without its output"
+    for command in silent:
+        out = _run(command)
+        assert out.returncode == 0, f"{command}\n{out.stderr}"
+        assert out.stdout.strip(), command
+
+
 def test_the_wrapper_runs_from_any_directory_with_the_callers_relative_paths(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text((ROOT / "tests/data/models/Llama-3.2-1B/config.json").read_text())
     argv = [str(ROOT / WRAPPER), "plan", "--recommend", "--model-config", "config.json"]
