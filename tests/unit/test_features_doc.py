@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.contract.known import KNOWN
 
 from neuronserve.config import table
 
@@ -137,3 +138,12 @@ def test_every_row_names_its_contract_test_and_configurations_that_exist(row: di
     known = {case.id for case in all_cases()}
     missing = [case for case in CASE_REF.findall(cell) if case not in known]
     assert not missing, f"{row['feature']}: tests/contract/cases.py has no {missing}"
+
+
+def test_an_item_said_to_be_under_way_is_one_the_contract_tier_still_lists() -> None:
+    """ "Issue 25 item N: to be refused" (or "being fixed") stays in the doc only while
+    tests/contract/known.py still lists item N as a disagreement under way. The bug: the silent-behaviour
+    list said LoRA on a multimodal model was "to be refused" after the plan had refused it."""
+    open_items = {item for item, _, _ in KNOWN}
+    said = re.findall(r"[Ii]ssue 25 item (\d+):? (?:to be refused|being fixed|to be fixed)", DOC.read_text())
+    assert [int(n) for n in said if int(n) not in open_items] == []
