@@ -2,7 +2,8 @@
 a SageMaker Model's `Environment` (readable by anyone with sagemaker:DescribeModel) or an ECS task
 definition.
 
-Called once by `neuronserve serve`, before the plan, on the mapping the CLI read from the environment:
+Called once by `neuronserve serve`, `stage` and `compile` (a stage initContainer or a compile Job fetches a
+gated hub model too), before the plan, on the mapping the CLI read from the environment:
 the token joins that mapping as `HF_TOKEN` and reaches the hub download and the engine by the same
 inheritance a plain HF_TOKEN takes. Every printer of the mapping already masks HF_TOKEN (redact.py);
 this module logs only the ARN.

@@ -4,10 +4,13 @@ secrets themselves, a small JSON server for the refusals moto does not model (IA
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from neuronserve.errors import ConfigError
 from neuronserve.host.secrets import check_arn, token_from, with_secrets
 
+ROOT = Path(__file__).resolve().parents[3]
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hf-token-AbCdEf"
 TOKEN = "hf_testtokenvalue0123456789"
 
@@ -183,3 +187,16 @@ def test_one_rule_names_the_secrets(name: str, secret: bool) -> None:
     from neuronserve.redact import is_secret_name
 
     assert is_secret_name(name) is secret
+
+
+def test_the_design_map_names_every_command_that_reads_the_secret() -> None:
+    """docs/DESIGN.md's host/secrets.py line names exactly the commands that call with_secrets (read from
+    their syntax trees). The bug: it said `serve` only after `stage` and `compile` read it too."""
+    callers = set()
+    for path in sorted((ROOT / "src" / "neuronserve" / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        if "with_secrets" in names:
+            callers.add(path.stem)
+    line = next(x for x in (ROOT / "docs" / "DESIGN.md").read_text().splitlines() if "secrets.py" in x)
+    assert callers and set(re.findall(r"`(\w+)`", line)) == callers, (line, callers)
