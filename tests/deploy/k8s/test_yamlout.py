@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from k8s_support import MODEL, cli
 
 from neuronserve.deploy.k8s import yamlout
 from neuronserve.errors import ConfigError
@@ -50,6 +51,18 @@ def test_a_directory_of_someone_elses_files_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"holds notes\.txt"):
         yamlout.write(tmp_path, {"kustomization.yaml": {}})
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_an_output_that_cannot_be_a_directory_is_one_line_exit_2(tmp_path: Path) -> None:
+    """The bug: `--output` under a regular file (or anywhere mkdir fails) ended in a traceback, exit 1."""
+    (tmp_path / "afile").write_text("mine")
+    with pytest.raises(ConfigError, match=r"afile/out: cannot create it \(Not a directory\)"):
+        yamlout.write(tmp_path / "afile" / "out", {"kustomization.yaml": {}})
+    result = cli("--instance-type", "inf2.xlarge", *(f"--env={k}={v}" for k, v in MODEL.items()),
+                 "--output", str(tmp_path / "afile" / "out"))  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.rstrip().endswith("cannot create it (Not a directory)")
+    assert (tmp_path / "afile").read_text() == "mine"
 
 
 def test_a_second_render_replaces_the_first(tmp_path: Path) -> None:

@@ -128,6 +128,10 @@ def write(directory: Path, files: Mapping[str, Any]) -> list[Path]:
     longer has (another autoscaler, no Job) are removed."""
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"--output {directory}: not a directory")
+    try:  # before anything is removed or written: a place that cannot hold a directory is one line
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--output {directory}: cannot create it ({err.strerror})") from None
     if directory.exists():
         foreign = sorted(p.name for p in directory.iterdir() if p.name not in OWNED)
         foreign += sorted(
@@ -152,7 +156,10 @@ def write(directory: Path, files: Mapping[str, Any]) -> list[Path]:
     written = []
     for rel, doc in files.items():
         path = directory / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump(doc))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(dump(doc))
+        except OSError as err:
+            raise ConfigError(f"--output {directory}: cannot write {rel} ({err.strerror})") from None
         written.append(path)
     return written
