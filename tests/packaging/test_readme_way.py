@@ -70,6 +70,28 @@ def test_the_first_screen_says_how_to_run_what_it_costs_and_where_it_runs() -> N
     assert len(FIRST_SCREEN.splitlines()) <= 60  # a screen, not a chapter
 
 
+# What each set-up script scripts/test runs fetches, as the first screen's scripts/test row names it.
+FETCHES = {
+    "bootstrap": "scripts/bootstrap",
+    "image-deps": "podman/buildah",
+    "deploy-venv": "sagemaker-core",
+    "contract-deps": "contract tier",
+    "mutation": None,  # opt-in (NEURONSERVE_MUTATION_SAMPLE), runs the dev venv's mutmut: fetches nothing
+}
+
+
+def test_the_first_screen_names_what_scripts_test_downloads() -> None:
+    """Every script scripts/test runs is one FETCHES knows, and what it fetches is on the first screen.
+    The bug: the contract tier's wheels (scripts/contract-deps, added with tests/contract) were missing
+    from the scripts/test row."""
+    called = set(re.findall(r"scripts/([a-z-]+)", (ROOT / "scripts" / "test").read_text())) - {"test"}
+    assert called <= set(FETCHES), called - set(FETCHES)
+    row = next(line for line in FIRST_SCREEN.splitlines() if line.startswith("| `scripts/test`"))
+    missing = [name for name in called if FETCHES[name] and FETCHES[name] not in FIRST_SCREEN]
+    assert missing == [], missing
+    assert all(FETCHES[name] in row for name in ("image-deps", "deploy-venv", "contract-deps")), row
+
+
 def test_the_deploy_section_names_every_target_of_the_first_screen() -> None:
     """The bug: the first screen named EKS, while the Deploy section still offered "SageMaker, ECS or
     plain docker" and no EKS line."""
