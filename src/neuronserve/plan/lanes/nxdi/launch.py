@@ -87,8 +87,9 @@ def tp(n: Launch, res: Resolution) -> None:
             raise ConfigError(
                 "cannot tell how many NeuronCores are visible (no /dev/neuron*, no "
                 "NEURON_RT_VISIBLE_CORES): set "
-                "SM_VLLM_TENSOR_PARALLEL_SIZE (e.g. 2) or NEURON_RT_VISIBLE_CORES (e.g. 0-1)",
-                ("SM_VLLM_TENSOR_PARALLEL_SIZE", "NEURON_RT_VISIBLE_CORES"),
+                "SM_VLLM_TENSOR_PARALLEL_SIZE (e.g. 2) or NEURON_RT_VISIBLE_CORES (e.g. 0-1), or name the "
+                f"instance ({cores.INSTANCE_VAR}, `plan --instance-type`, e.g. ml.inf2.xlarge)",
+                ("SM_VLLM_TENSOR_PARALLEL_SIZE", "NEURON_RT_VISIBLE_CORES", cores.INSTANCE_VAR),
             )
         res.warn(
             f"tensor_parallel_size set to all {facts.visible_cores} visible NeuronCores "

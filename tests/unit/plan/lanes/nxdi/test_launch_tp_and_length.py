@@ -72,9 +72,20 @@ def test_tp_unknown_cores_and_no_tp_is_refused() -> None:
     err = refusal(env, with_config(HEADS, cores=None, neuron_devices=1))
     assert str(err) == (
         "cannot tell how many NeuronCores are visible (no /dev/neuron*, no NEURON_RT_VISIBLE_CORES): set "
-        "SM_VLLM_TENSOR_PARALLEL_SIZE (e.g. 2) or NEURON_RT_VISIBLE_CORES (e.g. 0-1)"
+        "SM_VLLM_TENSOR_PARALLEL_SIZE (e.g. 2) or NEURON_RT_VISIBLE_CORES (e.g. 0-1), or name the instance "
+        "(NEURONSERVE_INSTANCE_TYPE, `plan --instance-type`, e.g. ml.inf2.xlarge)"
     )
-    assert err.variables == ("SM_VLLM_TENSOR_PARALLEL_SIZE", "NEURON_RT_VISIBLE_CORES")
+    assert err.variables == (
+        "SM_VLLM_TENSOR_PARALLEL_SIZE",
+        "NEURON_RT_VISIBLE_CORES",
+        "NEURONSERVE_INSTANCE_TYPE",
+    )
+    # The fix it names works: the instance alone plans every core of it.
+    p = plan(
+        {**env, "NEURONSERVE_INSTANCE_TYPE": "ml.inf2.xlarge"},
+        with_config(HEADS, cores=None, neuron_devices=1),
+    )
+    assert p.argv[p.argv.index("--tensor-parallel-size") + 1] == "2"
 
 
 def test_a_tp_that_cannot_be_checked_is_said_so() -> None:
