@@ -89,7 +89,7 @@ def test_roles_and_log_group() -> None:
     ("env", "instance", "needle"),
     [
         ({}, "inf2.xlarge", "no model configured"),
-        ({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}, "inf2.xlarge", "exceeds the 2 visible NeuronCores"),
+        ({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}, "inf2.xlarge", "has 2 NeuronCores"),
         ({**MODEL, "SM_VLLM_MAX_NUM_SEQS": "zero"}, "inf2.xlarge", "SM_VLLM_MAX_NUM_SEQS"),
     ],
 )
@@ -105,7 +105,7 @@ def test_the_plan_sees_every_core_of_the_instance() -> None:
     assert (
         plan_check({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "24"}, "inf2.48xlarge", ECS).visible_cores == 24
     )
-    with pytest.raises(ConfigError, match="exceeds the 24"):
+    with pytest.raises(ConfigError, match="has 24 NeuronCores"):
         plan_check({**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "32"}, "inf2.48xlarge", ECS)
 
 

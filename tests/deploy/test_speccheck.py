@@ -21,7 +21,10 @@ from neuronserve.errors import ConfigError
         ({"model_data_s3": None, "env": {}}, "no model"),
         ({"startup_timeout_s": 7200}, "60 to 3600"),
         ({"volume_gb": 1000}, "1 to 512"),
-        ({"env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}}, "exceeds the 2 visible NeuronCores"),
+        (
+            {"env": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "4", "SM_VLLM_MAX_MODEL_LEN": "2048"}},
+            "has 2 NeuronCores",
+        ),
     ],
 )
 def test_validate_refuses_before_any_call(kw: dict[str, object], message: str) -> None:

@@ -121,12 +121,9 @@ def plan_check(
         )
     facts = instances.instance_facts(instance, logical_nc_config(env))
     cores = visible_cores or facts.cores
-    environ = {
-        **env,
-        "NEURONSERVE_DEVICE": "neuron",
-        "NEURON_RT_VISIBLE_CORES": f"0-{cores - 1}",
-        "SM_MODEL_DIR": _NO_MODEL_DIR,
-    }
+    environ = {**env, "NEURONSERVE_DEVICE": "neuron", "SM_MODEL_DIR": _NO_MODEL_DIR}
+    if visible_cores:  # a pod's share of the node (k8s): what the device plugin will make visible
+        environ["NEURON_RT_VISIBLE_CORES"] = f"0-{cores - 1}"
     environ.setdefault("NEURONSERVE_INSTANCE_TYPE", instances.normalize(instance))
     try:
         plan = _plan(environ, model_mounted)

@@ -139,7 +139,7 @@ def test_secrets_are_references_never_values() -> None:
     [
         ({"HF_TOKEN": "hf_abcdefghijklmnop0123"}, {}, "plain text in the ConfigMap"),
         ({"SM_VLLM_ENABLE_PREFIX_CACHING": "yes"}, {}, "is a switch"),
-        ({TP: "4"}, {}, "exceeds the 2 visible NeuronCores"),
+        ({TP: "4"}, {}, "has 2 NeuronCores"),
         ({TP: "4"}, {"instance_type": "trn1.32xlarge"}, "only 1, 4, 8, 16 devices per pod"),
         ({"NEURON_RT_VISIBLE_CORES": "0-1"}, {}, "set by EKS for each pod"),
         ({"NEURONSERVE_CACHE_URI": "s3://my-bucket/cache/"}, {}, "placeholder"),

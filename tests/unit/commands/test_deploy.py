@@ -59,7 +59,7 @@ def test_yaml_on_stdout_notes_on_stderr() -> None:
     ("args", "needle"),
     [
         (["--env", "SM_VLLM_ENABLE_PREFIX_CACHING=yes"], "SM_VLLM_ENABLE_PREFIX_CACHING='yes' is a switch"),
-        (["--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=4"], "exceeds the 2 visible NeuronCores"),
+        (["--env", "SM_VLLM_TENSOR_PARALLEL_SIZE=4"], "has 2 NeuronCores"),
         (["--env", f"HF_TOKEN={TOKEN}"], "plain text in the ConfigMap"),
         (["--secret", f"HF_TOKEN={TOKEN}"], "not the secret itself"),
         (["--autoscaler", "keda"], "needs a remote compile cache"),
