@@ -77,6 +77,7 @@ def build_front(
     metrics: FrontMetrics,
     store: SessionStore | None,
     counts: Callable[[], list[ReplicaCounts]] | None = None,
+    worker: int | None = None,
 ) -> FrontStack:
     opts = cfg.opts
     connections = pool_size(opts.max_concurrency, opts.engine_connections)
@@ -89,7 +90,7 @@ def build_front(
     state.loop_verdict = watchdog.verdict
     state.stage_stall_s = cfg.stage_stall_s
     gate = Gate(
-        ReplicaScope(app),
+        ReplicaScope(app, worker),
         state,
         opts.max_concurrency,
         metrics=metrics,

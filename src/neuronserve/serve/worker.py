@@ -53,7 +53,14 @@ async def serve_worker(cfg: WorkerConfig, environ: dict[str, str]) -> int:
         )
     config = front_config(opts, cfg.support, environ)
     stack = build_front(
-        config, state, fleet=fleet, limiter=limiter, metrics=metrics, store=store, counts=fleet.counts
+        config,
+        state,
+        fleet=fleet,
+        limiter=limiter,
+        metrics=metrics,
+        store=store,
+        counts=fleet.counts,
+        worker=cfg.index,
     )
     server = QuietServer(stack.config)
     loop = asyncio.get_running_loop()
