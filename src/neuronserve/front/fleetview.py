@@ -5,8 +5,9 @@ Why a view: the replicas (their processes, health checks and restarts) belong to
 board (front/board.py, written by the supervisor at every poll: within 100 ms), and keeps its own
 outstanding and routed counts in its own row there, so /metrics can sum them over the workers.
 
-Routing by least outstanding requests uses this worker's own counts: each worker balances what it
-sends, and SO_REUSEPORT spreads the connections over the workers.
+Routing by least outstanding requests uses this worker's own counts (reading every worker's row on
+each pick would cost more than it balances): each worker balances what it sends, SO_REUSEPORT spreads
+the connections over the workers, and each worker's round robin on ties starts at its own replica.
 """
 
 from __future__ import annotations

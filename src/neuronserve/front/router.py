@@ -118,11 +118,13 @@ class Router(EngineClient):
         timeout_s: float,
         max_connections: int,
         counts: Callable[[], list[ReplicaCounts]] | None = None,
+        first: int = 0,
     ) -> None:
         super().__init__(pool.replicas[0].base_url, timeout_s, max_connections)
         self.fleet = pool
         self.counts = counts  # the container's counts (several front processes), else this process's
-        self._last = -1
+        # Round robin on ties starts at `first` (front worker i at replica i: idle workers spread too).
+        self._last = first - 1
 
     def pick(self, exclude: list[Replica]) -> Replica | None:
         ready = [r for r in self.fleet.replicas if routable(r) and r not in exclude]

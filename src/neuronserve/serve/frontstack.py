@@ -18,7 +18,7 @@ import uvicorn
 
 from neuronserve.config.table import VARS
 from neuronserve.front.app import create_app
-from neuronserve.front.gate import Gate
+from neuronserve.front.gate import Gate, Message, Receive, Scope, Send
 from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import pool_size
@@ -32,6 +32,7 @@ from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.serve")
+WORKER_HEADER = b"x-neuronserve-worker"
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ def build_front(
 ) -> FrontStack:
     opts = cfg.opts
     connections = pool_size(opts.max_concurrency, opts.engine_connections)
-    client = Router(fleet, opts.request_timeout_s, connections, counts)
+    first = (worker or 0) % len(fleet.replicas)
+    client = Router(fleet, opts.request_timeout_s, connections, counts, first)
     app: Any = create_app(state, opts, client, metrics=metrics, support=cfg.support)
     payload = int(opts.max_payload_mb * 1024 * 1024)
     if store is not None:
@@ -90,7 +92,7 @@ def build_front(
     state.loop_verdict = watchdog.verdict
     state.stage_stall_s = cfg.stage_stall_s
     gate = Gate(
-        ReplicaScope(app, worker),
+        ReplicaScope(app),
         state,
         opts.max_concurrency,
         metrics=metrics,
@@ -99,7 +101,29 @@ def build_front(
         max_body_bytes=payload,
         limiter=limiter,
     )
-    return FrontStack(gate, client, watchdog, listener.uvicorn_config(gate, opts, cfg.limits))
+    served: Any = gate if worker is None else WorkerTag(gate, worker)
+    return FrontStack(gate, client, watchdog, listener.uvicorn_config(served, opts, cfg.limits))
+
+
+class WorkerTag:
+    """With several front processes, every answer names the one that gave it (`X-Neuronserve-Worker`):
+    for an operator chasing one misbehaving process, and for the tests that must see both answer."""
+
+    def __init__(self, app: Any, worker: int) -> None:
+        self.app = app
+        self.header = (WORKER_HEADER, str(worker).encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), self.header]}
+            await send(message)
+
+        await self.app(scope, receive, tagged)
 
 
 class QuietServer(uvicorn.Server):
