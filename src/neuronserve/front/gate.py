@@ -24,7 +24,7 @@ from typing import Any
 from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
-from neuronserve.front.limiter import Limiter, LocalLimiter
+from neuronserve.front.limiter import Limiter, SharedLimiter
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
 from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
@@ -85,7 +85,7 @@ class Gate:
         self.body_timeout_s = body_timeout_s
         self.max_body_bytes = max_body_bytes
         # the count of sequences in flight: this process's, or the container's (front/limiter.py)
-        self.limiter = limiter if limiter is not None else LocalLimiter(max_concurrency)
+        self.limiter = limiter if limiter is not None else Limiter(max_concurrency)
 
     @property
     def in_flight(self) -> int:
@@ -94,9 +94,9 @@ class Gate:
     @in_flight.setter
     def in_flight(self, value: int) -> None:
         """Tests take slots by hand; only one process's own count can be set."""
-        if not isinstance(self.limiter, LocalLimiter):
+        if isinstance(self.limiter, SharedLimiter):
             raise TypeError("the shared count is set by admissions only")
-        self.limiter.in_flight = value
+        self.limiter.count = value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

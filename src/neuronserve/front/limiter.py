@@ -4,7 +4,8 @@ Why an interface of its own: with one front process the count is an integer on t
 several (NEURONSERVE_FRONT_WORKERS) NEURONSERVE_MAX_CONCURRENCY holds for the container as a whole,
 so the count lives in shared memory (front/board.py). Both answer the same four questions:
 `try_acquire(weight)` (admit `weight` sequences if they fit), `release(weight)`, `in_flight` (the
-container's sequences in flight now) and `wait_idle()` (the drain's "nothing in flight").
+container's sequences in flight now) and `wait_idle()` (the drain's "nothing in flight"); the
+shared count is a Limiter too, so whatever takes a Limiter takes either.
 
 Why shared, not split: a split (the limit / N per worker) refuses early whenever SO_REUSEPORT's hash
 gives one worker more long requests than its share, and a request heavier than limit / N could never
@@ -18,59 +19,50 @@ moment early, never admitting past the limit).
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
 from neuronserve.front.board import Board
 
 IDLE_POLL_S = 0.05  # how often the drain looks at the shared count
 
 
-class Limiter(Protocol):
-    """What the gate and the sequence charge (request_cost.Charge) use."""
-
-    limit: int  # sequences in flight before 429 (NEURONSERVE_MAX_CONCURRENCY); 0 = unlimited
-
-    @property
-    def in_flight(self) -> int: ...
-
-    def try_acquire(self, weight: int) -> bool: ...
-
-    def release(self, weight: int) -> None: ...
-
-    async def wait_idle(self) -> None: ...
-
-
-class LocalLimiter:
-    """One front process: the count is this process's own."""
+class Limiter:
+    """One front process: the count is this process's own (`limit` 0: no limit, only counted)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.in_flight = 0
+        self.count = 0
         self.idle = asyncio.Event()
         self.idle.set()
 
+    @property
+    def in_flight(self) -> int:
+        """The weight taken now (the whole container's, when the count is shared)."""
+        return self.count
+
     def try_acquire(self, weight: int) -> bool:
-        if self.limit and self.in_flight + weight > self.limit:
+        """Take `weight` when it fits under the limit (True), else take nothing (False)."""
+        if self.limit and self.count + weight > self.limit:
             return False
-        self.in_flight += weight
+        self.count += weight
         self.idle.clear()
         return True
 
     def release(self, weight: int) -> None:
-        self.in_flight -= weight
-        if self.in_flight <= 0:
+        self.count -= weight
+        if self.count <= 0:
             self.idle.set()
 
     async def wait_idle(self) -> None:
+        """Until nothing is in flight (the drain)."""
         await self.idle.wait()
 
 
-class SharedLimiter:
+class SharedLimiter(Limiter):
     """Several front processes: worker `worker`'s view of the container's count (the supervisor's
     view, `worker=None`, only reads it and waits for it to fall to 0)."""
 
     def __init__(self, board: Board, worker: int | None, limit: int) -> None:
-        self.limit = limit
+        super().__init__(limit)
         self.board = board
         self.worker = worker
         self._slots = board.flight  # one signed 64-bit count per worker

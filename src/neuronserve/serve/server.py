@@ -20,7 +20,7 @@ from neuronserve import __version__
 from neuronserve.config.table import VARS
 from neuronserve.engine.pool import ReplicaPool
 from neuronserve.front.fleetview import RPHASES
-from neuronserve.front.limiter import LocalLimiter, SharedLimiter
+from neuronserve.front.limiter import Limiter, SharedLimiter
 from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.sessions import SessionStore
 from neuronserve.front.state import ServerState
@@ -73,7 +73,7 @@ async def serve(
     state, installed = _state(plan)
     pool = ReplicaPool(plan, environ)
     sdk = VARS["NEURON_SDK_VERSION"].read(environ)
-    limiter = LocalLimiter(opts.max_concurrency)
+    limiter = Limiter(opts.max_concurrency)
     metrics = FrontMetrics(
         state, lambda: limiter.in_flight, build_labels(installed, __version__, sdk, state.stack["lane"])
     )

@@ -11,18 +11,18 @@ import pytest
 from tests.support import boardproc
 
 from neuronserve.front.board import Board
-from neuronserve.front.limiter import LocalLimiter, SharedLimiter
+from neuronserve.front.limiter import Limiter, SharedLimiter
 
 
 def test_the_local_count() -> None:
-    limiter = LocalLimiter(3)
+    limiter = Limiter(3)
     assert limiter.try_acquire(2) and not limiter.try_acquire(2) and limiter.try_acquire(1)
     assert limiter.in_flight == 3 and not limiter.try_acquire(1)
     assert not limiter.idle.is_set()
     limiter.release(2)
     limiter.release(1)
     assert limiter.in_flight == 0 and limiter.idle.is_set()
-    unlimited = LocalLimiter(0)
+    unlimited = Limiter(0)
     assert all(unlimited.try_acquire(100) for _ in range(5)) and unlimited.in_flight == 500
 
 

@@ -9,7 +9,7 @@ import httpx
 from tests.support.replicas import make_plan
 
 from neuronserve.engine.pool import ReplicaPool
-from neuronserve.front.limiter import LocalLimiter
+from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import Phase, ServerState
@@ -17,10 +17,10 @@ from neuronserve.serve.frontstack import build_front, front_config
 from neuronserve.types import RequestSupport
 
 
-def _stack(tmp: str, worker: int | None, sessions: bool = False) -> tuple[object, ServerState, LocalLimiter]:
+def _stack(tmp: str, worker: int | None, sessions: bool = False) -> tuple[object, ServerState, Limiter]:
     plan = make_plan(2, tmp)
     state = ServerState()
-    limiter = LocalLimiter(1)
+    limiter = Limiter(1)
     metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
     store = SessionStore(60.0) if sessions else None
     config = front_config(plan.serve, RequestSupport(), {})
