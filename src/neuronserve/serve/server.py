@@ -27,6 +27,7 @@ from neuronserve.front.state import ServerState
 from neuronserve.front.statemirror import publish
 from neuronserve.front.version import running_stack
 from neuronserve.host.versions import installed_versions
+from neuronserve.serve import listener
 from neuronserve.serve.frontstack import QuietServer, build_front, front_config
 from neuronserve.serve.lifecycle import OneServer, Supervisor
 from neuronserve.serve.workers import Workers
@@ -105,6 +106,7 @@ async def serve(
 async def _with_workers(plan: LaunchPlan, environ: Mapping[str, str], workers: Workers) -> int:
     """The supervisor of front workers: no HTTP here; its state goes to the board."""
     opts, board = plan.serve, workers.board
+    listener.raise_file_limit()  # for the engines it starts, as with one front process
     state, installed = _state(plan)
     pool = ReplicaPool(plan, environ)
     limiter = SharedLimiter(board, None, opts.max_concurrency)
