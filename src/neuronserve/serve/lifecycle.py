@@ -81,6 +81,7 @@ class Supervisor:
         self._publishing: asyncio.Future[None] | None = None
         self._beat = time.monotonic()  # the supervisor's last poll
         self._health: asyncio.Task[None] | None = None
+        self._front: Front | None = None
 
     def verdict(self) -> str | None:
         """/live's engine check: the supervisor polls, its health watcher runs, and an engine runs or is
@@ -115,6 +116,7 @@ class Supervisor:
         self.on_tick()
 
     async def run(self, front: Front) -> int:
+        self._front = front
         unsubscribe = events.subscribe(self.metrics.cache_event) if self.metrics else (lambda: None)
         try:
             return await self._run(front)
@@ -249,6 +251,8 @@ class Supervisor:
         deadline = time.monotonic() + grace
         while not idle.done() and time.monotonic() < deadline:
             self._tick()  # the workers' board keeps its heartbeat through a long drain
+            if self._front is not None:
+                self._front.failure()  # a worker that dies now: its requests leave the count
             await asyncio.wait({idle}, timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
         if idle.done():
             log.info("drained: no request in flight")
