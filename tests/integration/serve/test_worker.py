@@ -21,7 +21,7 @@ import pytest
 from tests.support.s3server import ServerControl
 from tests.support.server import free_port, free_port_run
 from tests.support.standin_server import StandinServer, standin_env, standin_server
-from tests.support.workers import alive, engine_pid, fresh, spread, wait_for, worker_pids, workers_of
+from tests.support.workers import WORKER, alive, engine_pid, fresh, spread, wait_for, worker_pids, workers_of
 
 from ..conftest import model_from_s3
 
@@ -198,3 +198,16 @@ def test_a_fatal_engine_death_reaches_every_worker_and_exits_1(tmp_path: Path) -
         assert all(status != 200 for t, status in seen if t > first), seen
         assert "the engine exited with code -9" in server.log()
         wait_for(lambda: not any(alive(p) for p in pids), 10, "the workers to exit")
+
+
+def test_the_default_is_one_process_and_nothing_more(tmp_path: Path) -> None:
+    """NEURONSERVE_FRONT_WORKERS unset: the supervisor serves the front itself (no worker process, no
+    worker header, no metrics directory), as before workers existed."""
+    with standin_server(tmp_path) as server:
+        r = fresh(server, "GET", "/ping")
+        assert r.status_code == 200 and WORKER not in r.headers
+        children = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read_text().split()
+        cmdlines = [Path(f"/proc/{c}/cmdline").read_bytes() for c in children]
+        assert not any(b"neuronserve.serve.worker" in c for c in cmdlines), cmdlines
+        assert "front worker" not in server.log()
+        assert "neuronserve_in_flight 0.0" in fresh(server, "GET", "/metrics").text
