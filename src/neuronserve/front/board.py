@@ -74,6 +74,7 @@ class Board:
             "q"
         )  # (outstanding, routed) per worker x replica
         self.ledger = view[self._ledger_at : self.size]
+        self._published = b""  # the last snapshot this process wrote
         self.flight_lock = FileLock(fd, FLIGHT_LOCK)
         self.ledger_lock = FileLock(fd, LEDGER_LOCK)
 
@@ -128,8 +129,12 @@ class Board:
         return int(struct.unpack_from("Q", self.map, _SEQ)[0])
 
     def publish(self, doc: dict[str, Any]) -> None:
-        """The snapshot, as JSON under a sequence lock (one writer: the supervisor's loop)."""
+        """The snapshot, as JSON under a sequence lock (one writer: the supervisor's loop); the same
+        snapshot again is not written (readers re-read only what changed)."""
         data = json.dumps(doc, separators=(",", ":")).encode()
+        if data == self._published:
+            return
+        self._published = data
         if len(data) > BLOB_BYTES:
             raise ValueError(f"server snapshot of {len(data)} bytes is over the board's {BLOB_BYTES}")
         seq = self.seq()
