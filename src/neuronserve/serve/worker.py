@@ -19,6 +19,7 @@ from typing import Any
 
 from neuronserve import __version__, logsetup
 from neuronserve.config.table import VARS
+from neuronserve.front import requestid
 from neuronserve.front.board import Board
 from neuronserve.front.fleetview import FleetView
 from neuronserve.front.limiter import SharedLimiter
@@ -34,6 +35,7 @@ log = logging.getLogger("neuronserve.serve")
 
 
 async def serve_worker(cfg: WorkerConfig, environ: dict[str, str]) -> int:
+    requestid.number_engine_calls_from((cfg.index + 1) << 40)
     board = Board.attach(cfg.board_fd, cfg.workers, len(cfg.base_urls), cfg.sessions)
     opts = cfg.opts
     state = MirroredState(board)
