@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("neuronserve.front")
 
 REPLICA_HEADER = b"x-neuronserve-replica"
-WORKER_HEADER = b"x-neuronserve-worker"
 
 
 class _Process(Protocol):
@@ -200,12 +199,10 @@ class Router(EngineClient):
 
 
 class ReplicaScope:
-    """ASGI wrapper: a RequestRoute per request, released when the response ends; the replica header,
-    and with several front processes the worker's (`X-Neuronserve-Worker`: which process answered)."""
+    """ASGI wrapper: a RequestRoute per request, released when the response ends; the replica header."""
 
-    def __init__(self, app: ASGIApp, worker: int | None = None) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.worker = None if worker is None else (WORKER_HEADER, str(worker).encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -217,12 +214,9 @@ class ReplicaScope:
         async def send_tagged(message: Message) -> None:
             if message["type"] == "http.response.start":
                 replica = route.picks[-1] if route.picks else route.pinned
-                if replica is not None or self.worker is not None:
+                if replica is not None:
                     headers = list(message.get("headers", ()))
-                    if replica is not None:
-                        headers.append((REPLICA_HEADER, str(replica.index).encode()))
-                    if self.worker is not None:
-                        headers.append(self.worker)
+                    headers.append((REPLICA_HEADER, str(replica.index).encode()))
                     message = {**message, "headers": headers}
             await send(message)
 
