@@ -60,3 +60,23 @@ def alive(pid: int) -> bool:
             return f.read().split(") ")[-1][:1] != "Z"
     except OSError:
         return False
+
+
+def clients_on(server: StandinServer, per_worker: int, workers: int = 2) -> dict[str, list[httpx.Client]]:
+    """`per_worker` clients whose one keep-alive connection is served by each worker (a /ping on a new
+    connection says which worker it reached; connections are opened until each worker has its share)."""
+    got: dict[str, list[httpx.Client]] = {str(w): [] for w in range(workers)}
+    spare: list[httpx.Client] = []
+    for _ in range(40 * per_worker * workers):
+        if all(len(c) >= per_worker for c in got.values()):
+            break
+        client = httpx.Client(base_url=server.url, timeout=30)
+        worker = client.get("/ping").headers.get(WORKER)
+        if worker in got and len(got[worker]) < per_worker:
+            got[worker].append(client)
+        else:
+            spare.append(client)
+    for client in spare:
+        client.close()
+    assert all(len(c) == per_worker for c in got.values()), {w: len(c) for w, c in got.items()}
+    return got

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.support.server import free_port_run
 from tests.support.standin_server import StandinServer, standin_server
-from tests.support.workers import alive, fresh, spread, wait_for, worker_pids, workers_of
+from tests.support.workers import alive, clients_on, fresh, spread, wait_for, worker_pids, workers_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -48,17 +48,23 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandinServer]:
 
 
 def _holding(
-    server: StandinServer, n: int, body: dict[str, object] = HOLD
-) -> tuple[list[threading.Thread], list[httpx.Response]]:
-    """`n` clients sending a held request at once, each on its own connection."""
-    out: list[httpx.Response] = []
-    threads = [
-        threading.Thread(target=lambda: out.append(fresh(server, "POST", "/v1/completions", json=body)))
-        for _ in range(n)
-    ]
+    server: StandinServer, per_worker: int, body: dict[str, object] = HOLD
+) -> tuple[list[threading.Thread], dict[str, list[int]]]:
+    """`per_worker` clients on each worker sending a held request at once (each on its own connection)."""
+    clients = clients_on(server, per_worker)
+    out: dict[str, list[int]] = {w: [] for w in clients}
+
+    def send(client: httpx.Client, worker: str) -> None:
+        out[worker].append(client.post("/v1/completions", json=body).status_code)
+
+    threads = [threading.Thread(target=send, args=(c, w)) for w, cs in clients.items() for c in cs]
     for t in threads:
         t.start()
     return threads, out
+
+
+def _in_flight(server: StandinServer) -> float:
+    return _families(fresh(server, "GET", "/metrics").text)["neuronserve_in_flight"][0][1]
 
 
 def _families(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -115,34 +121,35 @@ def test_sessions_stick_across_workers(two: StandinServer) -> None:
 
 
 def test_the_limit_holds_for_the_container(two: StandinServer) -> None:
-    """Three times the limit at once, spread over both workers: exactly LIMIT admitted (from both
-    workers), the rest 429; the in-flight gauge is the container's from either worker; a request whose
-    sequences do not fit what is left is 429 from either worker."""
-    threads, out = _holding(two, 3 * LIMIT)
-    wait_for(lambda: len([r for r in out if r.status_code == 429]) >= 2 * LIMIT, 10, "the refusals")
+    """Three times the limit at once, half on each worker: exactly LIMIT admitted, the rest 429 (the
+    worker that admitted fewer refused the rest at once); the in-flight gauge is the container's from
+    either worker; a request whose sequences do not fit what is left is 429 from either worker."""
+    threads, out = _holding(two, 3 * LIMIT // 2)
+    wait_for(lambda: sum(s == 429 for v in out.values() for s in v) >= 2 * LIMIT, 10, "the refusals")
     scrapes = spread(two, "GET", "/metrics", 4)
     assert {_families(s.text)["neuronserve_in_flight"][0][1] for s in scrapes} == {LIMIT}
     for t in threads:
         t.join()
-    codes = sorted(r.status_code for r in out)
-    assert codes == [200] * LIMIT + [429] * (2 * LIMIT), codes
-    # both workers took clients; the one that admitted fewer (maybe none) refused the rest at once
-    assert workers_of(out) == {"0", "1"}, [r.headers for r in out]
-    assert all(r.headers["retry-after"] == "1" for r in out if r.status_code == 429)
-    # LIMIT - 1 held: a request of 2 sequences (two prompts) does not fit, whichever worker takes it
-    threads, held = _holding(two, LIMIT - 1)
-    wait_for(
-        lambda: _families(fresh(two, "GET", "/metrics").text)["neuronserve_in_flight"][0][1] == LIMIT - 1,
-        10,
-        "the holds",
-    )
+    codes = sorted(s for v in out.values() for s in v)
+    assert codes == [200] * LIMIT + [429] * (2 * LIMIT), out
+    # LIMIT - 1 held, on both workers: a request of 2 sequences (two prompts) does not fit, on either
+    clients = clients_on(two, 2)
+    held: list[int] = []
+
+    def hold(client: httpx.Client) -> None:
+        held.append(client.post("/v1/completions", json=HOLD).status_code)
+
+    threads = [threading.Thread(target=hold, args=(c,)) for c in [*clients["0"], clients["1"][0]]]
+    for t in threads:
+        t.start()
+    wait_for(lambda: _in_flight(two) == LIMIT - 1, 10, "the holds")
     two_prompts = {"model": "standin", "prompt": ["a", "b"], "max_tokens": 1}
     refused = spread(two, "POST", "/v1/completions", 4, json=two_prompts)
     assert {r.status_code for r in refused} == {429}
     assert all(f"only 1 of {LIMIT} are free" in r.text for r in refused), refused[0].text
     for t in threads:
         t.join()
-    assert {r.status_code for r in held} == {200}
+    assert held == [200] * (LIMIT - 1)
 
 
 def test_metrics_are_one_view(two: StandinServer) -> None:
@@ -175,12 +182,8 @@ def test_drain_loses_nothing_and_exits_0(two: StandinServer) -> None:
     """SIGTERM with held requests on both workers: /ping turns 503 DRAINING on both, a new request is
     refused, every held request finishes 200, the supervisor exits 0 and no worker is left."""
     pids = worker_pids(two)
-    threads, out = _holding(two, LIMIT)
-    wait_for(
-        lambda: _families(fresh(two, "GET", "/metrics").text)["neuronserve_in_flight"][0][1] == LIMIT,
-        10,
-        "the holds",
-    )
+    threads, out = _holding(two, LIMIT // 2)
+    wait_for(lambda: _in_flight(two) == LIMIT, 10, "the holds")
     two.proc.send_signal(signal.SIGTERM)
     wait_for(lambda: fresh(two, "GET", "/ping").status_code == 503, 5, "/ping 503")
     pings = spread(two, "GET", "/ping", 6)
@@ -189,8 +192,7 @@ def test_drain_loses_nothing_and_exits_0(two: StandinServer) -> None:
     assert {r.status_code for r in refused} == {503}
     for t in threads:
         t.join()
-    assert [r.status_code for r in out] == [200] * LIMIT
-    assert workers_of(out) == {"0", "1"}
+    assert out == {"0": [200] * (LIMIT // 2), "1": [200] * (LIMIT // 2)}  # both workers' held requests
     assert two.proc.wait(timeout=30) == 0
     assert "drained: no request in flight" in two.log()
     time.sleep(0.2)
