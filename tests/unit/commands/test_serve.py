@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,12 @@ def test_a_malformed_front_workers_is_exit_2_before_anything_starts(
         "NEURONSERVE_WORK_DIR": str(tmp_path / "w"),
         "SAGEMAKER_BIND_TO_PORT": "0",
     }
-    assert main(["serve", "--device", "cpu"], {**env, "NEURONSERVE_FRONT_WORKERS": "two"}) == 2
+    handlers, level = logging.root.handlers[:], logging.root.level  # `serve` sets up logging: put it back
+    try:
+        assert main(["serve", "--device", "cpu"], {**env, "NEURONSERVE_FRONT_WORKERS": "two"}) == 2
+    finally:
+        logging.root.handlers[:] = handlers
+        logging.root.setLevel(level)
     err = capsys.readouterr().err
     assert "NEURONSERVE_FRONT_WORKERS='two' must be a whole number >= 1 or auto" in err
     assert "Traceback" not in err
