@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     # HF_TOKEN_SECRET_ARN -> HF_TOKEN, before the plan: staging and the engine inherit the mapping.
     environ = with_secrets(environ)
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
-    from neuronserve.serve.workers import Workers, worker_count  # noqa: PLC0415
+    from neuronserve.serve.workers import Workers, usable_cpus, worker_count  # noqa: PLC0415
 
     count = worker_count(plan.serve.front_workers, len(plan.replicas))
     # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
@@ -121,6 +121,14 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         log.warning("%s", warning)
     if workers is not None:
         log.info("%d front workers share port %d (NEURONSERVE_FRONT_WORKERS)", count, sock.getsockname()[1])
+        cpus = usable_cpus()
+        if count > cpus:
+            log.warning(
+                "NEURONSERVE_FRONT_WORKERS=%d is more than the %d CPU(s) this container may use: the workers "
+                "share them with each other and the engines",
+                count,
+                cpus,
+            )
         workers.start()
 
     import asyncio  # noqa: PLC0415

@@ -45,6 +45,7 @@ from neuronserve.types import LaunchPlan, RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.serve")
 
+METRICS_PREFIX = "neuronserve-metrics-"
 STOP_WAIT_S = 10.0  # a worker's own graceful stop is 3 s (uvicorn's), then it is killed
 CGROUP = Path("/sys/fs/cgroup")
 
@@ -131,7 +132,9 @@ class Workers:
         self.count = len(socks)
         self.sessions = opts.max_sessions if opts.sticky_sessions else 0
         self.board = Board.create(self.count, len(plan.replicas), self.sessions)
-        self.metrics_dir = tempfile.mkdtemp(prefix="neuronserve-metrics-")  # 0700, ours alone
+        _remove_stale_metrics(Path(tempfile.gettempdir()))
+        # 0700, ours alone; named by our pid so a later start can tell it from a live server's
+        self.metrics_dir = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
         self.max_restarts, self.window_s = opts.max_restarts, opts.restart_window_s
         dtype = plan.argv[plan.argv.index("--dtype") + 1] if "--dtype" in plan.argv[:-1] else "auto"
         self._base = WorkerConfig(
@@ -220,6 +223,17 @@ class Workers:
         self.board.close()
         os.close(self.board.fd)
         shutil.rmtree(self.metrics_dir, ignore_errors=True)
+
+
+def _remove_stale_metrics(tmp: Path) -> None:
+    """Metrics directories left by a supervisor that could not clean up (SIGKILL, OOM): removed when
+    the pid in their name runs no more."""
+    for path in tmp.glob(f"{METRICS_PREFIX}*-*"):
+        pid = path.name.removeprefix(METRICS_PREFIX).split("-", 1)[0]
+        if not pid.isdecimal() or Path(f"/proc/{pid}").exists():
+            continue
+        log.info("removing %s, left by a server that is gone", path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _forget_metrics(pid: int, path: str) -> None:

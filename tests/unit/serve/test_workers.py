@@ -68,3 +68,20 @@ def test_the_sockets_share_one_port_and_a_held_port_is_refused() -> None:
         plain.listen()
         with pytest.raises(OSError):
             reuseport_sockets("127.0.0.1", plain.getsockname()[1], 2)
+
+
+def test_metrics_directories_of_gone_servers_are_removed(tmp_path: Path) -> None:
+    import subprocess
+
+    from neuronserve.serve.workers import METRICS_PREFIX, _remove_stale_metrics
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # reaped: its pid runs nothing now
+    stale = tmp_path / f"{METRICS_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{METRICS_PREFIX}{os.getpid()}-xyz"
+    other = tmp_path / f"{METRICS_PREFIX}notapid-q"
+    for d in (stale, live, other):
+        d.mkdir()
+        (d / "counter_1.db").write_bytes(b"x")
+    _remove_stale_metrics(tmp_path)
+    assert not stale.exists() and live.exists() and other.exists()
