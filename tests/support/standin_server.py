@@ -80,9 +80,12 @@ def standin_env(tmp: Path, port: int, *, drop: tuple[str, ...] = (), **settings:
 
 
 @contextlib.contextmanager
-def standin_server(tmp: Path, *, nofile_soft: int | None = None, **settings: str) -> Iterator[StandinServer]:
+def standin_server(
+    tmp: Path, *, nofile_soft: int | None = None, ready: bool = True, **settings: str
+) -> Iterator[StandinServer]:
     """The server with `settings` (NEURONSERVE_* etc.) on a free port; stopped (SIGTERM) afterwards.
-    `nofile_soft`: the open-file soft limit the server starts with (as a container's 1024 would be)."""
+    `nofile_soft`: the open-file soft limit the server starts with (as a container's 1024 would be).
+    `ready=False`: handed over as soon as it runs, not once /ping is 200."""
     port = free_port()
     env = standin_env(tmp, port, **settings)
     log_path = tmp / "serve.log"
@@ -98,7 +101,8 @@ def standin_server(tmp: Path, *, nofile_soft: int | None = None, **settings: str
         )
     server = StandinServer(proc, port, log_path)
     try:
-        _wait_ready(server, 90.0)
+        if ready:
+            _wait_ready(server, 90.0)
         yield server
     finally:
         if proc.poll() is None:

@@ -84,24 +84,56 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _listen_shared(host: str, port: int, count: int) -> list[socket.socket]:
+    from neuronserve.serve.workers import reuseport_sockets  # noqa: PLC0415
+
+    try:
+        return reuseport_sockets(host, port, count)
+    except OSError as err:
+        raise EngineError(
+            f"cannot listen on {host}:{port} ({err}): set SAGEMAKER_BIND_TO_PORT to a free port"
+        ) from err
+
+
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     logsetup.setup(logsetup.parse_format(environ))
     # HF_TOKEN_SECRET_ARN -> HF_TOKEN, before the plan: staging and the engine inherit the mapping.
     environ = with_secrets(environ)
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
+    from neuronserve.serve.workers import Workers, usable_cpus, worker_count  # noqa: PLC0415
+
+    count = worker_count(plan.serve.front_workers, len(plan.replicas))
     # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
-    # into the backlog at once, and they are answered as soon as the app is up.
-    sock = _listen(plan.serve.host, plan.serve.port)
+    # into the backlog at once, and they are answered as soon as the app is up. With several front
+    # workers they start now, importing in parallel with this process (serve/workers.py).
+    workers = None
+    if count > 1:
+        socks = _listen_shared(plan.serve.host, plan.serve.port, count)
+        sock = socks[0]
+        workers = Workers(plan, environ, socks, logsetup.parse_format(environ))
+    else:
+        sock = _listen(plan.serve.host, plan.serve.port)
     log = logging.getLogger("neuronserve.serve")
     # One line a person reads first (where, what); the whole plan after it, for the record.
     log.info("%s", redact_text(summary(plan, sock.getsockname()), secret_values(environ)))
     log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))
     for warning in plan.warnings:
         log.warning("%s", warning)
+    if workers is not None:
+        log.info("%d front workers share port %d (NEURONSERVE_FRONT_WORKERS)", count, sock.getsockname()[1])
+        cpus = usable_cpus()
+        if count > cpus:
+            log.warning(
+                "NEURONSERVE_FRONT_WORKERS=%d is more than the %d CPU(s) this container may use: the workers "
+                "share them with each other and the engines",
+                count,
+                cpus,
+            )
+        workers.start()
 
     import asyncio  # noqa: PLC0415
 
-    from neuronserve.serve.lifecycle import serve  # noqa: PLC0415
+    from neuronserve.serve.server import serve  # noqa: PLC0415
 
     runner_kwargs: dict[str, Any] = {}
     try:
@@ -111,4 +143,4 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     except ImportError:
         pass
     with asyncio.Runner(**runner_kwargs) as runner:
-        return runner.run(serve(plan, environ, sock))
+        return runner.run(serve(plan, environ, None if workers else sock, workers))

@@ -215,6 +215,17 @@ _OWN_VARS: tuple[Var, ...] = (
         default_doc="1",
     ),
     Var(
+        "NEURONSERVE_FRONT_WORKERS",
+        "",
+        1,
+        NS,
+        "Front processes sharing the port (SO_REUSEPORT), each with every route: N, or auto (one per "
+        "data-parallel replica, at most the CPUs the container may use). Limits, sessions, /ping and "
+        "/metrics stay container-wide; 1 serves in the supervisor's own process",
+        p.count_or_auto,
+        "serve.front_workers",
+    ),
+    Var(
         "NEURONSERVE_MIN_READY_REPLICAS",
         "",
         None,

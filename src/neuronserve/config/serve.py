@@ -38,6 +38,8 @@ class ServeOptions:
     # Data parallel: READY replicas /ping needs (None = all at start, then one); sticky sessions.
     min_ready_replicas: int | None = _SERVE["min_ready_replicas"]
     sticky_sessions: bool = _SERVE["sticky_sessions"]
+    # Front processes on the port (None = auto: one per replica, at most the usable CPUs); serve/workers.py.
+    front_workers: int | None = _SERVE["front_workers"]
     session_ttl_s: float = _SERVE["session_ttl_s"]
     # Hostile clients: sequences per request (counted against max_concurrency too), the engine pool
     # (None = derived from max_concurrency), the engine scrape cache, the session cap, embeds inputs.
@@ -65,6 +67,7 @@ _READ_ORDER = (
     "strict_model_name",
     "min_ready_replicas",
     "sticky_sessions",
+    "front_workers",
     "session_ttl_s",
     "max_sequences_per_request",
     "engine_connections",

@@ -131,6 +131,16 @@ def at_least_one(var: Var, raw: str) -> int:
     return value
 
 
+def count_or_auto(var: Var, raw: str) -> int | None:
+    """A count >= 1, or `auto` (None: the reader derives it, e.g. one front worker per replica)."""
+    if raw.strip().lower() == "auto":
+        return None
+    value = positive(raw)
+    if value is None:
+        raise ConfigError(f"{var.name}={shown(raw.strip())} must be a whole number >= 1 or auto", (var.name,))
+    return value
+
+
 def niceness(var: Var, raw: str) -> int:
     """A process niceness above the front's: a whole number from 0 to 19 (Linux's range)."""
     value = number(var, raw)

@@ -24,6 +24,7 @@ from typing import Any
 from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
+from neuronserve.front.limiter import Limiter, SharedLimiter
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
 from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
@@ -74,6 +75,7 @@ class Gate:
         expose_engine_routes: bool = False,
         body_timeout_s: float = BODY_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
+        limiter: Limiter | None = None,
     ) -> None:
         self.app = app
         self.state = state
@@ -82,9 +84,19 @@ class Gate:
         self.expose_engine_routes = expose_engine_routes
         self.body_timeout_s = body_timeout_s
         self.max_body_bytes = max_body_bytes
-        self.in_flight = 0
-        self.idle = asyncio.Event()
-        self.idle.set()
+        # the count of sequences in flight: this process's, or the container's (front/limiter.py)
+        self.limiter = limiter if limiter is not None else Limiter(max_concurrency)
+
+    @property
+    def in_flight(self) -> int:
+        return self.limiter.in_flight
+
+    @in_flight.setter
+    def in_flight(self, value: int) -> None:
+        """Tests take slots by hand; only one process's own count can be set."""
+        if isinstance(self.limiter, SharedLimiter):
+            raise TypeError("the shared count is set by admissions only")
+        self.limiter.count = value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -105,9 +117,13 @@ class Gate:
         if self.state.phase != Phase.READY:  # the drain began while the body arrived
             await self._not_ready(scope, send, start)
             return
-        if self.max_concurrency and self.in_flight >= self.max_concurrency:
+        if not self.limiter.try_acquire(1):
             message = f"too many requests in flight (limit {self.max_concurrency}); retry later"
             await self._refuse(scope, send, start, Overloaded(message), reason="limit")
+            return
+        if self.state.phase != Phase.READY:  # another front process began the drain meanwhile
+            self.limiter.release(1)
+            await self._not_ready(scope, send, start)
             return
         await self._run(scope, body, receive, send, start)
 
@@ -141,15 +157,11 @@ class Gate:
                 return message
             return await receive()
 
-        self.in_flight += 1
-        self.idle.clear()
         gone = False
         try:
             gone = await run_cancelling_on_disconnect(self.app, scope, replay, send_wrapped)
         finally:
-            self.in_flight -= charge.weight
-            if self.in_flight == 0:
-                self.idle.set()
+            self.limiter.release(charge.weight)
             code = CLIENT_CLOSED if gone else (status[0] or 500)
             self._measure(scope, path, code, start, first_byte[0])
             self._log(scope, code, start)

@@ -10,19 +10,29 @@ process, and the engine's metrics must never be mixed into ours by accident. Eve
 
 Phase and in-flight are read at scrape time from the live state (a custom collector), so nothing on
 the request path has to remember to update them.
+
+Several front processes (NEURONSERVE_FRONT_WORKERS > 1): prometheus_client's multiprocess mode, each
+process writing its series to files in a private directory (serve/workers.py makes it at start and
+removes it at stop) and /metrics merging them, so counters and histograms are summed over the workers
+and the supervisor (staging, cache events, engine starts). The gauges name how they merge (the last
+staging step's seconds and build_info: their maximum). Phase and in-flight stay read at scrape time:
+the phase is the supervisor's (on the board) and the in-flight count is the container's own (the
+shared limiter), exact without a per-request gauge update, and with nothing left behind by a dead worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from neuronserve.front.errors import REJECTED_REASONS
@@ -74,8 +84,16 @@ class _LiveState(Collector):
 class FrontMetrics:
     """Every series of the front. Methods are thread-safe (staging reports from its own thread)."""
 
-    def __init__(self, state: ServerState, in_flight: Callable[[], int], build: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        state: ServerState,
+        in_flight: Callable[[], int],
+        build: Mapping[str, str],
+        multiprocess_dir: str | None = None,
+    ) -> None:
         reg = self.registry = CollectorRegistry(auto_describe=False)
+        if multiprocess_dir is not None:
+            reg = _multiprocess(self.registry, multiprocess_dir)  # the series' values: files merged on scrape
         req = (*BASE_LABELS, "route", "schema")
         self.requests = Counter(
             "neuronserve_requests", "Requests answered by the front", (*req, "status"), registry=reg
@@ -104,7 +122,11 @@ class FrontMetrics:
             "neuronserve_stage_bytes", "Bytes staged before the engine starts", ("kind",), registry=reg
         )
         self.stage_seconds = Gauge(
-            "neuronserve_stage_seconds", "Seconds the last staging step took", ("kind",), registry=reg
+            "neuronserve_stage_seconds",
+            "Seconds the last staging step took",
+            ("kind",),
+            registry=reg,
+            multiprocess_mode="max",
         )
         self.cache_events = Counter(
             "neuronserve_cache_events", "Compile cache events", ("event",), registry=reg
@@ -117,6 +139,7 @@ class FrontMetrics:
             "Versions of neuronserve and its engine stack (value 1)",
             BUILD_LABELS,
             registry=reg,
+            multiprocess_mode="max",
         )
         info.labels(**{k: build.get(k) or "none" for k in BUILD_LABELS}).set(1)
         # Zero-valued series exist from the start, so alerts on rate() work before the first event.
@@ -127,7 +150,7 @@ class FrontMetrics:
         for kind in STAGE_KINDS:
             self.stage_bytes.labels(kind=kind)
             self.stage_seconds.labels(kind=kind)
-        reg.register(_LiveState(state, in_flight))
+        self.registry.register(_LiveState(state, in_flight))
         self._staged: dict[str, tuple[int, float]] = {}  # what -> (bytes counted, first seen)
 
     def observe(self, path: str, schema: str, status: int, ttfb_s: float | None, total_s: float) -> None:
@@ -157,6 +180,18 @@ class FrontMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _multiprocess(exposed: CollectorRegistry, path: str) -> CollectorRegistry:
+    """Multiprocess mode for this process: its series' values go to files in `path` (the variable
+    prometheus_client reads when it makes a value), `exposed` shows every process's, merged; the
+    series themselves register in a registry of their own, never exposed (their values are this
+    process's alone)."""
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    if not getattr(values.ValueClass, "_multiprocess", False):
+        values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+    MultiProcessCollector(exposed, path)  # type: ignore[no-untyped-call]
+    return CollectorRegistry(auto_describe=False)
 
 
 class Scrapes:

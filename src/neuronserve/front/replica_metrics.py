@@ -11,8 +11,14 @@ never fails the scrape.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from neuronserve.engine.pool import Replica, RPhase
+from neuronserve.engine.pool import RPhase
+
+if TYPE_CHECKING:
+    from neuronserve.front.router import Replica
 
 _HEADER = re.compile(r"^# (HELP|TYPE) (\S+)")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*?\})?(\s.*)$")
@@ -55,8 +61,26 @@ def merge(texts: dict[int, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def front_counts(replicas: list[Replica]) -> str:
-    rows = [
+@dataclass(frozen=True)
+class ReplicaCounts:
+    """The front's own counts of one replica (summed over the front processes when there are several)."""
+
+    index: int
+    routed: int
+    outstanding: int
+    restarts: int
+    ready: bool
+
+
+def counts_of(replicas: Sequence[Replica]) -> list[ReplicaCounts]:
+    """One process's counts, read from its replica objects."""
+    return [
+        ReplicaCounts(r.index, r.routed, r.outstanding, r.restarts, r.phase == RPhase.READY) for r in replicas
+    ]
+
+
+def front_counts(rows: Sequence[ReplicaCounts]) -> str:
+    families = [
         (
             "neuronserve_replica_requests_total",
             "counter",
@@ -75,16 +99,10 @@ def front_counts(replicas: list[Replica]) -> str:
             "Times the replica's engine was restarted",
             "restarts",
         ),
+        ("neuronserve_replica_ready", "gauge", "1 when the replica takes requests", "ready"),
     ]
     out: list[str] = []
-    for name, kind, text, attr in rows:
+    for name, kind, text, attr in families:
         out += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
-        out += [f'{name}{{replica="{r.index}"}} {getattr(r, attr)}' for r in replicas]
-    out += [
-        "# HELP neuronserve_replica_ready 1 when the replica takes requests",
-        "# TYPE neuronserve_replica_ready gauge",
-    ]
-    out += [
-        f'neuronserve_replica_ready{{replica="{r.index}"}} {int(r.phase == RPhase.READY)}' for r in replicas
-    ]
+        out += [f'{name}{{replica="{r.index}"}} {int(getattr(r, attr))}' for r in rows]
     return "\n".join(out) + "\n"

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from neuronserve.front import advisories
 from neuronserve.front.errors import BadRequest, Overloaded
+from neuronserve.front.limiter import Limiter
 
 CHARGE_KEY = "neuronserve.charge"  # the gate puts the request's Charge here
 LIMIT_VAR = "NEURONSERVE_MAX_SEQUENCES_PER_REQUEST"
@@ -32,10 +33,11 @@ _WHOLE_TEXT = re.compile(r"[+-]?[0-9][0-9_]*(?:\.0*)?")  # what pydantic's lax i
 
 
 class Counted(Protocol):
-    """What a Charge needs of the gate: the limit, the count, the metrics' refusal counter."""
+    """What a Charge needs of the gate: the limit, the count (front/limiter.py), the metrics' refusal
+    counter."""
 
     max_concurrency: int
-    in_flight: int
+    limiter: Limiter
 
     def refused_over_limit(self) -> None: ...
 
@@ -55,14 +57,14 @@ class Charge:
         extra = want - self.weight
         if extra <= 0:
             return
-        if limit and self.gate.in_flight + extra > limit:
+        limiter = self.gate.limiter
+        if not limiter.try_acquire(extra):
             self.gate.refused_over_limit()
             raise Overloaded(
                 f"the request asks for {sequences} sequences and only "
-                f"{max(limit - self.gate.in_flight + self.weight, 0)} of {limit} are free "
+                f"{max(limit - limiter.in_flight + self.weight, 0)} of {limit} are free "
                 "(NEURONSERVE_MAX_CONCURRENCY counts sequences); retry later"
             )
-        self.gate.in_flight += extra
         self.weight = want
 
 

@@ -7,7 +7,8 @@ Anything else is replaced by a generated id, with one warning naming why.
 
 Why a suffix for the engine: vLLM 0.11.0 takes `X-Request-Id` as its request id as given, so two
 concurrent requests with one client id collide inside the engine. The engine always gets the client's
-id plus `-<n>` (unique in this process); the client still sees its own id echoed.
+id plus `-<n>` (unique in this process, and among front workers: each counts from its own range); the
+client still sees its own id echoed.
 """
 
 from __future__ import annotations
@@ -63,3 +64,10 @@ def request_id(scope: MutableMapping[str, Any]) -> str:
 def engine_id(rid: str) -> str:
     """The id one engine call carries: the request's id plus a process-unique suffix."""
     return f"{rid}-{next(_engine_calls):x}"
+
+
+def number_engine_calls_from(first: int) -> None:
+    """Front worker i numbers its engine calls from its own range ((i + 1) << 40, serve/worker.py), so
+    two workers never give the engine one id for one client id."""
+    global _engine_calls  # noqa: PLW0603 (the process's one counter, replaced once at a worker's start)
+    _engine_calls = itertools.count(first)

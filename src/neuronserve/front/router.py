@@ -19,19 +19,63 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import aiohttp
 from yarl import URL
 
-from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
+from neuronserve.engine.pool import RPhase
 from neuronserve.front.errors import NotReady
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
 from neuronserve.front.proxy import EngineClient, EngineResponse
 
+if TYPE_CHECKING:
+    from neuronserve.front.replica_metrics import ReplicaCounts
+
 log = logging.getLogger("neuronserve.front")
 
 REPLICA_HEADER = b"x-neuronserve-replica"
+
+
+class _Process(Protocol):
+    def returncode(self) -> int | None: ...
+
+
+class Replica(Protocol):
+    """What routing needs of a replica: engine/pool.py's Replica in the supervisor's process, a view of
+    the board in a front worker (front/fleetview.py). `outstanding` and `routed` are this process's."""
+
+    outstanding: int
+    routed: int
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def phase(self) -> RPhase: ...
+
+    @property
+    def healthy(self) -> bool: ...
+
+    @property
+    def restarts(self) -> int: ...
+
+    @property
+    def proc(self) -> _Process | None: ...
+
+
+class Fleet(Protocol):
+    """The replicas routing chooses among (engine/pool.py's ReplicaPool, or a worker's FleetView)."""
+
+    @property
+    def replicas(self) -> Sequence[Replica]: ...
+
+
 # Failures that happen before the replica answered anything: safe to send elsewhere.
 _UNREACHED = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ConnectionTimeoutError)
 
@@ -67,10 +111,19 @@ def routable(r: Replica) -> bool:
 class Router(EngineClient):
     """An EngineClient whose requests go to the least-loaded READY replica."""
 
-    def __init__(self, pool: ReplicaPool, timeout_s: float, max_connections: int) -> None:
+    def __init__(
+        self,
+        pool: Fleet,
+        timeout_s: float,
+        max_connections: int,
+        counts: Callable[[], list[ReplicaCounts]] | None = None,
+        first: int = 0,
+    ) -> None:
         super().__init__(pool.replicas[0].base_url, timeout_s, max_connections)
         self.fleet = pool
-        self._last = -1
+        self.counts = counts  # the container's counts (several front processes), else this process's
+        # Round robin on ties starts at `first` (front worker i at replica i: idle workers spread too).
+        self._last = first - 1
 
     def pick(self, exclude: list[Replica]) -> Replica | None:
         ready = [r for r in self.fleet.replicas if routable(r) and r not in exclude]
@@ -128,9 +181,10 @@ class Router(EngineClient):
         scrape, unlike the engines' text, which /metrics caches (metrics.Scrapes)."""
         if len(self.fleet.replicas) == 1:
             return b""
-        from neuronserve.front.replica_metrics import front_counts  # noqa: PLC0415
+        from neuronserve.front.replica_metrics import counts_of, front_counts  # noqa: PLC0415
 
-        return front_counts(self.fleet.replicas).encode()
+        rows = self.counts() if self.counts is not None else counts_of(self.fleet.replicas)
+        return front_counts(rows).encode()
 
     def _choose(self, route: RequestRoute | None, tried: list[Replica]) -> Replica:
         if route is not None and route.pinned is not None:

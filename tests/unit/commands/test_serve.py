@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 
 import pytest
+from tests.support.host_files import write_model
 
+from neuronserve.cli import main
 from neuronserve.commands.serve import redacted_plan, summary, url
 from neuronserve.types import LaunchPlan, ModelSpec
 
@@ -60,3 +64,23 @@ def test_the_summary_says_where_and_what_in_one_short_line() -> None:
         "/ping answers 200 once the engine is ready"
     )
     assert "\n" not in line and len(line) < 200  # the 2.5 KB JSON plan follows it, not before it
+
+
+def test_a_malformed_front_workers_is_exit_2_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = write_model(tmp_path / "m", {"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
+    env = {
+        "SM_VLLM_MODEL": str(model),
+        "NEURONSERVE_WORK_DIR": str(tmp_path / "w"),
+        "SAGEMAKER_BIND_TO_PORT": "0",
+    }
+    handlers, level = logging.root.handlers[:], logging.root.level  # `serve` sets up logging: put it back
+    try:
+        assert main(["serve", "--device", "cpu"], {**env, "NEURONSERVE_FRONT_WORKERS": "two"}) == 2
+    finally:
+        logging.root.handlers[:] = handlers
+        logging.root.setLevel(level)
+    err = capsys.readouterr().err
+    assert "NEURONSERVE_FRONT_WORKERS='two' must be a whole number >= 1 or auto" in err
+    assert "Traceback" not in err

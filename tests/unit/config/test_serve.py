@@ -160,3 +160,19 @@ def test_a_listen_address_that_is_no_ip_address_names_the_variable(raw: str) -> 
     with pytest.raises(ConfigError, match=r"NEURONSERVE_HOST=.* is not an IP address") as err:
         parse_serve({"NEURONSERVE_HOST": raw})
     assert err.value.variables == ("NEURONSERVE_HOST",)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"), [("", 1), ("1", 1), ("4", 4), (" 8 ", 8), ("auto", None), ("AUTO", None)]
+)
+def test_front_workers(raw: str, want: int | None) -> None:
+    opts, _ = parse_serve({"NEURONSERVE_FRONT_WORKERS": raw})
+    assert opts.front_workers == want
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "two", "1.5", "2e1", "auto2", "²"])
+def test_a_malformed_front_workers_names_the_variable(raw: str) -> None:
+    with pytest.raises(
+        ConfigError, match=r"NEURONSERVE_FRONT_WORKERS=.* must be a whole number >= 1 or auto"
+    ):
+        parse_serve({"NEURONSERVE_FRONT_WORKERS": raw})

@@ -65,3 +65,25 @@ def test_engine_ids_are_unique_per_call_and_keep_the_client_id() -> None:
     ids = [engine_id("same") for _ in range(100)]
     assert len(set(ids)) == 100
     assert all(i.startswith("same-") and int(i.removeprefix("same-"), 16) > 0 for i in ids)
+
+
+def test_front_workers_never_give_the_engine_one_id() -> None:
+    """Two processes with one client id: without their own ranges their engine ids collide (both count
+    from 1); numbered as front workers are (serve/worker.py), they never do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from neuronserve.front import requestid as r\n"
+        "if sys.argv[1] != '-': r.number_engine_calls_from((int(sys.argv[1]) + 1) << 40)\n"
+        "print(' '.join(r.engine_id('same') for _ in range(1000)))\n"
+    )
+
+    def ids(worker: str) -> set[str]:
+        out = subprocess.run([sys.executable, "-c", code, worker], capture_output=True, text=True, check=True)
+        return set(out.stdout.split())
+
+    assert ids("-") & ids("-")  # one process's numbering, twice: the same ids
+    zero, one = ids("0"), ids("1")
+    assert len(zero) == len(one) == 1000 and not zero & one
+    assert all(i.startswith("same-") for i in zero | one)

@@ -1,0 +1,202 @@
+"""Shared memory between the supervisor and the front workers (NEURONSERVE_FRONT_WORKERS > 1).
+
+Why one board: what must stay global with several front processes (docs/RELIABILITY.md, "Front
+workers") is small and fixed in size, so it lives in one memfd that the supervisor creates before the
+workers start and each worker maps (its descriptor is inherited). Nothing here is used with one front
+process: the default pays nothing for it.
+
+Who writes what (one writer per field, so most fields need no lock):
+- the supervisor: its heartbeat, the phase, health and engine-alive bytes, a JSON snapshot of the rest
+  of the server state (detail, staging progress, model names, replicas, its /live verdict: a seqlock,
+  written before the phase byte so a worker that sees READY finds the model names), and each replica's
+  phase, health, liveness, generation (its engine deaths) and restarts;
+- each worker: its in-flight count (limiter.py) and, per replica, its outstanding and routed counts;
+- every process: the session ledger (sessions.py), under its own lock.
+
+Locks are fcntl.lockf byte ranges of the memfd: the kernel drops a lock whose holder dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import mmap
+import os
+import struct
+from typing import Any
+
+MAGIC = b"NSBOARD1"
+HEADER = 64
+BLOB_BYTES = 256 * 1024  # the snapshot's JSON: the replicas list and a progress line, far below this
+REPLICA_BYTES = 16
+LEDGER_SLOT = 32  # sessions.py: nonce (16), expiry (8), home (2), pad (2), generation (4)
+LEDGER_HEADER = 16  # occupied count, allocation cursor, earliest expiry
+# header fields
+_BEAT = 8  # f64: the supervisor's last poll (time.monotonic: CLOCK_MONOTONIC, one clock for the host)
+_PHASE, _HEALTHY, _ALIVE = 16, 17, 18  # u8 each
+_SEQ, _LEN = 24, 32  # u64 snapshot sequence (odd while written), u32 its length
+# lock bytes (ranges of the file, not data)
+FLIGHT_LOCK, LEDGER_LOCK = 0, 1
+
+
+class FileLock:
+    """An exclusive lock on one byte range of a file (POSIX record lock: per process, released by the
+    kernel when the holder exits, however it exits)."""
+
+    def __init__(self, fd: int, offset: int) -> None:
+        self.fd = fd
+        self.offset = offset
+
+    def __enter__(self) -> None:
+        fcntl.lockf(self.fd, fcntl.LOCK_EX, 1, self.offset)
+
+    def __exit__(self, *_: object) -> None:
+        fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.offset)
+
+
+class Board:
+    """The layout over one shared file: `create` in the supervisor, `attach` in a worker."""
+
+    def __init__(self, fd: int, workers: int, replicas: int, sessions: int) -> None:
+        self.fd = fd
+        self.workers, self.replicas, self.sessions = workers, replicas, sessions
+        self._flight_at = HEADER
+        self._replicas_at = self._flight_at + 8 * workers
+        self._rows_at = self._replicas_at + REPLICA_BYTES * replicas
+        self._blob_at = self._rows_at + 16 * workers * replicas
+        self._ledger_at = self._blob_at + BLOB_BYTES
+        self.size = self.size_of(workers, replicas, sessions)
+        self.map = mmap.mmap(fd, self.size)
+        view = memoryview(self.map)
+        self.flight = view[self._flight_at : self._replicas_at].cast("q")
+        self.rows = view[self._rows_at : self._blob_at].cast(
+            "q"
+        )  # (outstanding, routed) per worker x replica
+        self.ledger = view[self._ledger_at : self.size]
+        self._published = b""  # the last snapshot this process wrote
+        self.flight_lock = FileLock(fd, FLIGHT_LOCK)
+        self.ledger_lock = FileLock(fd, LEDGER_LOCK)
+
+    @staticmethod
+    def size_of(workers: int, replicas: int, sessions: int) -> int:
+        return (
+            HEADER
+            + 8 * workers
+            + (REPLICA_BYTES + 16 * workers) * replicas
+            + BLOB_BYTES
+            + LEDGER_HEADER
+            + LEDGER_SLOT * sessions
+        )
+
+    @classmethod
+    def create(cls, workers: int, replicas: int, sessions: int) -> Board:
+        """A new board (zeroed: no phase, no count) on a new memfd the workers inherit (pass_fds)."""
+        fd = os.memfd_create("neuronserve-board", os.MFD_CLOEXEC)
+        os.ftruncate(fd, cls.size_of(workers, replicas, sessions))
+        board = cls(fd, workers, replicas, sessions)
+        board.map[:8] = MAGIC
+        return board
+
+    @classmethod
+    def attach(cls, fd: int, workers: int, replicas: int, sessions: int) -> Board:
+        board = cls(fd, workers, replicas, sessions)
+        if board.map[:8] != MAGIC:
+            raise ValueError("descriptor is not a neuronserve board")
+        return board
+
+    # --- the supervisor's fields -----------------------------------------------------------------
+    def beat(self) -> float:
+        return float(struct.unpack_from("d", self.map, _BEAT)[0])
+
+    def set_beat(self, at: float) -> None:
+        struct.pack_into("d", self.map, _BEAT, at)
+
+    def flags(self) -> tuple[int, bool, bool]:
+        """(phase code, engine health, engine alive)."""
+        m = self.map
+        return m[_PHASE], bool(m[_HEALTHY]), bool(m[_ALIVE])
+
+    def phase_code(self) -> int:
+        return self.map[_PHASE]
+
+    def set_flags(self, phase: int, healthy: bool, alive: bool) -> None:
+        m = self.map
+        m[_HEALTHY], m[_ALIVE] = int(healthy), int(alive)
+        m[_PHASE] = phase  # last: a reader that sees the new phase sees the rest too
+
+    def seq(self) -> int:
+        return int(struct.unpack_from("Q", self.map, _SEQ)[0])
+
+    def publish(self, doc: dict[str, Any]) -> None:
+        """The snapshot, as JSON under a sequence lock (one writer: the supervisor's loop); the same
+        snapshot again is not written (readers re-read only what changed)."""
+        data = json.dumps(doc, separators=(",", ":")).encode()
+        if data == self._published:
+            return
+        self._published = data
+        if len(data) > BLOB_BYTES:
+            raise ValueError(f"server snapshot of {len(data)} bytes is over the board's {BLOB_BYTES}")
+        seq = self.seq()
+        struct.pack_into("Q", self.map, _SEQ, seq + 1)  # odd: being written
+        struct.pack_into("I", self.map, _LEN, len(data))
+        self.map[self._blob_at : self._blob_at + len(data)] = data
+        struct.pack_into("Q", self.map, _SEQ, seq + 2)
+
+    def snapshot(self) -> tuple[int, dict[str, Any]]:
+        """(sequence, the last snapshot): retried while the supervisor writes it."""
+        while True:
+            seq = self.seq()
+            if seq % 2:
+                continue
+            size = struct.unpack_from("I", self.map, _LEN)[0]
+            data = bytes(self.map[self._blob_at : self._blob_at + size])
+            if self.seq() == seq:
+                return seq, json.loads(data) if data else {}
+
+    # --- replicas (written by the supervisor) ----------------------------------------------------
+    def replica(self, index: int) -> tuple[int, bool, bool, int, int]:
+        """(phase code, healthy, alive, generation, restarts) of replica `index`."""
+        at = self._replicas_at + REPLICA_BYTES * index
+        phase, healthy, alive, _, generation, restarts = struct.unpack_from("BBBBII", self.map, at)
+        return phase, bool(healthy), bool(alive), generation, restarts
+
+    def set_replica(self, index: int, phase: int, healthy: bool, alive: bool, restarts: int) -> None:
+        at = self._replicas_at + REPLICA_BYTES * index
+        struct.pack_into("BBB", self.map, at, phase, int(healthy), int(alive))
+        struct.pack_into("I", self.map, at + 8, restarts)
+
+    def generation(self, index: int) -> int:
+        return int(struct.unpack_from("I", self.map, self._replicas_at + REPLICA_BYTES * index + 4)[0])
+
+    def bump_generation(self, index: int) -> None:
+        at = self._replicas_at + REPLICA_BYTES * index + 4
+        struct.pack_into("I", self.map, at, self.generation(index) + 1)
+
+    # --- per worker ------------------------------------------------------------------------------
+    def row(self, worker: int, replica: int) -> int:
+        """Index into `rows` of worker's (outstanding, routed) for replica."""
+        return 2 * (worker * self.replicas + replica)
+
+    def replica_totals(self, replica: int) -> tuple[int, int]:
+        """(outstanding, routed) of one replica, summed over the workers."""
+        rows = self.rows
+        out = routed = 0
+        for w in range(self.workers):
+            i = self.row(w, replica)
+            out += rows[i]
+            routed += rows[i + 1]
+        return out, routed
+
+    def forget_worker(self, worker: int) -> None:
+        """A dead worker's requests are gone: its in-flight count and outstanding counts go to 0 (its
+        routed counts stay: they count requests that happened)."""
+        self.flight[worker] = 0
+        for r in range(self.replicas):
+            self.rows[self.row(worker, r)] = 0
+
+    def close(self) -> None:
+        for view in (self.flight, self.rows, self.ledger):
+            view.release()
+        with contextlib.suppress(BufferError):
+            self.map.close()
