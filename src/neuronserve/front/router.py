@@ -21,19 +21,17 @@ import contextvars
 import logging
 from dataclasses import dataclass, field
 
-import aiohttp
-from yarl import URL
-
 from neuronserve.engine.pool import Replica, ReplicaPool, RPhase
+from neuronserve.front.enginehttp import EngineResponse
 from neuronserve.front.errors import NotReady
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
-from neuronserve.front.proxy import EngineClient, EngineResponse
+from neuronserve.front.proxy import UNREACHED, EngineClient
 
 log = logging.getLogger("neuronserve.front")
 
 REPLICA_HEADER = b"x-neuronserve-replica"
 # Failures that happen before the replica answered anything: safe to send elsewhere.
-_UNREACHED = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ConnectionTimeoutError)
+_UNREACHED = UNREACHED
 
 
 @dataclass
@@ -96,9 +94,8 @@ class Router(EngineClient):
             if route is not None:
                 replica.outstanding += 1
                 route.picks.append(replica)
-            url = URL(replica.base_url + path_query, encoded=True)
             try:
-                return await self.session().request(method, url, headers=headers, data=data)
+                return await self.call(replica.base_url, method, path_query, headers, data)
             except _UNREACHED as err:
                 if route is not None:
                     route.release(replica)
