@@ -9,12 +9,25 @@ Why every message is escaped: log lines carry what clients sent (paths, ids, mod
 texts). A `%0A` in a path became a real newline in the text log, a forged line that a reader or a log
 query could not tell from ours. `escape` is the one function both formats, the engine relay and the
 last words use: control characters become backslash escapes (`\\x0a`), so one event is always one line.
+
+Why a value a client chose is also percent-encoded (`field`): the access line is `key=value` fields,
+and log queries find a field by searching for `status=` or `request_id=` anywhere in the line. A path
+`/x%20status=200%20request_id=FORGED` put those words into the line before the real fields, and the
+first match was the client's. `field` leaves only characters that cannot end a value or start one
+(`=`, a space, a quote, a backslash, anything outside printable ASCII become `%XX` of their bytes;
+a path keeps its own `%XX` escapes as the client sent them).
+
+Why the logging module is told not to record callers, threads and processes (`setup`): none of it is
+in either format, and at thousands of access lines a second finding the caller's frame and asking the
+kernel for the process id were a measurable part of each line's cost (the logging HOWTO's
+"Optimization" section names these switches).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -46,6 +59,18 @@ def escape(text: str) -> str:
     if text.isprintable():
         return text
     return text.translate(_ESCAPES)
+
+
+_FIELD_SAFE = re.compile(rb"[A-Za-z0-9\-._~/!$&'()*+,;:@%]*")  # what a field value keeps as it is
+
+
+def field(value: str | bytes) -> str:
+    """`value` as one `key=value` field's value that no query can mistake for another field (module
+    docstring): bytes as they are, text as UTF-8, every byte outside _FIELD_SAFE as `%XX`."""
+    raw = value if isinstance(value, bytes) else value.encode("utf-8", "backslashreplace")
+    if _FIELD_SAFE.fullmatch(raw):
+        return raw.decode("ascii")
+    return "".join(chr(b) if _FIELD_SAFE.fullmatch(bytes((b,))) else f"%{b:02X}" for b in raw)
 
 
 def _escape_value(value: Any) -> Any:
@@ -83,6 +108,8 @@ class JsonFormatter(logging.Formatter):
 def setup(fmt: str = "text") -> None:
     """Configure the root logger on stdout; uvicorn's loggers propagate to it (log_config=None)."""
     _state["format"] = fmt
+    logging._srcfile = None  # no caller lookup per record (module docstring)
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stdout)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())

@@ -89,3 +89,17 @@ def test_control_characters_never_make_a_second_line(fmt: str, capsys: pytest.Ca
 def test_printable_text_is_left_alone() -> None:
     for text in ("plain", "tab-free ünïcode 字 and \\x0a as typed", ""):
         assert logsetup.escape(text) == text
+
+
+def test_a_field_value_cannot_end_its_field_or_start_another() -> None:
+    """logsetup.field: the path as the client encoded it, `=`, spaces, quotes, backslashes and bytes
+    outside printable ASCII as %XX; what a key=value reader splits on never survives."""
+    from neuronserve.logsetup import field
+
+    assert field(b"/v1/models") == "/v1/models" and field("GET") == "GET"
+    assert field(b"/x%20status=200%20request_id=FORGED") == "/x%20status%3D200%20request_id%3DFORGED"
+    assert field('a b"c\\d\te') == "a%20b%22c%5Cd%09e"
+    assert field(b"/\xe9") == "/%E9" and field("é") == "%C3%A9"  # wire bytes as they came; text as UTF-8
+    for raw in (bytes(range(256)), "ünï code=1 \u2028 x".encode()):
+        out = field(raw)
+        assert not set(out) & set(' ="\\\n\r\t') and out.isascii() and out.isprintable()

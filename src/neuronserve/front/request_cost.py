@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from neuronserve.front import advisories
 from neuronserve.front.errors import BadRequest, Overloaded
+from neuronserve.front.limiter import Limiter
 
 CHARGE_KEY = "neuronserve.charge"  # the gate puts the request's Charge here
 LIMIT_VAR = "NEURONSERVE_MAX_SEQUENCES_PER_REQUEST"
@@ -32,37 +33,42 @@ _WHOLE_TEXT = re.compile(r"[+-]?[0-9][0-9_]*(?:\.0*)?")  # what pydantic's lax i
 
 
 class Counted(Protocol):
-    """What a Charge needs of the gate: the limit, the count, the metrics' refusal counter."""
+    """What a Charge needs of the gate: the limit, its count (front/limiter.py), this process's
+    in-flight weight, the metrics' refusal counter."""
 
     max_concurrency: int
     in_flight: int
+
+    @property
+    def limiter(self) -> Limiter: ...
 
     def refused_over_limit(self) -> None: ...
 
 
 class Charge:
-    """One request's weight in the gate's `in_flight`: 1 at admission, its sequences once known.
+    """One request's weight in the gate's count: 1 at admission, its sequences once known.
 
-    The gate subtracts `weight` (not 1) when the request ends, whatever happened in between."""
+    The gate gives back `weight` (not 1) when the request ends, whatever happened in between."""
 
     def __init__(self, gate: Counted) -> None:
         self.gate = gate
         self.weight = 1
 
     def __call__(self, sequences: int) -> None:
-        limit = self.gate.max_concurrency
+        gate = self.gate
+        limit = gate.max_concurrency
         want = min(sequences, limit) if limit else sequences
         extra = want - self.weight
         if extra <= 0:
             return
-        if limit and self.gate.in_flight + extra > limit:
-            self.gate.refused_over_limit()
+        if not gate.limiter.try_acquire(extra):
+            gate.refused_over_limit()
             raise Overloaded(
                 f"the request asks for {sequences} sequences and only "
-                f"{max(limit - self.gate.in_flight + self.weight, 0)} of {limit} are free "
+                f"{max(limit - gate.limiter.in_flight + self.weight, 0)} of {limit} are free "
                 "(NEURONSERVE_MAX_CONCURRENCY counts sequences); retry later"
             )
-        self.gate.in_flight += extra
+        gate.in_flight += extra
         self.weight = want
 
 
