@@ -103,3 +103,24 @@ def test_a_field_value_cannot_end_its_field_or_start_another() -> None:
     for raw in (bytes(range(256)), "ünï code=1 \u2028 x".encode()):
         out = field(raw)
         assert not set(out) & set(' ="\\\n\r\t') and out.isascii() and out.isprintable()
+
+
+def test_the_cached_timestamps_are_the_ones_logging_and_datetime_write() -> None:
+    """The text format's asctime and the JSON format's time are made once per second and finished
+    per record: the same text as logging.Formatter.formatTime and datetime.isoformat, to the
+    millisecond (rounding included), over random instants."""
+    import random
+    from datetime import UTC, datetime
+
+    from neuronserve.logsetup import TextFormatter, _iso
+
+    rng = random.Random(7)
+    ours, theirs = TextFormatter("%(asctime)s %(message)s"), logging.Formatter("%(asctime)s %(message)s")
+    for i in range(20_000):
+        whole = rng.randrange(0, 2_000_000_000) if i % 2 else 1_700_000_000 + i // 1000
+        created = whole + rng.choice([rng.random(), 0.9999995, 0.0000005, 0.9995, 0.4789996])
+        iso = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert _iso(created) == iso, created
+        record = logging.LogRecord("x", logging.INFO, "", 0, "m", None, None)
+        record.created, record.msecs = created, (created - int(created)) * 1000 // 1
+        assert ours.formatTime(record) == theirs.formatTime(record), created

@@ -55,8 +55,10 @@ def token_id(raw: str, texts: dict[int, str]) -> tuple[int | None, str]:
 def ids_to_resolve(choice: dict[str, Any], generated: bool = False) -> set[int]:
     """Token ids whose text must be fetched before this choice can be shaped (`generated`: the
     generated tokens' own ids too, when details are served without logprobs)."""
-    out: set[int] = set()
     lp = choice.get("logprobs") or {}
+    if not lp and not generated and not choice.get("prompt_logprobs"):
+        return set()  # a plain token (every event of a stream without logprobs): nothing to fetch
+    out: set[int] = set()
     if generated and not lp.get("tokens"):
         out.update(int(i) for i in choice.get("token_ids") or [] if type(i) is int)
     for raw in itertools.chain(
@@ -220,7 +222,7 @@ class StreamReader:
 
     def pending(self, data: str) -> tuple[dict[str, Any] | None, set[int]]:
         """Parse one chunk; returns it with the token ids whose texts are needed first."""
-        if data.strip() == "[DONE]":
+        if len(data) < 16 and data.strip() == "[DONE]":  # a chunk is longer: not stripped each time
             return None, set()
         chunk = json.loads(data)
         if not isinstance(chunk, dict):

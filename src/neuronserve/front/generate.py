@@ -14,13 +14,14 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from neuronserve.front import completion_reader, genparams, proxy, request_cost, schema
 from neuronserve.front.adapters import generate_with_adapter
 from neuronserve.front.dialect import Framing
 from neuronserve.front.enginehttp import EngineResponse
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
+from neuronserve.front.jsonbits import JsonAnswer
 from neuronserve.front.sse import SSEParser
 from neuronserve.front.streaming import Stream
 from neuronserve.front.support import check_generate
@@ -179,7 +180,7 @@ class Generator:
                 raise genparams.bad("a list of 'inputs' cannot be streamed: send one prompt per request")
             done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
             record(_sum_usage([u for _, u in done]))
-            return JSONResponse(
+            return JsonAnswer(
                 [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
         req = self._translate(body, inputs, model)
@@ -189,7 +190,7 @@ class Generator:
         seqs, usage = await self._one(req, rid)
         record(usage)
         item = framing.dialect.response(req, seqs)
-        return JSONResponse([item] if framing.listed else item)
+        return JsonAnswer([item] if framing.listed else item)
 
     def _translate(self, body: dict[str, Any], prompt: str, model: str | None) -> genparams.GenRequest:
         """Validate, then refuse what the engine cannot serve, before anything reaches it."""
@@ -228,7 +229,7 @@ class Generator:
         async def body() -> AsyncGenerator[bytes, None]:
             parser = SSEParser()
             try:
-                async for chunk in proxy.chunks(resp):
+                while chunk := await proxy.next_chunk(resp):
                     out = await frames(parser.feed(chunk))
                     if out:
                         yield out

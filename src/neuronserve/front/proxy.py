@@ -1,20 +1,21 @@
-"""The one shared HTTP client to the engine, and streaming passthrough of engine responses.
+"""The one shared client to the engine, and streaming passthrough of engine responses.
 
-Why aiohttp: the front sits on every request, and on a small host it shares the CPU with the
-engine. Measured with the front alone in front of an instant engine (docs/PERFORMANCE.md,
-"Serving overhead"), httpx's pure-Python HTTP/1.1 stack was most of the front's CPU per request;
-aiohttp parses in C and cut that by about half. vLLM depends on aiohttp, so the image already has it.
+Why a client of our own (front/enginepool.py): the front sits on every request, and on a small host
+it shares the CPU with the engine. httpx's pure-Python HTTP/1.1 stack was most of the front's CPU per
+request ("Serving overhead" in docs/PERFORMANCE.md); aiohttp, which parses in C, cut that by about
+half, and was then itself the largest part of what remained ("Front ceiling"). The pool writes each
+request in one piece and parses answers with httptools.
 
-Why one session with a large pool: a client per request costs a TCP connect and kills keep-alive;
-the pool lets hundreds of concurrent generations share warm connections to 127.0.0.1.
-Callers see only this module's names: `send`, `relay`, `read_body`, `chunks`, `StreamBroken`.
+Why one pool with many connections: a connection per request costs a TCP connect and kills
+keep-alive; the pool lets hundreds of concurrent generations share warm connections to 127.0.0.1.
+Callers see only this module's names: `send`, `relay`, `read_body`, `next_chunk`, `StreamBroken`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 
 import aiohttp
@@ -200,11 +201,12 @@ def _broken(err: BaseException) -> StreamBroken:
     return StreamBroken(502, f"the engine connection broke mid-stream ({type(err).__name__})")
 
 
-async def chunks(resp: EngineResponse) -> AsyncIterator[bytes]:
-    """The body as it arrives; library errors become StreamBroken. The caller closes `resp`."""
+async def next_chunk(resp: EngineResponse) -> bytes:
+    """What arrived of the body since the last call (b"" at its end); a stall or a broken connection
+    is StreamBroken. The caller closes `resp`. (A coroutine, not an async generator: one layer less
+    per chunk of a stream.)"""
     try:
-        while chunk := await resp.chunk():
-            yield chunk
+        return await resp.chunk()
     except OSError as err:  # TimeoutError is one
         raise _broken(err) from None
 
@@ -243,7 +245,7 @@ async def _raw(resp: EngineResponse, tap: Tap, record: Record | None) -> AsyncGe
     """The engine's stream as it comes, through `tap` (its usage, front/streamusage.py), recorded at
     its end however it ends."""
     try:
-        async for chunk in chunks(resp):
+        while chunk := await next_chunk(resp):
             out = tap.feed(chunk)
             if out:
                 yield out

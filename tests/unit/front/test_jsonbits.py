@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,3 +100,18 @@ def test_the_encoder_is_json_dumps_without_ascii_escapes() -> None:
     event = {"token": {"id": 1, "text": "é\n\u2028", "logprob": None, "special": False}, "x": [1.5, "ü"]}
     assert tgi.encode_event(event, True) == (json.dumps(event, ensure_ascii=False) + "\n").encode()
     assert tgi.encode_event(event, False) == f"data:{json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+@settings(max_examples=300)
+@given(values)
+def test_a_json_answer_is_starlettes_json_response(value: Any) -> None:
+    from starlette.responses import JSONResponse
+
+    try:
+        reference = JSONResponse(value)
+    except (ValueError, UnicodeEncodeError) as err:  # NaN refused, lone surrogates: refused alike
+        with pytest.raises(type(err)):
+            jsonbits.JsonAnswer(value)
+        return
+    ours = jsonbits.JsonAnswer(value)
+    assert (ours.body, ours.raw_headers, ours.status_code) == (reference.body, reference.raw_headers, 200)
