@@ -235,6 +235,11 @@ class StreamReader:
     def events(self, choice: dict[str, Any], texts: dict[int, str]) -> list[Event]:
         piece = choice.get("text") or ""
         reason = choice.get("finish_reason")
+        if not choice.get("logprobs"):
+            return self._plain(choice, piece, reason)
+        return self._general(choice, piece, reason, texts)
+
+    def _general(self, choice: dict[str, Any], piece: str, reason: Any, texts: dict[int, str]) -> list[Event]:
         # One event per token (a token whose bytes do not yet make a character arrives with empty
         # text and still gets its event), their texts joining to the chunk's text.
         toks = tokens(choice, piece, texts)
@@ -255,3 +260,19 @@ class StreamReader:
                 event.final = (why, self.count, "".join(self.text))
             out.append(event)
         return out
+
+    def _plain(self, choice: dict[str, Any], piece: str, reason: Any) -> list[Event]:
+        """`events` of a chunk without logprobs (every chunk of most streams), without the general
+        path's per-token alignment: one token, its id when the engine gave exactly one."""
+        if not piece and reason is None:
+            return []
+        ids = choice.get("token_ids") or []
+        tok = Tok(ids[0] if len(ids) == 1 else -1, piece, None, special=not piece)
+        if piece:
+            self.count += 1
+            self.text.append(piece)
+        event = Event(tok, [])
+        if reason is not None:
+            why = finish_reason(reason, self.req.stop, choice.get("stop_reason"))
+            event.final = (why, self.count, "".join(self.text))
+        return [event]
