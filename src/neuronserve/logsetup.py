@@ -9,13 +9,27 @@ Why every message is escaped: log lines carry what clients sent (paths, ids, mod
 texts). A `%0A` in a path became a real newline in the text log, a forged line that a reader or a log
 query could not tell from ours. `escape` is the one function both formats, the engine relay and the
 last words use: control characters become backslash escapes (`\\x0a`), so one event is always one line.
+
+Why a value a client chose is also percent-encoded (`field`): the access line is `key=value` fields,
+and log queries find a field by searching for `status=` or `request_id=` anywhere in the line. A path
+`/x%20status=200%20request_id=FORGED` put those words into the line before the real fields, and the
+first match was the client's. `field` leaves only characters that cannot end a value or start one
+(`=`, a space, a quote, a backslash, anything outside printable ASCII become `%XX` of their bytes;
+a path keeps its own `%XX` escapes as the client sent them).
+
+Why the logging module is told not to record callers, threads and processes (`setup`): none of it is
+in either format, and at thousands of access lines a second finding the caller's frame and asking the
+kernel for the process id were a measurable part of each line's cost (the logging HOWTO's
+"Optimization" section names these switches).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +62,18 @@ def escape(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
+_FIELD_SAFE = re.compile(rb"[A-Za-z0-9\-._~/!$&'()*+,;:@%]*")  # what a field value keeps as it is
+
+
+def field(value: str | bytes) -> str:
+    """`value` as one `key=value` field's value that no query can mistake for another field (module
+    docstring): bytes as they are, text as UTF-8, every byte outside _FIELD_SAFE as `%XX`."""
+    raw = value if isinstance(value, bytes) else value.encode("utf-8", "backslashreplace")
+    if _FIELD_SAFE.fullmatch(raw):
+        return raw.decode("ascii")
+    return "".join(chr(b) if _FIELD_SAFE.fullmatch(bytes((b,))) else f"%{b:02X}" for b in raw)
+
+
 def _escape_value(value: Any) -> Any:
     return escape(value) if isinstance(value, str) else value
 
@@ -55,13 +81,40 @@ def _escape_value(value: Any) -> Any:
 class TextFormatter(logging.Formatter):
     """The text format, with the message escaped (a traceback after it stays multi-line: it is ours)."""
 
+    _second: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
+
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = escape(record.message)
         return super().formatMessage(record)
 
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """logging.Formatter's own text, its seconds formatted once per second (an access line a
+        request: a strftime each was a measurable part of the line's cost)."""
+        if datefmt is not None or self.default_msec_format is None:
+            return super().formatTime(record, datefmt)
+        whole = int(record.created)
+        second, text = self._second
+        if whole != second:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (whole, text)
+        return self.default_msec_format % (text, record.msecs)
+
+
+_iso_second: list[tuple[int, str]] = [(-1, "")]  # the last whole second of _iso, and its text
+
 
 def _iso(created: float) -> str:
-    return datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """`2026-11-27T16:30:11.123Z`, as datetime writes it (microseconds rounded half to even, then
+    cut to milliseconds); the seconds' text made once per second."""
+    whole = int(created)
+    micro = round((created - whole) * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    second, text = _iso_second[0]
+    if whole != second:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _iso_second[0] = (whole, text)
+    return f"{text}.{micro // 1000:03d}Z"
 
 
 class JsonFormatter(logging.Formatter):
@@ -83,6 +136,8 @@ class JsonFormatter(logging.Formatter):
 def setup(fmt: str = "text") -> None:
     """Configure the root logger on stdout; uvicorn's loggers propagate to it (log_config=None)."""
     _state["format"] = fmt
+    logging._srcfile = None  # no caller lookup per record (module docstring)
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stdout)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())

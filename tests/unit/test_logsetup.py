@@ -89,3 +89,38 @@ def test_control_characters_never_make_a_second_line(fmt: str, capsys: pytest.Ca
 def test_printable_text_is_left_alone() -> None:
     for text in ("plain", "tab-free ünïcode 字 and \\x0a as typed", ""):
         assert logsetup.escape(text) == text
+
+
+def test_a_field_value_cannot_end_its_field_or_start_another() -> None:
+    """logsetup.field: the path as the client encoded it, `=`, spaces, quotes, backslashes and bytes
+    outside printable ASCII as %XX; what a key=value reader splits on never survives."""
+    from neuronserve.logsetup import field
+
+    assert field(b"/v1/models") == "/v1/models" and field("GET") == "GET"
+    assert field(b"/x%20status=200%20request_id=FORGED") == "/x%20status%3D200%20request_id%3DFORGED"
+    assert field('a b"c\\d\te') == "a%20b%22c%5Cd%09e"
+    assert field(b"/\xe9") == "/%E9" and field("é") == "%C3%A9"  # wire bytes as they came; text as UTF-8
+    for raw in (bytes(range(256)), "ünï code=1 \u2028 x".encode()):
+        out = field(raw)
+        assert not set(out) & set(' ="\\\n\r\t') and out.isascii() and out.isprintable()
+
+
+def test_the_cached_timestamps_are_the_ones_logging_and_datetime_write() -> None:
+    """The text format's asctime and the JSON format's time are made once per second and finished
+    per record: the same text as logging.Formatter.formatTime and datetime.isoformat, to the
+    millisecond (rounding included), over random instants."""
+    import random
+    from datetime import UTC, datetime
+
+    from neuronserve.logsetup import TextFormatter, _iso
+
+    rng = random.Random(7)
+    ours, theirs = TextFormatter("%(asctime)s %(message)s"), logging.Formatter("%(asctime)s %(message)s")
+    for i in range(20_000):
+        whole = rng.randrange(0, 2_000_000_000) if i % 2 else 1_700_000_000 + i // 1000
+        created = whole + rng.choice([rng.random(), 0.9999995, 0.0000005, 0.9995, 0.4789996])
+        iso = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert _iso(created) == iso, created
+        record = logging.LogRecord("x", logging.INFO, "", 0, "m", None, None)
+        record.created, record.msecs = created, (created - int(created)) * 1000 // 1
+        assert ours.formatTime(record) == theirs.formatTime(record), created

@@ -133,7 +133,10 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
     import asyncio  # noqa: PLC0415
 
+    from neuronserve.front.gctune import settle  # noqa: PLC0415
     from neuronserve.serve.server import serve  # noqa: PLC0415
+
+    settle()  # the server's modules are imported: out of the collector's way (front/gctune.py)
 
     runner_kwargs: dict[str, Any] = {}
     try:

@@ -55,8 +55,10 @@ def token_id(raw: str, texts: dict[int, str]) -> tuple[int | None, str]:
 def ids_to_resolve(choice: dict[str, Any], generated: bool = False) -> set[int]:
     """Token ids whose text must be fetched before this choice can be shaped (`generated`: the
     generated tokens' own ids too, when details are served without logprobs)."""
-    out: set[int] = set()
     lp = choice.get("logprobs") or {}
+    if not lp and not generated and not choice.get("prompt_logprobs"):
+        return set()  # a plain token (every event of a stream without logprobs): nothing to fetch
+    out: set[int] = set()
     if generated and not lp.get("tokens"):
         out.update(int(i) for i in choice.get("token_ids") or [] if type(i) is int)
     for raw in itertools.chain(
@@ -220,7 +222,7 @@ class StreamReader:
 
     def pending(self, data: str) -> tuple[dict[str, Any] | None, set[int]]:
         """Parse one chunk; returns it with the token ids whose texts are needed first."""
-        if data.strip() == "[DONE]":
+        if len(data) < 16 and data.strip() == "[DONE]":  # a chunk is longer: not stripped each time
             return None, set()
         chunk = json.loads(data)
         if not isinstance(chunk, dict):
@@ -233,6 +235,11 @@ class StreamReader:
     def events(self, choice: dict[str, Any], texts: dict[int, str]) -> list[Event]:
         piece = choice.get("text") or ""
         reason = choice.get("finish_reason")
+        if not choice.get("logprobs"):
+            return self._plain(choice, piece, reason)
+        return self._general(choice, piece, reason, texts)
+
+    def _general(self, choice: dict[str, Any], piece: str, reason: Any, texts: dict[int, str]) -> list[Event]:
         # One event per token (a token whose bytes do not yet make a character arrives with empty
         # text and still gets its event), their texts joining to the chunk's text.
         toks = tokens(choice, piece, texts)
@@ -253,3 +260,19 @@ class StreamReader:
                 event.final = (why, self.count, "".join(self.text))
             out.append(event)
         return out
+
+    def _plain(self, choice: dict[str, Any], piece: str, reason: Any) -> list[Event]:
+        """`events` of a chunk without logprobs (every chunk of most streams), without the general
+        path's per-token alignment: one token, its id when the engine gave exactly one."""
+        if not piece and reason is None:
+            return []
+        ids = choice.get("token_ids") or []
+        tok = Tok(ids[0] if len(ids) == 1 else -1, piece, None, special=not piece)
+        if piece:
+            self.count += 1
+            self.text.append(piece)
+        event = Event(tok, [])
+        if reason is not None:
+            why = finish_reason(reason, self.req.stop, choice.get("stop_reason"))
+            event.final = (why, self.count, "".join(self.text))
+        return [event]

@@ -46,6 +46,10 @@ class Dialect:
     def stream_event(self, req: GenRequest, event: Event) -> dict[str, Any]:
         raise NotImplementedError(f"the {self.name} dialect streams the engine's own events")
 
+    def stream_bytes(self, req: GenRequest, event: Event, jsonlines: bool) -> bytes:
+        """One stream event on the wire: the dialects write it from fixed byte templates."""
+        return tgi.encode_event(self.stream_event(req, event), jsonlines)
+
     def stream_error(self, err: StreamBroken) -> dict[str, Any]:
         return error_body(err.status, err.message)
 
@@ -69,6 +73,9 @@ class Tgi(Dialect):
     def stream_event(self, req: GenRequest, event: Event) -> dict[str, Any]:
         return tgi.stream_event(req, event)
 
+    def stream_bytes(self, req: GenRequest, event: Event, jsonlines: bool) -> bytes:
+        return tgi.stream_bytes(req, event, jsonlines)
+
     def stream_error(self, err: StreamBroken) -> dict[str, Any]:
         error_type = "overloaded" if err.status == 503 else "incomplete_generation"
         return {"error": err.message, "error_type": error_type}
@@ -88,6 +95,9 @@ class Lmi(Dialect):
 
     def stream_event(self, req: GenRequest, event: Event) -> dict[str, Any]:
         return lmi.stream_event(req, event)
+
+    def stream_bytes(self, req: GenRequest, event: Event, jsonlines: bool) -> bytes:
+        return lmi.stream_bytes(req, event, jsonlines)
 
     def stream_error(self, err: StreamBroken) -> dict[str, Any]:
         return lmi.stream_error_event()
@@ -115,3 +125,7 @@ class Framing:
     def encode(self, event: dict[str, Any]) -> bytes:
         """One stream event (or the in-band error that ends a stream), framed for the wire."""
         return tgi.encode_event(event, self.jsonlines)
+
+    def event(self, req: GenRequest, event: Event) -> bytes:
+        """encode(dialect.stream_event(req, event)), from the dialect's byte templates."""
+        return self.dialect.stream_bytes(req, event, self.jsonlines)

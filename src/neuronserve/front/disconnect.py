@@ -8,17 +8,19 @@ the engine and never looks at the client.
 
 How: once the request body is read, the only message the server can still deliver is
 `http.disconnect`. A watcher waits for it and cancels the handler's task; the cancellation reaches
-the aiohttp call to the engine, which closes that connection, and vLLM aborts a request whose
-connection closed (its `with_cancellation` wrapper on the generation routes). The handler's own
-later `receive()` calls (Starlette's disconnect listener) are answered from the same watcher, so
-the ASGI `receive` is never awaited twice at once. One task per request that has a body.
+the call to the engine (front/enginepool.py), which closes that connection, and vLLM aborts a request
+whose connection closed (its `with_cancellation` wrapper on the generation routes). The handler's own
+later `receive()` calls are answered from the same watcher, so the ASGI `receive` is never awaited
+twice at once. One task per request that has a body; when the gate has read the whole body already,
+it starts with the request (a stream's chunks are sent without any listener of their own:
+front/streaming.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -28,44 +30,84 @@ ASGIApp = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 CLIENT_CLOSED = 499  # nginx's "client closed request": the status logged and counted for these
 
 
+class Sent(Protocol):
+    """What the caller's own `send` wrapper knows: whether the last body message went out."""
+
+    complete: bool
+
+
+class _Tracked:
+    """`send`, noting the end of the response (when the caller does not note it itself)."""
+
+    def __init__(self, send: Send) -> None:
+        self.out = send
+        self.complete = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
+        await self.out(message)
+
+
 async def run_cancelling_on_disconnect(
-    app: ASGIApp, scope: MutableMapping[str, Any], receive: Receive, send: Send
+    app: ASGIApp,
+    scope: MutableMapping[str, Any],
+    receive: Receive,
+    send: Send,
+    *,
+    body: Message | None = None,
+    sent: Sent | None = None,
+    task: asyncio.Task[Any] | None = None,
 ) -> bool:
-    """Run `app`; True when the client went away first and the app was cancelled because of it."""
-    task = asyncio.current_task()
-    assert task is not None
-    gone = asyncio.Event()
-    finished = False  # the whole response is sent: nothing left to cancel
+    """Run `app`; True when the client went away first and the app was cancelled because of it.
+
+    `body`: the request's body message, already read by the caller: the app's first receive() gets
+    it, and when it is the whole body the watcher starts at once. `sent`: the caller's `send` notes
+    the response's end itself (the gate's does), so `send` is not wrapped again. `task`: the
+    current task, when the caller has it (asyncio.current_task looks up the loop again)."""
+    if task is None:
+        task = asyncio.current_task()
+        assert task is not None
+    if sent is None:
+        tracked = _Tracked(send)
+        sent, send = tracked, tracked.send
+    loop = task.get_loop()
+    gone: asyncio.Future[None] | None = None  # made when the app waits on the disconnect
     cancelled = False
     watcher: asyncio.Task[None] | None = None
+    pending = body
 
     async def watch() -> None:
         nonlocal cancelled
         while (await receive())["type"] != "http.disconnect":
             pass
-        gone.set()
-        if not finished:
+        if gone is not None and not gone.done():
+            gone.set_result(None)
+        if not sent.complete:
             cancelled = True
             task.cancel()
 
     async def receive_wrapped() -> Message:
-        nonlocal watcher
+        nonlocal watcher, pending, gone
+        if pending is not None:
+            message, pending = pending, None
+            return message
         if watcher is not None:  # the body is read: only a disconnect can come, from the watcher
-            await gone.wait()
+            if watcher.done():
+                return {"type": "http.disconnect"}
+            if gone is None:
+                gone = loop.create_future()
+            await gone
             return {"type": "http.disconnect"}
         message = await receive()
         if message["type"] == "http.request" and not message.get("more_body", False):
-            watcher = asyncio.ensure_future(watch())
+            watcher = loop.create_task(watch())
         return message
 
-    async def send_wrapped(message: Message) -> None:
-        nonlocal finished
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            finished = True
-        await send(message)
-
+    if pending is not None and not pending.get("more_body", False):
+        watcher = loop.create_task(watch())
     try:
-        await app(scope, receive_wrapped, send_wrapped)
+        await app(scope, receive_wrapped, send)
     except asyncio.CancelledError:
         if cancelled and task.uncancel() == 0:
             return True

@@ -30,8 +30,10 @@ from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
 from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.logsetup import field
 
 __all__ = [
+    "BODY_KEY",
     "REJECTED_KEY",
     "REQUEST_ID_KEY",
     "SCHEMA_KEY",
@@ -52,6 +54,7 @@ log = logging.getLogger("neuronserve.access")
 TOKENS_KEY = "neuronserve.tokens"  # handlers put (prompt_tokens, completion_tokens) here
 SCHEMA_KEY = "neuronserve.schema"  # handlers put the request's schema here (chat, completion, tgi, ...)
 REJECTED_KEY = "neuronserve.rejected"  # the app's FrontError handler puts the refused status here
+BODY_KEY = "neuronserve.body"  # the whole body the gate read (handlers.body_of), when it is whole
 BODY_TIMEOUT_S = 30.0  # NEURONSERVE_BODY_TIMEOUT_S's default
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SAGEMAKER_MAX_PAYLOAD_IN_MB's default
 
@@ -62,6 +65,34 @@ def _default_schema(path: str) -> str:
     if path in GENERATE_ROUTES:
         return "tgi"
     return "none"
+
+
+class _Exchange:
+    """One admitted request's answer on its way out: the id echoed, its status, first body byte and end
+    noted (one wrapper around `send`, on every message of a stream)."""
+
+    __slots__ = ("complete", "first_byte", "out", "rid", "status")
+
+    def __init__(self, out: Send, rid: bytes) -> None:
+        self.out = out
+        self.rid = rid
+        self.status = 0
+        self.first_byte: float | None = None
+        self.complete = False  # the last body message is sent: nothing left to cancel
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.body":
+            more = message.get("more_body", False)
+            if self.first_byte is None and (message.get("body") or not more):
+                self.first_byte = time.perf_counter()
+            if not more:
+                self.complete = True
+        elif kind == "http.response.start":
+            self.status = message["status"]
+            headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
+            message["headers"] = [*headers, (b"x-request-id", self.rid)]
+        await self.out(message)
 
 
 class Gate:
@@ -77,18 +108,20 @@ class Gate:
         max_body_bytes: int = MAX_BODY_BYTES,
         limiter: Limiter | None = None,
     ) -> None:
+        """`limiter`: the concurrency count (front/limiter.py), shared by the front's workers when
+        there are several; by default this process's own, limited to `max_concurrency`."""
         self.app = app
         self.state = state
         self.max_concurrency = max_concurrency
+        self.limiter = limiter if limiter is not None else Limiter(max_concurrency)
         self.metrics = metrics
         self.expose_engine_routes = expose_engine_routes
         self.body_timeout_s = body_timeout_s
         self.max_body_bytes = max_body_bytes
-        # the count of sequences in flight: this process's, or the container's (front/limiter.py)
-        self.limiter = limiter if limiter is not None else Limiter(max_concurrency)
 
     @property
     def in_flight(self) -> int:
+        """The sequences in flight: this process's, or the container's (front/limiter.py)."""
         return self.limiter.in_flight
 
     @in_flight.setter
@@ -111,7 +144,9 @@ class Gate:
         if self.state.phase != Phase.READY:
             await self._not_ready(scope, send, start)
             return
-        body = await self._read_body(scope, receive, send, start)
+        task = asyncio.current_task(asyncio.get_running_loop())  # given the loop: one look-up, not two
+        assert task is not None
+        body = await self._read_body(scope, receive, send, start, task=task)
         if body is None:  # refused or gone: answered and logged
             return
         if self.state.phase != Phase.READY:  # the drain began while the body arrived
@@ -125,45 +160,33 @@ class Gate:
             self.limiter.release(1)
             await self._not_ready(scope, send, start)
             return
-        await self._run(scope, body, receive, send, start)
+        await self._run(scope, body, receive, send, start, task=task)
 
-    async def _run(self, scope: Scope, body: Message, receive: Receive, send: Send, start: float) -> None:
-        """The admitted request: in flight, its body replayed, its id echoed, measured and logged."""
-        path = scope.get("path", "")
-        rid = request_id(scope).encode("latin-1")  # the safe character set: always latin-1
-        status = [0]
-        first_byte: list[float | None] = [None]
-
-        async def send_wrapped(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-                headers = [h for h in message.get("headers", ()) if h[0].lower() != b"x-request-id"]
-                message["headers"] = [*headers, (b"x-request-id", rid)]
-            elif (
-                first_byte[0] is None
-                and message["type"] == "http.response.body"
-                and (message.get("body") or not message.get("more_body"))
-            ):
-                first_byte[0] = time.perf_counter()
-            await send(message)
-
+    async def _run(
+        self,
+        scope: Scope,
+        body: Message,
+        receive: Receive,
+        send: Send,
+        start: float,
+        *,
+        task: asyncio.Task[Any],
+    ) -> None:
+        """The admitted request (its weight 1 already taken): in flight, its body handed over (in the
+        scope too when whole: handlers.body_of), its id echoed, measured and logged."""
+        exchange = _Exchange(send, request_id(scope).encode("latin-1"))  # the safe set: always latin-1
         charge = scope[CHARGE_KEY] = Charge(self)  # weight 1 now, the request's sequences once parsed
-        pending: Message | None = body
-
-        async def replay() -> Message:
-            nonlocal pending
-            if pending is not None:
-                message, pending = pending, None
-                return message
-            return await receive()
-
+        if not body["more_body"]:
+            scope[BODY_KEY] = body["body"]
         gone = False
         try:
-            gone = await run_cancelling_on_disconnect(self.app, scope, replay, send_wrapped)
+            gone = await run_cancelling_on_disconnect(
+                self.app, scope, receive, exchange.send, body=body, sent=exchange, task=task
+            )
         finally:
             self.limiter.release(charge.weight)
-            code = CLIENT_CLOSED if gone else (status[0] or 500)
-            self._measure(scope, path, code, start, first_byte[0])
+            code = CLIENT_CLOSED if gone else (exchange.status or 500)
+            self._measure(scope, scope.get("path", ""), code, start, exchange.first_byte)
             self._log(scope, code, start)
 
     def refused_over_limit(self) -> None:
@@ -190,7 +213,9 @@ class Gate:
         refusal = NotReady(f"server is {why} (phase {phase}); retry later")
         await self._refuse(scope, send, start, refusal, reason=reason)
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send, start: float) -> Message | None:
+    async def _read_body(
+        self, scope: Scope, receive: Receive, send: Send, start: float, *, task: asyncio.Task[Any]
+    ) -> Message | None:
         """The whole body as ONE http.request message, or its first part (over max_body_bytes, with
         more_body set: the app refuses it); None when the client was too slow (408, connection closed)
         or went away (499), both answered and logged here. A body whose declared length is already
@@ -206,8 +231,6 @@ class Gate:
         parts: list[bytes] = []
         size = 0
         more = True
-        task = asyncio.current_task()
-        assert task is not None
         late = False
 
         def expire() -> None:
@@ -216,7 +239,7 @@ class Gate:
             task.cancel()
 
         # a bare timer, not asyncio.timeout(): this runs on every request and costs a third as much
-        deadline = asyncio.get_running_loop().call_later(self.body_timeout_s, expire)
+        deadline = task.get_loop().call_later(self.body_timeout_s, expire)
         try:
             while more and size <= self.max_body_bytes:
                 message = await receive()
@@ -261,32 +284,43 @@ class Gate:
         self._log(scope, status, start)
 
     def _log(self, scope: Scope, status: int, start: float) -> None:
+        """The one access line: `METHOD PATH status= latency_ms= tokens_in= tokens_out= request_id=`.
+
+        The method and path are the client's, written by logsetup.field: the path as the client
+        encoded it, and `=`, spaces, quotes and anything else that could end this field or start
+        another percent-encoded, so a query for `status=` or `request_id=` finds only the real
+        fields. The id is from the safe set (requestid.py); the token counts are the engine's numbers."""
         rid = request_id(scope)
         tokens = scope.get(TOKENS_KEY) or (None, None)
         latency_ms = (time.perf_counter() - start) * 1000.0
         path = scope.get("path", "")
-        # the path as the client sent it (percent-encoded, so no space can forge a field); the
-        # formatter escapes whatever control characters remain
         raw = scope.get("raw_path")
-        logged = raw.decode("latin-1") if raw else path
+        method = scope.get("method")
         log.info(
             "%s %s status=%d latency_ms=%.1f tokens_in=%s tokens_out=%s request_id=%s",
-            scope.get("method"),
-            logged,
+            field(str(method)),
+            field(raw if raw else path),
             status,
             latency_ms,
-            "-" if tokens[0] is None else tokens[0],
-            "-" if tokens[1] is None else tokens[1],
+            _count(tokens[0]),
+            _count(tokens[1]),
             rid,
             extra={
                 "request_id": rid,
                 "route": route_label(path),
-                "method": scope.get("method"),
+                "method": method,
                 "status": status,
                 "latency_ms": round(latency_ms, 1),
                 "tokens": {"prompt": tokens[0], "completion": tokens[1]},
             },
         )
+
+
+def _count(value: Any) -> str:
+    """A token count for the text line: the number, `-` when unknown, anything else as a field."""
+    if value is None:
+        return "-"
+    return str(value) if type(value) is int else field(str(value))
 
 
 def declared_over(scope: Scope, limit: int) -> bool:

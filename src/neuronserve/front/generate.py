@@ -11,17 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from starlette.background import BackgroundTask
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response
 
 from neuronserve.front import completion_reader, genparams, proxy, request_cost, schema
 from neuronserve.front.adapters import generate_with_adapter
 from neuronserve.front.dialect import Framing
+from neuronserve.front.enginehttp import EngineResponse
 from neuronserve.front.errors import EngineBadAnswer, EngineRefused, FrontError
+from neuronserve.front.jsonbits import JsonAnswer
 from neuronserve.front.sse import SSEParser
+from neuronserve.front.streaming import Stream
 from neuronserve.front.support import check_generate
 from neuronserve.types import RequestSupport
 
@@ -86,7 +88,7 @@ class Generator:
             await asyncio.gather(*(self._text_of(i) for i in missing))
         return self.texts
 
-    async def _call(self, req: genparams.GenRequest, rid: str) -> proxy.EngineResponse:
+    async def _call(self, req: genparams.GenRequest, rid: str) -> EngineResponse:
         engine = dict(req.engine)
         if req.top_n:
             engine["return_tokens_as_token_ids"] = True  # ids of the alternatives (completion_reader.py)
@@ -178,7 +180,7 @@ class Generator:
                 raise genparams.bad("a list of 'inputs' cannot be streamed: send one prompt per request")
             done = await asyncio.gather(*(self._one(r, f"{rid}-{i}") for i, r in enumerate(reqs)))
             record(_sum_usage([u for _, u in done]))
-            return JSONResponse(
+            return JsonAnswer(
                 [framing.dialect.response(r, seqs) for r, (seqs, _) in zip(reqs, done, strict=True)]
             )
         req = self._translate(body, inputs, model)
@@ -188,7 +190,7 @@ class Generator:
         seqs, usage = await self._one(req, rid)
         record(usage)
         item = framing.dialect.response(req, seqs)
-        return JSONResponse([item] if framing.listed else item)
+        return JsonAnswer([item] if framing.listed else item)
 
     def _translate(self, body: dict[str, Any], prompt: str, model: str | None) -> genparams.GenRequest:
         """Validate, then refuse what the engine cannot serve, before anything reaches it."""
@@ -207,29 +209,33 @@ class Generator:
         if resp.status != 200:
             raise EngineRefused(resp.status, _engine_message(await proxy.read_body(resp)))
         reader = completion_reader.StreamReader(req)
-        fmt = framing.dialect.stream_event
+        frame = framing.event
 
-        async def events_of(data: str) -> list[bytes]:
-            try:
-                choice, ids = reader.pending(data)
-            except (ValueError, AttributeError, TypeError):
-                log.warning("skipped a stream chunk from the engine that is not JSON: %.200s", data)
-                return []
-            if choice is None:
-                return []
-            texts = await self.resolve(ids) if ids else self.texts
-            return [framing.encode(fmt(req, e)) for e in reader.events(choice, texts)]
+        async def frames(datas: list[str]) -> bytes:
+            """The events of a read's whole engine chunks, framed, in one piece: one send for them all."""
+            out: list[bytes] = []
+            for data in datas:
+                try:
+                    choice, ids = reader.pending(data)
+                except (ValueError, AttributeError, TypeError):
+                    log.warning("skipped a stream chunk from the engine that is not JSON: %.200s", data)
+                    continue
+                if choice is None:
+                    continue
+                texts = await self.resolve(ids) if ids else self.texts
+                out += [frame(req, e) for e in reader.events(choice, texts)]
+            return b"".join(out)
 
-        async def body() -> AsyncIterator[bytes]:
+        async def body() -> AsyncGenerator[bytes, None]:
             parser = SSEParser()
             try:
-                async for chunk in proxy.chunks(resp):
-                    for data in parser.feed(chunk):
-                        for line in await events_of(data):
-                            yield line
-                for data in parser.close():
-                    for line in await events_of(data):
-                        yield line
+                while chunk := await proxy.next_chunk(resp):
+                    out = await frames(parser.feed(chunk))
+                    if out:
+                        yield out
+                out = await frames(parser.close())
+                if out:
+                    yield out
             except proxy.StreamBroken as err:
                 # The 200 is already sent: the stream says in-band why it ends.
                 log.warning("generate stream from the engine broke: %s", err.message)
@@ -238,9 +244,7 @@ class Generator:
                 proxy.done(resp)
                 record(reader.usage)
 
-        return StreamingResponse(
-            body(), media_type=framing.media_type, background=BackgroundTask(proxy.done, resp)
-        )
+        return Stream(body(), media_type=framing.media_type, closing=lambda: proxy.done(resp))
 
 
 def _sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from neuronserve.front import tgi
 from neuronserve.front.completion_reader import Event, Seq, Tok
 from neuronserve.front.genparams import GenRequest
+from neuronserve.front.jsonbits import value
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
@@ -74,3 +76,13 @@ def stream_event(req: GenRequest, event: Event) -> dict[str, Any]:
         if req.details:
             out["details"] = {"finish_reason": reason, "generated_tokens": count, "inputs": req.prompt}
     return out
+
+
+def stream_bytes(req: GenRequest, event: Event, jsonlines: bool) -> bytes:
+    """tgi.encode_event(stream_event(req, event), jsonlines), byte for byte (front/jsonbits.py); every
+    token but the last is written into the event's fixed text."""
+    if event.final is not None:
+        return tgi.encode_event(stream_event(req, event), jsonlines)
+    t = event.token
+    data = f'{{"token": {{"id": {value(t.id)}, "text": {value(t.text)}, "log_prob": {value(t.logprob)}}}}}'
+    return (data + "\n").encode() if jsonlines else f"data:{data}\n\n".encode()

@@ -152,13 +152,26 @@ class FrontMetrics:
             self.stage_seconds.labels(kind=kind)
         self.registry.register(_LiveState(state, in_flight))
         self._staged: dict[str, tuple[int, float]] = {}  # what -> (bytes counted, first seen)
+        # each series' child, looked up once: the labels are bounded (route_label, schemas, statuses)
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._ttfb: dict[tuple[str, str], Any] = {}
 
     def observe(self, path: str, schema: str, status: int, ttfb_s: float | None, total_s: float) -> None:
         route = route_label(path)
-        self.requests.labels(route=route, schema=schema, status=str(status)).inc()
-        self.duration.labels(route=route, schema=schema).observe(total_s)
+        key = (route, schema, status)
+        children = self._children.get(key)
+        if children is None:  # a label lookup costs more than the update: each series' child once
+            children = self._children[key] = (
+                self.requests.labels(route=route, schema=schema, status=str(status)),
+                self.duration.labels(route=route, schema=schema),
+            )
+        children[0].inc()
+        children[1].observe(total_s)
         if ttfb_s is not None:
-            self.ttfb.labels(route=route, schema=schema).observe(ttfb_s)
+            ttfb = self._ttfb.get((route, schema))
+            if ttfb is None:
+                ttfb = self._ttfb[route, schema] = self.ttfb.labels(route=route, schema=schema)
+            ttfb.observe(ttfb_s)
 
     def reject(self, reason: str) -> None:
         self.rejected.labels(reason=reason).inc()

@@ -1,35 +1,37 @@
-"""The one shared HTTP client to the engine, and streaming passthrough of engine responses.
+"""The one shared client to the engine, and streaming passthrough of engine responses.
 
-Why aiohttp: the front sits on every request, and on a small host it shares the CPU with the
-engine. Measured with the front alone in front of an instant engine (docs/PERFORMANCE.md,
-"Serving overhead"), httpx's pure-Python HTTP/1.1 stack was most of the front's CPU per request;
-aiohttp parses in C and cut that by about half. vLLM depends on aiohttp, so the image already has it.
+Why a client of our own (front/enginepool.py): the front sits on every request, and on a small host
+it shares the CPU with the engine. httpx's pure-Python HTTP/1.1 stack was most of the front's CPU per
+request ("Serving overhead" in docs/PERFORMANCE.md); aiohttp, which parses in C, cut that by about
+half, and was then itself the largest part of what remained ("Front ceiling"). The pool writes each
+request in one piece and parses answers with httptools.
 
-Why one session with a large pool: a client per request costs a TCP connect and kills keep-alive;
-the pool lets hundreds of concurrent generations share warm connections to 127.0.0.1.
-Callers see only this module's names: `send`, `relay`, `read_body`, `chunks`, `StreamBroken`.
+Why one pool with many connections: a connection per request costs a TCP connect and kills
+keep-alive; the pool lets hundreds of concurrent generations share warm connections to 127.0.0.1.
+Callers see only this module's names: `send`, `relay`, `read_body`, `next_chunk`, `StreamBroken`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 
 import aiohttp
-from starlette.background import BackgroundTask
-from starlette.responses import Response, StreamingResponse
-from yarl import URL
+from starlette.responses import Response
 
+from neuronserve.front.enginehttp import EngineResponse, Unreached
+from neuronserve.front.enginepool import EnginePool
 from neuronserve.front.errors import EngineTimeout, EngineUnreachable, error_body
 from neuronserve.front.requestid import engine_id
 from neuronserve.front.schema import loads
+from neuronserve.front.streaming import Stream
 from neuronserve.front.streamusage import Tap
 
 log = logging.getLogger("neuronserve.front")
 
-EngineResponse = aiohttp.ClientResponse
+UNREACHED = (Unreached,)  # the request never reached the engine: another replica may take it (router.py)
 
 # Hop-by-hop and framing headers are never copied; the server frames its own responses.
 # `Expect: 100-continue` was the front's to answer, and the body is already read: forwarded, the
@@ -78,42 +80,59 @@ def pool_size(max_concurrency: int, configured: int | None = None) -> int:
 
 
 class EngineClient:
-    """The engine's base URL, timeouts and pool; the aiohttp session is made on first use.
+    """The engine's base URL, timeouts and pools; both pools are made on first use.
 
-    aiohttp binds a session to the running event loop, so it cannot be built before the server's
-    loop runs; building it lazily keeps construction synchronous for the caller.
+    Requests go through the front's own keep-alive HTTP/1.1 pool (front/enginepool.py: aiohttp's
+    client was the largest part of the front's CPU per request); the engine's /metrics, scraped a
+    few times a minute, through an aiohttp session (metrics.engine_metrics), bound to the running
+    loop and so built lazily too.
 
-    Timeouts: aiohttp's `connect` covers the wait for a free pooled connection AND the connect, so a
-    full pool used to fail requests after 5 s as if the engine were down. Now `sock_connect` bounds
-    the TCP connect alone, and the pool wait is bounded by the request deadline
-    (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS), like an engine that is slow to answer.
+    Timeouts: the wait for a free pooled connection AND the connect are bounded by the request
+    deadline (SAGEMAKER_MODEL_SERVER_TIMEOUT_SECONDS: a full pool used to fail requests after 5 s as
+    if the engine were down), the TCP connect alone by CONNECT_TIMEOUT_S, the engine's silence
+    (before its answer, or between stream chunks) by the request deadline.
     """
 
     def __init__(self, base_url: str, timeout_s: float, max_connections: int) -> None:
         self.base_url = base_url.rstrip("/")
-        # sock_read: the longest the engine may stay silent (whole answer, or between stream chunks)
+        self.timeout_s = timeout_s
+        self.connect_s = CONNECT_TIMEOUT_S  # read now: tests lower it for one client
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout_s, sock_connect=CONNECT_TIMEOUT_S, sock_read=timeout_s
         )
         self.pool = max_connections or UNLIMITED_POOL  # pool_size() says how big
         self._session: aiohttp.ClientSession | None = None
+        self._engines: EnginePool | None = None
+
+    def engines(self) -> EnginePool:
+        if self._engines is None:
+            self._engines = EnginePool(
+                self.pool, wait_s=self.timeout_s, connect_s=self.connect_s, read_s=self.timeout_s
+            )
+        return self._engines
 
     def session(self) -> aiohttp.ClientSession:
+        """aiohttp, for the engines' /metrics only."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.pool, limit_per_host=0, keepalive_timeout=75),
+                connector=aiohttp.TCPConnector(limit=POOL_HEADROOM, limit_per_host=0, keepalive_timeout=75),
                 timeout=self.timeout,
                 auto_decompress=False,  # bytes pass through as the engine sent them
                 skip_auto_headers=("User-Agent", "Accept-Encoding"),
             )
         return self._session
 
+    async def call(
+        self, base_url: str, method: str, path_query: str, headers: dict[str, str] | None, data: bytes | None
+    ) -> EngineResponse:
+        """One request to the engine at `base_url`; UNREACHED errors mean it never got there."""
+        return await self.engines().request(base_url, method, path_query, headers, data)
+
     async def request(
         self, method: str, path_query: str, headers: dict[str, str] | None, data: bytes | None
     ) -> EngineResponse:
         """One engine request (the router overrides this to pick a replica)."""
-        url = URL(self.base_url + path_query, encoded=True)
-        return await self.session().request(method, url, headers=headers, data=data)
+        return await self.call(self.base_url, method, path_query, headers, data)
 
     async def engine_metrics(self) -> bytes:
         """The engine's /metrics text for the front's /metrics (the router merges all replicas')."""
@@ -126,6 +145,8 @@ class EngineClient:
         return b""
 
     async def aclose(self) -> None:
+        if self._engines is not None:
+            self._engines.close()
         if self._session is not None:
             await self._session.close()
 
@@ -139,7 +160,7 @@ def forward_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def response_headers(resp: EngineResponse) -> dict[str, str]:
-    return {k: v for k, v in resp.headers.items() if k.lower() not in _DROP_RESPONSE}
+    return {k: v for k, v in resp.headers.items() if k not in _DROP_RESPONSE}  # names lower-cased
 
 
 async def send(
@@ -159,7 +180,7 @@ async def send(
         return await client.request(method, path + (f"?{params}" if params else ""), headers, content)
     except TimeoutError:
         raise EngineTimeout(f"the engine did not answer {path} in time") from None
-    except aiohttp.ClientError as err:
+    except (OSError, aiohttp.ClientError) as err:
         raise EngineUnreachable(f"the engine is unreachable ({type(err).__name__}); retry later") from None
 
 
@@ -180,12 +201,13 @@ def _broken(err: BaseException) -> StreamBroken:
     return StreamBroken(502, f"the engine connection broke mid-stream ({type(err).__name__})")
 
 
-async def chunks(resp: EngineResponse) -> AsyncIterator[bytes]:
-    """The body as it arrives; library errors become StreamBroken. The caller closes `resp`."""
+async def next_chunk(resp: EngineResponse) -> bytes:
+    """What arrived of the body since the last call (b"" at its end); a stall or a broken connection
+    is StreamBroken. The caller closes `resp`. (A coroutine, not an async generator: one layer less
+    per chunk of a stream.)"""
     try:
-        async for chunk in resp.content.iter_any():
-            yield chunk
-    except (TimeoutError, aiohttp.ClientError) as err:
+        return await resp.chunk()
+    except OSError as err:  # TimeoutError is one
         raise _broken(err) from None
 
 
@@ -195,7 +217,7 @@ async def read_body(resp: EngineResponse) -> bytes:
         return await resp.read()
     except TimeoutError:
         raise EngineTimeout("the engine did not finish its answer in time") from None
-    except aiohttp.ClientError as err:
+    except OSError as err:
         raise EngineUnreachable(f"the engine connection broke ({type(err).__name__})") from None
     finally:
         resp.release()
@@ -204,7 +226,7 @@ async def read_body(resp: EngineResponse) -> bytes:
 def done(resp: EngineResponse) -> None:
     """After a stream: a fully read body returns its connection to the pool; an abandoned one is
     closed, which is how the engine learns that nobody reads the generation and aborts it."""
-    if resp.content.at_eof():
+    if resp.at_eof():
         resp.release()
     else:
         resp.close()
@@ -219,11 +241,11 @@ def error_event(status: int, message: str, jsonlines: bool) -> bytes:
 Record = Callable[[dict[str, Any]], None]
 
 
-async def _raw(resp: EngineResponse, tap: Tap, record: Record | None) -> AsyncIterator[bytes]:
+async def _raw(resp: EngineResponse, tap: Tap, record: Record | None) -> AsyncGenerator[bytes, None]:
     """The engine's stream as it comes, through `tap` (its usage, front/streamusage.py), recorded at
     its end however it ends."""
     try:
-        async for chunk in chunks(resp):
+        while chunk := await next_chunk(resp):
             out = tap.feed(chunk)
             if out:
                 yield out
@@ -254,9 +276,7 @@ async def relay(resp: EngineResponse, record: Record | None = None, tap: Tap | N
     headers = response_headers(resp)
     if is_stream(resp):
         stream = _raw(resp, tap or Tap(), record)
-        return StreamingResponse(
-            stream, status_code=resp.status, headers=headers, background=BackgroundTask(done, resp)
-        )
+        return Stream(stream, status_code=resp.status, headers=headers, closing=lambda: done(resp))
     data = await read_body(resp)
     if record is not None and resp.status == 200 and b'"usage"' in data:
         try:

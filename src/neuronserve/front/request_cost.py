@@ -33,26 +33,29 @@ _WHOLE_TEXT = re.compile(r"[+-]?[0-9][0-9_]*(?:\.0*)?")  # what pydantic's lax i
 
 
 class Counted(Protocol):
-    """What a Charge needs of the gate: the limit, the count (front/limiter.py), the metrics' refusal
+    """What a Charge needs of the gate: the limit, its count (front/limiter.py), the metrics' refusal
     counter."""
 
     max_concurrency: int
-    limiter: Limiter
+
+    @property
+    def limiter(self) -> Limiter: ...
 
     def refused_over_limit(self) -> None: ...
 
 
 class Charge:
-    """One request's weight in the gate's `in_flight`: 1 at admission, its sequences once known.
+    """One request's weight in the gate's count: 1 at admission, its sequences once known.
 
-    The gate subtracts `weight` (not 1) when the request ends, whatever happened in between."""
+    The gate gives back `weight` (not 1) when the request ends, whatever happened in between."""
 
     def __init__(self, gate: Counted) -> None:
         self.gate = gate
         self.weight = 1
 
     def __call__(self, sequences: int) -> None:
-        limit = self.gate.max_concurrency
+        gate = self.gate
+        limit = gate.max_concurrency
         want = min(sequences, limit) if limit else sequences
         extra = want - self.weight
         if extra <= 0:

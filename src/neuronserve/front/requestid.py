@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import re
-import uuid
 from collections.abc import MutableMapping
 from typing import Any
+
+from neuronserve.logsetup import field
 
 log = logging.getLogger("neuronserve.front")
 
@@ -48,17 +50,25 @@ def request_id(scope: MutableMapping[str, Any]) -> str:
     if text and SAFE.fullmatch(text):
         rid = text
     else:
-        rid = uuid.uuid4().hex
+        rid = new_id()
         if raw is not None:
             log.warning(
-                "request id %r (%d chars) is not 1-%d of [A-Za-z0-9._:-]: replaced by %s",
-                text[:64],
+                "request id %s (%d chars) is not 1-%d of [A-Za-z0-9._:-]: replaced by %s",
+                field(text[:64]),
                 len(text),
                 MAX_LEN,
                 rid,
             )
     scope[REQUEST_ID_KEY] = rid
     return rid
+
+
+def new_id() -> str:
+    """32 random hex digits (a UUID4's length): the random module's generator, not the kernel's.
+
+    Why: a request without an id got uuid4(), one getrandom system call each; an id needs to be unique,
+    not secret, and the random module reseeds itself in a forked child (random.py)."""
+    return f"{random.getrandbits(128):032x}"
 
 
 def engine_id(rid: str) -> str:

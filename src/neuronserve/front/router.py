@@ -23,13 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import aiohttp
-from yarl import URL
-
 from neuronserve.engine.pool import RPhase
+from neuronserve.front.enginehttp import EngineResponse
 from neuronserve.front.errors import NotReady
 from neuronserve.front.gate import ASGIApp, Message, Receive, Scope, Send
-from neuronserve.front.proxy import EngineClient, EngineResponse
+from neuronserve.front.proxy import UNREACHED, EngineClient
 
 if TYPE_CHECKING:
     from neuronserve.front.replica_metrics import ReplicaCounts
@@ -77,7 +75,7 @@ class Fleet(Protocol):
 
 
 # Failures that happen before the replica answered anything: safe to send elsewhere.
-_UNREACHED = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ConnectionTimeoutError)
+_UNREACHED = UNREACHED
 
 
 @dataclass
@@ -149,9 +147,8 @@ class Router(EngineClient):
             if route is not None:
                 replica.outstanding += 1
                 route.picks.append(replica)
-            url = URL(replica.base_url + path_query, encoded=True)
             try:
-                return await self.session().request(method, url, headers=headers, data=data)
+                return await self.call(replica.base_url, method, path_query, headers, data)
             except _UNREACHED as err:
                 if route is not None:
                     route.release(replica)

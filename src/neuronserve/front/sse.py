@@ -15,18 +15,21 @@ class SSEParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[str]:
-        self._buf += chunk
+        # one split per read (the whole lines, and the tail kept): cutting the buffer line by line
+        # copied its rest once per line, quadratic in a read that holds many events
+        lines = (self._buf + chunk if self._buf else chunk).split(b"\n")
+        self._buf = lines.pop()
         events: list[str] = []
-        while True:
-            nl = self._buf.find(b"\n")
-            if nl < 0:
-                break
-            raw, self._buf = self._buf[:nl], self._buf[nl + 1 :]
+        for raw in lines:
             line = raw[:-1] if raw.endswith(b"\r") else raw
             if not line:
                 if self._data:
                     events.append("\n".join(self._data))
                     self._data = []
+                continue
+            if line.startswith(b"data:"):  # the common case: no partition, no other field
+                value = line[5:].decode("utf-8")
+                self._data.append(value[1:] if value.startswith(" ") else value)
                 continue
             text = line.decode("utf-8")
             if text.startswith(":"):

@@ -9,12 +9,12 @@ generated_tokens, seed}}. Errors: ErrorResponse {"error", "error_type"}.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from neuronserve.front.completion_reader import Event, Seq, Tok
 from neuronserve.front.errors import TGI_ERROR_TYPES
 from neuronserve.front.genparams import GenRequest
+from neuronserve.front.jsonbits import ENCODE, value
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
@@ -72,7 +72,24 @@ def stream_event(req: GenRequest, event: Event) -> dict[str, Any]:
 
 
 def encode_event(event: dict[str, Any], jsonlines: bool) -> bytes:
-    data = json.dumps(event, ensure_ascii=False)
+    data = ENCODE(event)  # json.dumps(event, ensure_ascii=False), without building an encoder per call
+    return (data + "\n").encode() if jsonlines else f"data:{data}\n\n".encode()
+
+
+_TAIL = '}, "generated_text": null, "details": null}'
+
+
+def stream_bytes(req: GenRequest, event: Event, jsonlines: bool) -> bytes:
+    """encode_event(stream_event(req, event), jsonlines), byte for byte (front/jsonbits.py); a token
+    that is neither the last nor carries top tokens (all but one per stream) is written into the
+    event's fixed text."""
+    if req.top_n or event.final is not None:
+        return encode_event(stream_event(req, event), jsonlines)
+    t = event.token
+    data = (
+        f'{{"token": {{"id": {value(t.id)}, "text": {value(t.text)}, "logprob": {value(t.logprob)}, '
+        f'"special": {value(t.special)}{_TAIL}'
+    )
     return (data + "\n").encode() if jsonlines else f"data:{data}\n\n".encode()
 
 

@@ -35,6 +35,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from neuronserve.front.errors import error_bytes
+from neuronserve.serve.corking import CorkedTransport
 
 log = logging.getLogger("neuronserve.front")
 
@@ -119,7 +120,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_size = 0  # the URL's and headers' bytes as parsed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # every write of the connection through one queue, joined per turn of the loop (corking.py)
+        super().connection_made(CorkedTransport(transport, self.loop))  # type: ignore[arg-type]
         if len(self.connections) > self.LIMITS.max_connections + PING_RESERVE:
             transport.abort()  # not even /ping: the reserve is taken too
             return

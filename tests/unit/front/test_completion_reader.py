@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuronserve.front import completion_reader, genparams, tgi
 from neuronserve.front.completion_reader import Event, Tok
@@ -248,3 +250,31 @@ def test_details_without_engine_logprobs_are_served_from_token_ids() -> None:
     ]
     # without details, nothing is built from the ids
     assert completion_reader.sequences(_req(), {"choices": [choice]}, {})[0].tokens == []
+
+
+_chunks = st.lists(
+    st.fixed_dictionaries(
+        {"text": st.one_of(st.text(max_size=5), st.just(""), st.none())},
+        optional={
+            "token_ids": st.one_of(st.none(), st.lists(st.integers(0, 99), max_size=3)),
+            "finish_reason": st.one_of(st.none(), st.sampled_from(["length", "stop", "abort"])),
+            "stop_reason": st.one_of(st.none(), st.just("###"), st.integers(0, 5)),
+            "logprobs": st.none(),
+        },
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300)
+@given(_chunks, st.booleans())
+def test_a_chunk_without_logprobs_makes_the_events_of_the_general_path(chunks: list[Any], top: bool) -> None:
+    """StreamReader's fast path for chunks without logprobs (one token each) gives the events, counts
+    and final text the general per-token path gives, chunk after chunk."""
+    req = genparams.translate({"inputs": "hi", "parameters": {"stop": ["###"]}, "stream": True}, "hi", "m")
+    req.top_n = 2 if top else 0
+    fast, general = completion_reader.StreamReader(req), completion_reader.StreamReader(req)
+    for choice in chunks:
+        piece, reason = choice.get("text") or "", choice.get("finish_reason")
+        assert fast.events(choice, {}) == general._general(choice, piece, reason, {})
+        assert (fast.count, fast.text) == (general.count, general.text)

@@ -9,6 +9,7 @@ from textwrap import dedent
 
 import pytest
 from tests.support import boardproc
+from tests.support.front_app import running_front
 
 from neuronserve.front.board import Board
 from neuronserve.front.limiter import Limiter, SharedLimiter
@@ -108,3 +109,21 @@ def test_a_killed_holder_blocks_nobody() -> None:
     assert mine.try_acquire(1) and not mine.try_acquire(1)
     board.forget_worker(1)
     assert mine.try_acquire(3) and mine.in_flight == 4
+
+
+def test_the_gate_takes_a_requests_sequences_from_its_limiter_and_gives_them_back() -> None:
+    """n=3 weighs 3 of 4; a second such request does not fit (429); both end with nothing taken."""
+
+    async def run() -> None:
+        async with running_front(max_concurrency=4, engine_delay_s=0.3) as front:
+            body = {"prompt": "hi", "max_tokens": 1, "n": 3}
+            first = asyncio.ensure_future(front.client.post("/v1/completions", json=body))
+            while front.gate.limiter.in_flight < 3:
+                await asyncio.sleep(0.01)
+            second = await front.client.post("/v1/completions", json=body)
+            assert second.status_code == 429 and second.headers["retry-after"] == "1"
+            assert "only 1 of 4 are free" in second.json()["error"]["message"]
+            assert (await first).status_code == 200
+            assert front.gate.limiter.in_flight == 0 and front.gate.in_flight == 0
+
+    asyncio.run(run())

@@ -160,3 +160,15 @@ def test_a_bad_route_is_refused_quoting_it() -> None:
         400,
         "custom attribute route='/admin': the route must start with /v1/",
     )
+
+
+def test_the_bracket_count_only_skips_the_walk_when_nothing_can_be_too_deep() -> None:
+    """schema.loads skips the depth walk for a text with at most MAX_DEPTH opening brackets (a value
+    N deep has at least N); brackets inside strings or side by side only make it walk."""
+    shallow = b'{"a": "' + b"[{" * 200 + b'", "b": [' + b"[1], " * 300 + b"[2]]}"
+    assert schema.loads(shallow)["b"][-1] == [2]
+    hidden = b'{"s": "' + b"{" * 10 + b'", "v": ' + nested(65) + b"}"
+    with pytest.raises(schema.TooDeep):
+        schema.loads(hidden)
+    with pytest.raises(schema.TooDeep):
+        schema.loads(nested(65).decode())
