@@ -24,7 +24,8 @@ from neuronserve.front.state import ServerState
 from neuronserve.front.support import served_adapters
 from neuronserve.types import RequestSupport, ServeOptions
 
-ADAPTER_HEADER = "x-amzn-sagemaker-adapter-identifier"
+ADAPTER_HEADER = "x-amzn-sagemaker-adapter-identifier"  # as looked up (HTTP names ignore case)
+ADAPTER_HEADER_NAME = "X-Amzn-SageMaker-Adapter-Identifier"  # as messages name it: SageMaker's spelling
 
 
 def header_adapter(value: str | None) -> str | None:
@@ -36,14 +37,14 @@ def header_adapter(value: str | None) -> str | None:
 def _served(name: str, support: RequestSupport, err: type[FrontError]) -> None:
     if name not in support.lora_adapters:
         raise err(
-            f"{ADAPTER_HEADER}={name!r} names no LoRA adapter this endpoint serves; "
+            f"{ADAPTER_HEADER_NAME}={name!r} names no LoRA adapter this endpoint serves; "
             f"served adapters: {served_adapters(support)}"
         )
 
 
 def _conflict(field: str, asked: str, name: str) -> str:
     return (
-        f"{field}={asked!r} and {ADAPTER_HEADER}={name!r} name different LoRA adapters: "
+        f"{field}={asked!r} and {ADAPTER_HEADER_NAME}={name!r} name different LoRA adapters: "
         "send one, or the same in both"
     )
 
@@ -79,18 +80,21 @@ def generate_with_adapter(body: dict[str, Any], name: str | None, support: Reque
 def served_model_body(
     body: dict[str, Any], state: ServerState, opts: ServeOptions, adapter: bool = False
 ) -> bytes | None:
-    """An OpenAI body naming another model (or none, or "") rewritten to the one served model.
+    """An OpenAI body naming a model the engine does not serve (or none, or "") rewritten to the base
+    model.
 
-    TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy".
-    None = forward the body unchanged (strict mode, several models served, `adapter`: the body names a
-    served LoRA adapter, which must reach the engine as it is, or nothing to change).
+    TGI and LMI serve one model and ignore the name; their users' clients send "tgi" or "dummy". With
+    LoRA on the engine lists its adapters beside the base model (vLLM's /v1/models: the base model's
+    names first, then each adapter: vLLM 0.11.0 vllm/entrypoints/openai/serving_models.py:102-121),
+    and a name it lists (an adapter, an alias) is a choice that must reach it as sent; any other name
+    still means the one base model, as without LoRA.
+    None = forward the body unchanged (strict mode, no model known yet, `adapter`: the body names a
+    served LoRA adapter, or nothing to change).
     """
-    if adapter:
+    if adapter or opts.strict_model_name or not state.model_names:
         return None
-    if opts.strict_model_name or len(state.model_names) != 1:
+    asked = body.get("model")
+    if isinstance(asked, str) and asked in state.model_names:
         return None
-    served = state.model_names[0]
-    if body.get("model") == served:
-        return None
-    body["model"] = served
+    body["model"] = state.model_names[0]
     return json.dumps(body).encode()

@@ -14,7 +14,12 @@ import pytest
 from tests.support.builders import LORA_ENV, asset_plan
 from tests.support.front_app import Front, running_front
 
-from neuronserve.front.adapters import ADAPTER_HEADER, generate_with_adapter, header_adapter
+from neuronserve.front.adapters import (
+    ADAPTER_HEADER,
+    ADAPTER_HEADER_NAME,
+    generate_with_adapter,
+    header_adapter,
+)
 from neuronserve.front.errors import Invalid
 from neuronserve.types import RequestSupport
 
@@ -79,12 +84,17 @@ def test_openai_unknown_adapter_and_conflict_are_400_and_never_reach_the_engine(
         r = await front.client.post("/invocations", json={"prompt": "hi"}, headers=_with("zzz"))
         assert r.status_code == 400
         assert r.json()["error"]["message"] == (
-            f"{ADAPTER_HEADER}='zzz' names no LoRA adapter this endpoint serves; served adapters: a, b"
+            "X-Amzn-SageMaker-Adapter-Identifier='zzz' names no LoRA adapter this endpoint serves; "
+            "served adapters: a, b"
         )
         r = await front.client.post("/invocations", json={"prompt": "hi", "model": "b"}, headers=_with("a"))
         assert r.status_code == 400
         message = r.json()["error"]["message"]
-        assert "model='b'" in message and f"{ADAPTER_HEADER}='a'" in message and "different" in message
+        assert (
+            "model='b'" in message
+            and "X-Amzn-SageMaker-Adapter-Identifier='a'" in message
+            and "different" in message
+        )
         assert front.seen == []
 
     _run(LORA, test)
@@ -121,7 +131,7 @@ def test_generate_bodies_take_the_adapter_and_refuse_in_their_dialect(
                 "/invocations", json={"inputs": "x", "parameters": params}, headers=_with(name)
             )
             assert r.status_code == status, r.text
-            assert expected in r.text and ADAPTER_HEADER in r.text
+            assert expected in r.text and ADAPTER_HEADER_NAME in r.text
         assert len(front.seen) == served
 
     _run(LORA, test, **opts)
@@ -136,3 +146,28 @@ def test_generate_body_without_a_header_is_unchanged() -> None:
     assert generate_with_adapter({"inputs": "x", "parameters": None}, "a", LORA)["parameters"] == {
         "adapter_id": "a"
     }
+
+
+@pytest.mark.parametrize(
+    ("asked", "reaches"), [("gpt-4o", "base"), (None, "base"), ("base", "base"), ("a", "a"), ("b", "b")]
+)
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions", "/invocations"])
+def test_lora_on_the_cpu_another_model_name_is_the_base_model(
+    asked: str | None, reaches: str, path: str
+) -> None:
+    """LoRA on an engine that serves base-model requests (the CPU device: no adapter required), which
+    lists the base model then its adapters in /v1/models: a served adapter's name reaches the engine as
+    sent, any other name is the base model's (before: forwarded, and vLLM answered 404)."""
+    support = RequestSupport(lora_adapters=("a", "b"))
+    body: dict[str, Any] = {"input": "hi"} if path == "/v1/responses" else {"messages": CHAT}
+    if asked is not None:
+        body["model"] = asked
+
+    async def go() -> None:
+        async with running_front(support=support) as front:
+            front.state.model_name, front.state.model_names = "base", ["base", "a", "b"]
+            r = await front.client.post(path, json=body)
+            assert r.status_code == 200, r.text
+            assert front.bodies[-1]["model"] == reaches
+
+    asyncio.run(go())

@@ -39,11 +39,20 @@ def test_other_model_names_are_served_by_the_one_model(body: bytes) -> None:
     assert out is not None and b'"model": "m"' in out
 
 
+@pytest.mark.parametrize("body", [b'{"model": "gpt-4o", "input": "x"}', b'{"input": "x"}'])
+def test_with_adapters_served_another_name_is_the_base_model(body: bytes) -> None:
+    """LoRA on: /v1/models lists the base model, then the adapters; an unknown name is the base model's."""
+    out = served_model_body(openai_object(body), _state("m", "sql-lora"), ServeOptions())
+    assert out is not None and json.loads(out)["model"] == "m"
+
+
 @pytest.mark.parametrize(
     ("body", "state", "opts"),
     [
         (b'{"model": "tgi"}', _state("m"), ServeOptions(strict_model_name=True)),  # strict: vLLM's 404
-        (b'{"model": "tgi"}', _state("m", "lora"), ServeOptions()),  # several models: the name matters
+        (b'{"model": "lora"}', _state("m", "lora"), ServeOptions()),  # a served adapter: as sent
+        (b'{"model": "m"}', _state("m", "lora"), ServeOptions()),  # the base model beside adapters
+        (b'{"model": "tgi"}', _state(), ServeOptions()),  # no model known yet: the engine decides
         (b'{"model": "m"}', _state("m"), ServeOptions()),  # already right: forwarded as sent
     ],
 )
