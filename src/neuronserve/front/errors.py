@@ -150,5 +150,11 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"), "code": status}}
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def error_bytes(status: int, message: str) -> bytes:
-    return json.dumps(error_body(status, message)).encode()
+    """The error body the gate and the sessions write themselves, byte-equal to the JSONResponse every
+    other error is (starlette/responses.py `JSONResponse.render`: compact, UTF-8), so a client sees one
+    shape whichever part refused it."""
+    return _COMPACT(error_body(status, message)).encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from starlette.responses import JSONResponse
 
 from neuronserve.front import errors
 from neuronserve.front.errors import ERROR_TYPES, error_body, error_bytes
@@ -61,3 +62,10 @@ def test_handler_refusals_are_counted_by_status_from_the_same_table() -> None:
         422: "bad_request",
     }
     assert set(errors.REJECTED_REASONS.values()) <= set(REJECT_REASONS)
+
+
+@pytest.mark.parametrize("status", sorted(ERROR_TYPES))
+@pytest.mark.parametrize("message", ["too many requests in flight (limit 4); retry later", 'ünï "q" \n'])
+def test_error_bytes_are_the_json_response_every_other_error_is(status: int, message: str) -> None:
+    """The gate's own refusals (429, 503, 413...) read byte for byte like the handlers' JSONResponse."""
+    assert error_bytes(status, message) == JSONResponse(error_body(status, message)).body
