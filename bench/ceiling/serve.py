@@ -73,7 +73,10 @@ def environment(tmp: Path, port: int, engine_port: int, opts: Options) -> dict[s
     shutil.copyfile(CONFIG, model / "config.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith(DROP)}
     env.update(
-        PYTHONPATH=os.pathsep.join([str(SYNTH), str(REPO / "src")]),
+        # the caller's path after ours: packages installed with `pip --target` on a bare host still import
+        PYTHONPATH=os.pathsep.join(
+            p for p in [str(SYNTH), str(REPO / "src"), os.environ.get("PYTHONPATH")] if p
+        ),
         SM_VLLM_MODEL=str(model),
         SM_VLLM_MAX_MODEL_LEN="4096",
         SM_VLLM_MAX_NUM_SEQS="64",
