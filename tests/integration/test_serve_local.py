@@ -117,3 +117,29 @@ def test_the_demo_says_where_it_serves_listens_locally_and_stops_cleanly(tmp_pat
     assert "exit 0" in text.splitlines()[-1]
     said = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
     assert f"stop requested ({said}): draining" in text
+
+
+def test_serve_itself_says_a_hub_model_out_of_reach_before_the_engine_starts(tmp_path: Path) -> None:
+    """`neuronserve serve --device cpu` run directly (not through serve-local's preflight): staging
+    asks as the engine would (stage/hubprobe.py) and the start ends in one line naming the setting,
+    with no engine started and no traceback."""
+    port = free_port()
+    env = _hub_env(tmp_path, HF_HUB_OFFLINE="1", SAGEMAKER_BIND_TO_PORT=str(port))
+    env.update(NEURONSERVE_WORK_DIR=str(tmp_path / "work"), NEURONSERVE_HOST="127.0.0.1")
+    started = time.monotonic()
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "neuronserve"), "serve", "--device", "cpu"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stderr
+    last = [x for x in out.stderr.splitlines() if x.strip()][-1]
+    assert last.startswith(f"neuronserve serve: error: staging failed: SM_VLLM_MODEL={HUB_ID} is not in "), (
+        last
+    )
+    assert "HF_HUB_OFFLINE is set" in last
+    both = out.stdout + out.stderr
+    assert "Traceback" not in both and "[engine]" not in both  # no engine ever started
+    assert time.monotonic() - started < 60

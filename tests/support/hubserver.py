@@ -4,7 +4,8 @@ The tests have no network but loopback, and a hub download must still run throug
 (its redirects, headers, resume and errors), so this answers the calls that client makes, read from the
 installed huggingface_hub (hf_api.py `repo_info` / `_iter_repo_tree_pages`, file_download.py
 `get_hf_file_metadata` / `http_get`):
-- `GET /api/models/{repo}/revision/{rev}`: the repo's info; `sha` is the commit the revision names.
+- `GET /api/models/{repo}/revision/{rev}`: the repo's info; `sha` is the commit the revision names
+  (`GET /api/models/{repo}`: the same for `main`, hf_api.py `model_info` without a revision).
 - `GET /api/models/{repo}/tree/{rev}?recursive=...`: the files, each `{"type": "file", "path", "size",
   "oid"}` (no Link header: one page).
 - `HEAD|GET /{repo}/resolve/{rev}/{path}`: `X-Repo-Commit`, `ETag` and `Content-Length` (the client
@@ -116,6 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _api(self, rest: str, head: bool) -> None:
+        if rest in self.ctl.repos:  # `model_info` without a revision: the main branch
+            rest = f"{rest}/revision/main"
         for marker in ("revision", "tree"):
             found = self._repo(rest, marker)
             if found is None:

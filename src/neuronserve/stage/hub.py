@@ -57,15 +57,23 @@ _HF_META = os.path.join(".cache", "huggingface")
 class HubAccess:
     """How the hub download is started: the child's environment (see `child_env`), the hub's URL
     (HF_ENDPOINT through its row, config/stage.py; None: the public hub) and the secret values
-    scrubbed from anything the child says."""
+    scrubbed from anything the child says. `offline`: the offline switches given, which the download
+    leaves out and the engine keeps (stage/hubprobe.py asks as the engine would)."""
 
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     endpoint: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    offline: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], endpoint: str | None) -> HubAccess:
-        return cls(child_env(environ), endpoint, tuple(secret_values(environ)))
+        offline = {k: v for k, v in environ.items() if k in _OFFLINE}
+        return cls(child_env(environ), endpoint, tuple(secret_values(environ)), offline)
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """The HF_* environment the engine reads the hub with (the download's, offline switches kept)."""
+        return {**self.env, **self.offline}
 
     @property
     def url(self) -> str:

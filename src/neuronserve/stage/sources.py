@@ -12,7 +12,7 @@ import os
 import posixpath
 
 from neuronserve.errors import StageError
-from neuronserve.stage import atomic, fresh
+from neuronserve.stage import atomic, fresh, hubprobe
 from neuronserve.stage.archive import extract_tar, remove_tree
 from neuronserve.stage.client import translate
 from neuronserve.stage.context import Batch, StageContext
@@ -186,6 +186,10 @@ def stage_model(spec: ModelSpec, ctx: StageContext) -> str | None:
     """Return the directory the engine reads (None for a hub id left to the engine)."""
     if spec.source == "hub":
         if spec.local_path is None:  # with a local path, the plan stages it (stage/assets.py, hub.py)
+            named = f"{spec.origin}={spec.uri}" if spec.origin else spec.uri
+            problem = hubprobe.probe(spec.uri, spec.revision, named, ctx.hub.engine_env)
+            if problem:  # said now, not in the engine's traceback after it started
+                raise StageError(problem)
             log.info(
                 "model %s: a hub id, downloaded by the engine itself (HF_TOKEN is passed through)", spec.uri
             )

@@ -97,5 +97,11 @@ def test_local_sagemaker_and_hub_sources_are_used_in_place(s3_env: dict[str, str
         plan = make_plan(ModelSpec(source=kind, uri=str(model), local_path=str(model)))  # type: ignore[arg-type]
         assert stage_all(plan, s3_env).model_dir == str(model)
     assert sorted(os.listdir(model)) == ["config.json"]  # nothing written into a read-only mount
+    # a hub id in the local hub cache (as huggingface_hub lays it out): left to the engine, which loads it
+    snapshot = tmp_path / "hf" / "hub" / "models--org--model" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("a" * 40)
     hub = make_plan(ModelSpec(source="hub", uri="org/model", local_path=None))
-    assert stage_all(hub, s3_env).model_dir is None
+    assert stage_all(hub, {**s3_env, "HF_HOME": str(tmp_path / "hf")}).model_dir is None
