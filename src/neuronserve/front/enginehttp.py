@@ -87,6 +87,9 @@ class Connection(asyncio.Protocol):
         except httptools.HttpParserError:
             answer.fail(EngineGone("the engine's answer is not valid HTTP/1.1"))
             self.close()
+            return
+        if answer.chunks:  # body arrived in this read: flow control and the waiter, once per read
+            answer.arrived()
 
     def eof_received(self) -> bool:
         return False  # close the transport: connection_lost follows
@@ -158,8 +161,14 @@ class EngineResponse:
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        """One piece of the body (a chunk of a chunked answer: one engine event each). Only kept here:
+        Connection.data_received calls `arrived` once after the whole read is parsed, not per piece
+        (a read of a stream carries several events)."""
         self.chunks.append(body)
         self.buffered += len(body)
+
+    def arrived(self) -> None:
+        """After a read that brought body bytes: pause reading past PAUSE_BYTES, wake the reader."""
         if self.buffered > PAUSE_BYTES and not self.paused and self.conn.transport is not None:
             self.paused = True
             self.conn.transport.pause_reading()

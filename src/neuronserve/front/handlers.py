@@ -224,7 +224,7 @@ class Handlers:
         tap, raw = streamusage.prepare(body, path, raw)
         resp = await proxy.send(self.client, "POST", path, headers=headers, content=raw)
         out = await proxy.relay(resp, _recorder(request), tap)
-        if request.url.path == version.PATH and request.method == "GET":
+        if request.method == "GET" and request.url.path == version.PATH:  # (request.url is built on use)
             return version.answer(out, neuronserve.__version__, self.state.stack)
         return out
 

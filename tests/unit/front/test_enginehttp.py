@@ -97,6 +97,46 @@ def test_a_chunked_answer_arrives_chunk_by_chunk() -> None:
     assert asyncio.run(run()) == [b"first", b"second"]
 
 
+def test_the_chunks_of_one_read_are_handed_over_together_and_the_reader_woken_once_per_read() -> None:
+    """A streaming engine's read carries several chunks (one event each): the reader gets them in one
+    piece, woken after the read rather than per chunk (enginehttp.Connection.data_received)."""
+    events = [b"data: %d\n\n" % i for i in range(5)]
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.write(b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events))  # one write, one read
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.write(b"0\r\n\r\n")
+        await reader.read()
+
+    async def run() -> tuple[list[bytes], int]:
+        async with server(script) as url:
+            pool = EnginePool(4, wait_s=5.0, connect_s=5.0, read_s=5.0)
+            resp = await pool.request(url, "POST", "/x", {}, b"{}")
+            wakes = 0
+            wake = resp._wake
+
+            def counted() -> None:
+                nonlocal wakes
+                wakes += 1
+                wake()
+
+            resp._wake = counted  # type: ignore[method-assign]
+            parts = [c async for c in resp.content.iter_any()]
+            resp.release()
+            pool.close()
+            await asyncio.sleep(0.05)
+            return parts, wakes
+
+    parts, wakes = asyncio.run(run())
+    assert parts == [b"".join(events)]
+    assert wakes == 2  # the read with the five chunks, then the end of the answer
+
+
 def test_an_answer_without_length_ends_with_the_connection() -> None:
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _head(reader)
