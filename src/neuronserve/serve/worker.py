@@ -22,6 +22,7 @@ from neuronserve.config.table import VARS
 from neuronserve.front import requestid
 from neuronserve.front.board import Board
 from neuronserve.front.fleetview import FleetView
+from neuronserve.front.gctune import settle
 from neuronserve.front.limiter import SharedLimiter
 from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.sessions import SessionStore
@@ -96,6 +97,7 @@ def main() -> int:
         runner_kwargs["loop_factory"] = uvloop.new_event_loop
     except ImportError:
         pass
+    settle()  # everything is imported: out of the collector's way (front/gctune.py)
     with asyncio.Runner(**runner_kwargs) as runner:
         return runner.run(serve_worker(cfg, environ))
 
