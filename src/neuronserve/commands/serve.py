@@ -131,19 +131,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             )
         workers.start()
 
-    import asyncio  # noqa: PLC0415
-
-    from neuronserve.front.gctune import settle  # noqa: PLC0415
+    from neuronserve.serve import eventloop  # noqa: PLC0415
     from neuronserve.serve.server import serve  # noqa: PLC0415
 
-    settle()  # the server's modules are imported: out of the collector's way (front/gctune.py)
-
-    runner_kwargs: dict[str, Any] = {}
-    try:
-        import uvloop  # noqa: PLC0415
-
-        runner_kwargs["loop_factory"] = uvloop.new_event_loop
-    except ImportError:
-        pass
-    with asyncio.Runner(**runner_kwargs) as runner:
-        return runner.run(serve(plan, environ, None if workers else sock, workers))
+    return eventloop.run(serve(plan, environ, None if workers else sock, workers))

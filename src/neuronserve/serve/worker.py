@@ -15,20 +15,19 @@ import pickle
 import signal
 import socket
 import sys
-from typing import Any
 
 from neuronserve import __version__, logsetup
 from neuronserve.config.table import VARS
 from neuronserve.front import requestid
 from neuronserve.front.board import Board
 from neuronserve.front.fleetview import FleetView
-from neuronserve.front.gctune import settle
 from neuronserve.front.limiter import SharedLimiter
 from neuronserve.front.metrics import FrontMetrics, build_labels
 from neuronserve.front.sessions import SessionStore
 from neuronserve.front.statemirror import MirroredState
 from neuronserve.front.version import running_stack
 from neuronserve.host.versions import installed_versions
+from neuronserve.serve import eventloop
 from neuronserve.serve.frontstack import QuietServer, build_front, front_config
 from neuronserve.serve.workers import WorkerConfig
 
@@ -90,16 +89,7 @@ def main() -> int:
     cfg: WorkerConfig = pickle.load(sys.stdin.buffer)  # noqa: S301 (our own supervisor, over a pipe)
     logsetup.setup(cfg.log_format)
     environ = dict(os.environ)
-    runner_kwargs: dict[str, Any] = {}
-    try:
-        import uvloop  # noqa: PLC0415
-
-        runner_kwargs["loop_factory"] = uvloop.new_event_loop
-    except ImportError:
-        pass
-    settle()  # everything is imported: out of the collector's way (front/gctune.py)
-    with asyncio.Runner(**runner_kwargs) as runner:
-        return runner.run(serve_worker(cfg, environ))
+    return eventloop.run(serve_worker(cfg, environ))
 
 
 if __name__ == "__main__":
