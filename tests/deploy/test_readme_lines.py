@@ -38,18 +38,7 @@ OPERATIONS = {
     "target-group": ("elbv2", "CreateTargetGroup"),
 }
 # TinyLlama-1.1B's config.json values (the model the samples name), for the mounted /opt/ml/model.
-TINYLLAMA = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 2048,
-    "intermediate_size": 5632,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 4,
-    "num_hidden_layers": 22,
-    "max_position_embeddings": 2048,
-    "vocab_size": 32000,
-    "torch_dtype": "bfloat16",
-}
+TINYLLAMA = json.loads((ROOT / "tests/data/models/TinyLlama-1.1B-Chat-v1.0/config.json").read_text())
 
 
 def command_lines(prefix: str) -> list[tuple[str, list[str]]]:

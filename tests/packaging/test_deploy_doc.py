@@ -33,18 +33,7 @@ STEPS = [
     "**8. Delete",
 ]
 # TinyLlama-1.1B-Chat-v1.0's config.json values (the model the path downloads).
-TINYLLAMA = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 2048,
-    "intermediate_size": 5632,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 4,
-    "num_hidden_layers": 22,
-    "max_position_embeddings": 2048,
-    "vocab_size": 32000,
-    "torch_dtype": "bfloat16",
-}
+TINYLLAMA = json.loads((ROOT / "tests/data/models/TinyLlama-1.1B-Chat-v1.0/config.json").read_text())
 
 
 def _headings() -> list[str]:
