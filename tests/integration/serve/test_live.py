@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 from tests.support.s3server import ServerControl
-from tests.support.server import ENGINE_PID, free_port
-from tests.support.standin_server import standin_env
+from tests.support.server import ENGINE_PID
+from tests.support.standin_server import standin_server
 from tests.support.tiny_model import tiny_model_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -49,31 +48,6 @@ def _upload_model(s3_server: ServerControl) -> str:
         if path.is_file():
             client.upload_file(str(path), BUCKET, f"tiny/{path.relative_to(model).as_posix()}")
     return f"s3://{BUCKET}/tiny/"
-
-
-def _start(tmp: Path, **settings: str) -> tuple[subprocess.Popen[bytes], str, Path]:
-    port = free_port()
-    env = standin_env(tmp, port, **settings)
-    log = tmp / "serve.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "neuronserve", "serve", "--device", "neuron"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=str(tmp),
-        )
-    return proc, f"http://127.0.0.1:{port}", log
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _probe(client: httpx.Client) -> tuple[int, dict[str, Any], int] | None:
@@ -118,8 +92,9 @@ def test_live_through_every_phase_and_a_stalled_stage(
     tmp_path: Path, s3_server: ServerControl, held_weights: tuple[str, threading.Event]
 ) -> None:
     uri, release = held_weights
-    proc, url, log = _start(
+    with standin_server(
         tmp_path,
+        ready=False,
         SM_VLLM_MODEL=uri,
         AWS_ENDPOINT_URL_S3=s3_server.endpoint,
         AWS_ACCESS_KEY_ID="testing-key-id",
@@ -128,8 +103,8 @@ def test_live_through_every_phase_and_a_stalled_stage(
         NEURONSERVE_LIVE_STAGE_STALL_S=str(STAGE_STALL_S),
         STANDIN_WRITE_S="0.5",  # the stand-in "compiles" for 2.5 s: LOADING is watched
         STANDIN_HOLD_S="4",
-    )
-    try:
+    ) as server:
+        proc, url, log = server.proc, server.url, server.log_path
         with httpx.Client(base_url=url, timeout=5) as client:
             # STAGING, the weights' GET held: live at first, then wedged on the stage check alone.
             staging = _until(client, proc, log, lambda status, body, ping: status == 503)
@@ -166,8 +141,6 @@ def test_live_through_every_phase_and_a_stalled_stage(
             assert client.get("/live").status_code == 200
             held.join(timeout=30)
         assert proc.wait(timeout=30) == 0, log.read_text()[-3000:]
-    finally:
-        _stop(proc)
 
 
 def _hold(url: str, results: list[int]) -> None:
@@ -179,13 +152,14 @@ def test_live_is_fast_under_saturation_then_503_when_the_engine_dies(tmp_path: P
     """Every concurrency slot taken and every connection held: /live answers at once, from the /ping
     reserve. Then the engine is SIGKILLed: one engine, nothing restarts it, /live is 503 on the engine
     check until the server has exited (non-zero)."""
-    proc, url, log = _start(
+    with standin_server(
         tmp_path,
+        ready=False,
         NEURONSERVE_MAX_CONCURRENCY="2",
         NEURONSERVE_MAX_CONNECTIONS="16",
         STANDIN_HOLD_S="6",
-    )
-    try:
+    ) as server:
+        proc, url, log = server.proc, server.url, server.log_path
         with httpx.Client(base_url=url, timeout=5) as client:
             _until(client, proc, log, lambda status, body, ping: ping == 200)
             results: list[int] = []
@@ -229,5 +203,3 @@ def test_live_is_fast_under_saturation_then_503_when_the_engine_dies(tmp_path: P
         assert all(body["failed"] == ["engine"] for body in dead), dead
         assert "code -9" in dead[0]["checks"]["engine"], dead[0]
         assert not [a for a in answers[answers.index((503, dead[0])) :] if a[0] == 200]  # never live again
-    finally:
-        _stop(proc)
