@@ -63,6 +63,21 @@ def _events(env: dict[str, str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def _compile_until_the_engine_starts(env: dict[str, str]) -> subprocess.Popen[str]:
+    """`neuronserve compile` started, once the stand-in engine has said it started (or 60 s passed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neuronserve", "compile", "--device", "neuron"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not _events(env) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
 def _entry(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     try:
         body = s3.get_object(Bucket=bucket, Key=f"cache/{key}/{MANIFEST}")["Body"].read()
@@ -89,16 +104,7 @@ def test_a_miss_compiles_and_pushes_then_a_hit_exits_at_once_and_serve_loads_it(
 ) -> None:
     env = _env(tmp_path, s3_env, bucket, STANDIN_WRITE_S="0.3")
     key = _key(env)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "neuronserve", "compile", "--device", "neuron"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not _events(env) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = _compile_until_the_engine_starts(env)
     assert _events(env), "the engine never started"
     front_port = int(env["SAGEMAKER_BIND_TO_PORT"])
     assert not _listening(front_port)  # compiling, and no front: nothing on the serve port
@@ -178,16 +184,7 @@ def test_sigterm_during_the_compile_stops_the_engine_and_publishes_nothing(
 ) -> None:
     env = _env(tmp_path, s3_env, bucket, STANDIN_WRITE_S="3")  # a 15 s compile
     key = _key(env)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "neuronserve", "compile", "--device", "neuron"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not _events(env) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = _compile_until_the_engine_starts(env)
     engine = _events(env)[0]["pid"]
     time.sleep(1.0)  # mid-compile: a graph or two written
     stopped = time.monotonic()
