@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
-import socket
 import sys
 import tempfile
 import time
@@ -27,27 +26,11 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.ceiling.probe import pct, ping_once
 from tests.support.server import base_env, start_server
 from tests.support.tiny_model import tiny_model_dir
 
 BODY = {"prompt": "The capital of France is", "max_tokens": 64, "ignore_eos": True}
-REQUEST = b"GET /ping HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
-
-
-def ping_once(port: int) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(REQUEST)
-        data = b""
-        while chunk := sock.recv(4096):
-            data += chunk
-    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else -1
-    return (time.perf_counter() - t0) * 1000.0, status
 
 
 def probe(port: int, seconds: float, out: mp.Queue) -> None:  # type: ignore[type-arg]

@@ -3,7 +3,7 @@ health check, load balancers and Docker's HEALTHCHECK connect), every `interval`
 
 Run by bench_ceiling.py during each front round (`start`, then `finish` once the round is over); as a
 script it prints one JSON object: the latencies' count, failures, p50, p99 and max in milliseconds.
-Only the standard library, as bench/ping_probe.py.
+Only the standard library (bench/ping_probe.py uses its ping too).
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))] if s else 0.0
 
 
-def ping_once(port: int) -> tuple[float, bool]:
+def ping_once(port: int) -> tuple[float, int]:
+    """(milliseconds, the answer's HTTP status; -1 when it was not HTTP) of one /ping on a new connection."""
     t0 = time.perf_counter()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(REQUEST)
         data = b""
         while chunk := sock.recv(4096):
             data += chunk
-    return (time.perf_counter() - t0) * 1000.0, data.startswith(b"HTTP/1.1 200")
+    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else -1
+    return (time.perf_counter() - t0) * 1000.0, status
 
 
 def probe(port: int, seconds: float, interval: float) -> dict[str, Any]:
@@ -41,9 +43,9 @@ def probe(port: int, seconds: float, interval: float) -> dict[str, Any]:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
-            ms, ok = ping_once(port)
+            ms, status = ping_once(port)
             times.append(ms)
-            failed += not ok
+            failed += status != 200
         except OSError:
             failed += 1
         time.sleep(interval)
