@@ -19,12 +19,11 @@ import importlib.util
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.support.s3server import ServerControl
 from tests.support.server import Server, ServerPool, base_env
-from tests.support.tiny_model import tiny_model_dir
+from tests.support.tiny_model import tiny_model_dir, upload_tiny_model
 
 pytestmark = pytest.mark.integration
 
@@ -94,21 +93,7 @@ STAGING_HOLD_S = 6.0  # how long the weights' GET is held: two progress ticks of
 @pytest.fixture(scope="session")
 def s3_tiny_model(tiny_model: Path, s3_server: ServerControl) -> str:
     """Upload the tiny model to the moto server once; returns its s3:// prefix."""
-    import boto3
-
-    client: Any = boto3.client(
-        "s3",
-        endpoint_url=s3_server.endpoint,
-        aws_access_key_id="testing-key-id",
-        aws_secret_access_key="testing-secret-value",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket="integration-models")
-    for path in sorted(tiny_model.rglob("*")):
-        if path.is_file():
-            key = f"tiny/{path.relative_to(tiny_model).as_posix()}"
-            client.upload_file(str(path), "integration-models", key)
-    return "s3://integration-models/tiny/"
+    return upload_tiny_model(s3_server.endpoint, "integration-models", tiny_model)
 
 
 @pytest.fixture(scope="session")

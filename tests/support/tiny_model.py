@@ -134,3 +134,23 @@ def tiny_model_dir(cache_home: Path | None = None) -> Path:
 
 if __name__ == "__main__":
     print(tiny_model_dir())
+
+
+def upload_tiny_model(endpoint: str, bucket: str, model: Path | None = None) -> str:
+    """Create `bucket` on the S3 server at `endpoint` (moto's test credentials) and put the tiny model
+    under `tiny/`; returns that s3:// prefix."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing-key-id",
+        aws_secret_access_key="testing-secret-value",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=bucket)
+    model = model or tiny_model_dir()
+    for path in sorted(model.rglob("*")):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"tiny/{path.relative_to(model).as_posix()}")
+    return f"s3://{bucket}/tiny/"

@@ -23,31 +23,13 @@ import pytest
 from tests.support.s3server import ServerControl
 from tests.support.server import ENGINE_PID
 from tests.support.standin_server import standin_server
-from tests.support.tiny_model import tiny_model_dir
+from tests.support.tiny_model import upload_tiny_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 BUCKET = "live-probe"
 STAGE_STALL_S = 3.0
 LIVE_BUDGET_S = 0.2  # generous for CI's 2 cores; an unloaded /live takes about 1 ms
-
-
-def _upload_model(s3_server: ServerControl) -> str:
-    import boto3
-
-    client: Any = boto3.client(
-        "s3",
-        endpoint_url=s3_server.endpoint,
-        aws_access_key_id="testing-key-id",
-        aws_secret_access_key="testing-secret-value",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
-    model = tiny_model_dir()
-    for path in sorted(model.rglob("*")):
-        if path.is_file():
-            client.upload_file(str(path), BUCKET, f"tiny/{path.relative_to(model).as_posix()}")
-    return f"s3://{BUCKET}/tiny/"
 
 
 def _probe(client: httpx.Client) -> tuple[int, dict[str, Any], int] | None:
@@ -79,7 +61,7 @@ def _until(
 
 @pytest.fixture
 def held_weights(s3_server: ServerControl) -> Iterator[tuple[str, threading.Event]]:
-    uri = _upload_model(s3_server)
+    uri = upload_tiny_model(s3_server.endpoint, BUCKET)
     release = threading.Event()
     s3_server.hold[f"/{BUCKET}/tiny/model.safetensors"] = release
     try:
