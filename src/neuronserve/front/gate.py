@@ -24,7 +24,7 @@ from typing import Any
 from neuronserve.front import routes
 from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
-from neuronserve.front.limiter import Limiter, SharedLimiter
+from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
 from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
@@ -123,13 +123,6 @@ class Gate:
     def in_flight(self) -> int:
         """The sequences in flight: this process's, or the container's (front/limiter.py)."""
         return self.limiter.in_flight
-
-    @in_flight.setter
-    def in_flight(self, value: int) -> None:
-        """Tests take slots by hand; only one process's own count can be set."""
-        if isinstance(self.limiter, SharedLimiter):
-            raise TypeError("the shared count is set by admissions only")
-        self.limiter.count = value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

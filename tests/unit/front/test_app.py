@@ -101,7 +101,7 @@ def test_live_is_503_naming_the_check_and_outside_the_gate() -> None:
     state.move(Phase.LOADING)
     app = create_app(state, ServeOptions(), make_client("http://127.0.0.1:9", 5.0, 8))
     gate = Gate(app, state, 1)
-    gate.in_flight = 1  # every slot taken
+    assert gate.limiter.try_acquire(1)  # every slot taken
     r = TestClient(gate).get("/live")
     assert r.status_code == 503
     assert r.json()["failed"] == ["engine"]
