@@ -11,8 +11,9 @@ Engine errors are passed through with their own status and body, never rewritten
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
+
+from neuronserve.front.jsonbits import COMPACT
 
 ACCEPTED_SHAPES = (
     'OpenAI chat {"messages": [...]}, '
@@ -150,11 +151,8 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"), "code": status}}
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 def error_bytes(status: int, message: str) -> bytes:
     """The error body the gate and the sessions write themselves, byte-equal to the JSONResponse every
     other error is (starlette/responses.py `JSONResponse.render`: compact, UTF-8), so a client sees one
     shape whichever part refused it."""
-    return _COMPACT(error_body(status, message)).encode()
+    return COMPACT(error_body(status, message)).encode()
