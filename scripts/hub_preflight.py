@@ -32,8 +32,7 @@ def main(argv: list[str]) -> int:
     model = plan.model
     if model.source != "hub" or model.local_path is not None:
         return 0
-    named = f"{model.origin}={model.uri}" if model.origin else model.uri
-    problem = hub_problem(model.uri, model.revision, named)
+    problem = hub_problem(model.uri, model.revision, model.origin)
     if problem:
         print(f"serve-local: error: {problem}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ HF_HUB_OFFLINE); otherwise the hub must say the repo and revision are there (hug
 Why a child process (`python -m neuronserve.stage.hubprobe`): huggingface_hub reads HF_HUB_OFFLINE,
 HF_HOME, HF_HUB_CACHE and HF_ENDPOINT into module constants when first imported. The child gets the
 environment the engine gets, so it sees the cache and the switches the engine will see, whatever this
-process imported before. It reads {"repo", "revision", "named"} as JSON on stdin and writes
+process imported before. It reads {"repo", "revision", "origin"} as JSON on stdin and writes
 {"problem": <one line, or null>}. The token stays in its environment (never argv).
 
 A failure of the probe itself (the child dies, huggingface_hub is missing) is no verdict: the start
@@ -28,9 +28,11 @@ from collections.abc import Mapping
 TIMEOUT_S = 10.0  # the hub's answer; the child as a whole gets 3x that (an import of huggingface_hub)
 
 
-def hub_problem(repo: str, revision: str | None, named: str) -> str | None:
-    """Why the engine could not get `repo`, in one line naming the setting (`named`); None when it
-    can. Runs in the process whose huggingface_hub constants describe the engine's environment."""
+def hub_problem(repo: str, revision: str | None, origin: str) -> str | None:
+    """Why the engine could not get `repo`, in one line naming the setting it came from (`origin`);
+    None when it can. Runs in the process whose huggingface_hub constants describe the engine's
+    environment."""
+    named = f"{origin}={repo}" if origin else repo
     from huggingface_hub import HfApi, constants, try_to_load_from_cache  # noqa: PLC0415
     from huggingface_hub.errors import (  # noqa: PLC0415
         GatedRepoError,
@@ -65,10 +67,10 @@ def hub_problem(repo: str, revision: str | None, named: str) -> str | None:
     return None
 
 
-def probe(repo: str, revision: str | None, named: str, env: Mapping[str, str]) -> str | None:
+def probe(repo: str, revision: str | None, origin: str, env: Mapping[str, str]) -> str | None:
     """`hub_problem` asked in a child with the engine's environment `env`; None also when the child
     could not answer (the engine decides then, as before)."""
-    request = json.dumps({"repo": repo, "revision": revision, "named": named})
+    request = json.dumps({"repo": repo, "revision": revision, "origin": origin})
     try:
         done = subprocess.run(
             [sys.executable, "-P", "-m", "neuronserve.stage.hubprobe"],
@@ -88,7 +90,7 @@ def probe(repo: str, revision: str | None, named: str, env: Mapping[str, str]) -
 
 def main() -> int:
     ask = json.loads(sys.stdin.read())
-    problem = hub_problem(str(ask["repo"]), ask.get("revision"), str(ask["named"]))
+    problem = hub_problem(str(ask["repo"]), ask.get("revision"), str(ask["origin"]))
     sys.stdout.write(json.dumps({"problem": problem}) + "\n")
     return 0
 

@@ -186,8 +186,7 @@ def stage_model(spec: ModelSpec, ctx: StageContext) -> str | None:
     """Return the directory the engine reads (None for a hub id left to the engine)."""
     if spec.source == "hub":
         if spec.local_path is None:  # with a local path, the plan stages it (stage/assets.py, hub.py)
-            named = f"{spec.origin}={spec.uri}" if spec.origin else spec.uri
-            problem = hubprobe.probe(spec.uri, spec.revision, named, ctx.hub.engine_env)
+            problem = hubprobe.probe(spec.uri, spec.revision, spec.origin, ctx.hub.engine_env)
             if problem:  # said now, not in the engine's traceback after it started
                 raise StageError(problem)
             log.info(

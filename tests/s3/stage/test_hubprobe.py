@@ -21,7 +21,8 @@ from neuronserve.types import ModelSpec
 
 pytestmark = pytest.mark.s3
 REPO = "tiny-org/tiny-llama"
-NAMED = f"SM_VLLM_MODEL={REPO}"
+ORIGIN = "SM_VLLM_MODEL"
+NAMED = f"{ORIGIN}={REPO}"
 
 
 @pytest.fixture
@@ -53,12 +54,12 @@ def _closed_port() -> int:
 
 
 def test_on_the_hub_or_in_the_cache_is_no_problem(hub: HubControl, tmp_path: Path) -> None:
-    assert probe(REPO, None, NAMED, _env(tmp_path, HF_ENDPOINT=hub.endpoint)) is None
+    assert probe(REPO, None, ORIGIN, _env(tmp_path, HF_ENDPOINT=hub.endpoint)) is None
     assert any(r.path == f"/api/models/{REPO}" for r in hub.requests)
     _cache(tmp_path, "cached-org/m")
     seen = len(hub.requests)
     offline = _env(tmp_path, HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="1")
-    assert probe("cached-org/m", None, "SM_VLLM_MODEL=cached-org/m", offline) is None
+    assert probe("cached-org/m", None, ORIGIN, offline) is None
     assert len(hub.requests) == seen  # the cache answered: no request
 
 
@@ -66,17 +67,17 @@ def test_what_the_engine_could_not_get_is_one_line_naming_the_setting(
     hub: HubControl, tmp_path: Path
 ) -> None:
     env = _env(tmp_path, HF_ENDPOINT=hub.endpoint)
-    missing = probe("tiny-org/typo", None, "SM_VLLM_MODEL=tiny-org/typo", env)
+    missing = probe("tiny-org/typo", None, ORIGIN, env)
     assert (
         missing
         == f"SM_VLLM_MODEL=tiny-org/typo: no such model on {hub.endpoint} (a private one needs HF_TOKEN)"
     )
-    revision = probe(REPO, "v9", NAMED, env)
+    revision = probe(REPO, "v9", ORIGIN, env)
     assert revision == f"{NAMED}: the hub has no revision 'v9' of it"
-    offline = probe(REPO, None, NAMED, _env(tmp_path, HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="1"))
+    offline = probe(REPO, None, ORIGIN, _env(tmp_path, HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="1"))
     assert offline is not None and offline.startswith(f"{NAMED} is not in the local hub cache (")
     assert "HF_HUB_OFFLINE is set" in offline and f"hf download {REPO}" in offline
-    gone = probe(REPO, None, NAMED, _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}"))
+    gone = probe(REPO, None, ORIGIN, _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}"))
     assert gone is not None and "cannot be reached" in gone and "not in the local hub cache" in gone
     assert all("\n" not in p for p in (missing, revision, offline, gone))
 
@@ -84,9 +85,9 @@ def test_what_the_engine_could_not_get_is_one_line_naming_the_setting(
 def test_a_private_repo_is_asked_with_the_token_which_is_never_said(hub: HubControl, tmp_path: Path) -> None:
     hub.token = token = "hf_ProbeTokenValue0123456789"
     with_token = _env(tmp_path, HF_ENDPOINT=hub.endpoint, HF_TOKEN=token)
-    assert probe(REPO, None, NAMED, with_token) is None
+    assert probe(REPO, None, ORIGIN, with_token) is None
     assert hub.requests[-1].authorization == f"Bearer {token}"
-    without = probe(REPO, None, NAMED, _env(tmp_path, HF_ENDPOINT=hub.endpoint))
+    without = probe(REPO, None, ORIGIN, _env(tmp_path, HF_ENDPOINT=hub.endpoint))
     assert without is not None and "needs HF_TOKEN" in without and token not in without
 
 
@@ -107,4 +108,4 @@ def test_staging_a_hub_model_left_to_the_engine_stops_on_the_problem(
 def test_a_probe_that_cannot_answer_is_no_verdict(tmp_path: Path) -> None:
     """The child cannot run (nothing importable on its path): the engine decides, as before."""
     env = {**_env(tmp_path), "PYTHONPATH": str(tmp_path)}
-    assert probe(REPO, None, NAMED, env) is None
+    assert probe(REPO, None, ORIGIN, env) is None
