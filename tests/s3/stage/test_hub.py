@@ -168,6 +168,18 @@ def test_an_unsafe_file_name_in_the_repo_is_refused_before_any_download(
     assert not os.path.exists(tmp_path / "m")
 
 
+def recorded(local_dir: Path, name: str) -> bool:
+    """huggingface_hub's local-dir record of a finished file: `.cache/huggingface/download/<name>.metadata`
+    holds three lines (commit, etag, time), written in one call after the file is moved into place
+    (huggingface_hub/_local_folder.py, write_download_metadata); without it a resume downloads the
+    file again."""
+    meta = local_dir / ".cache" / "huggingface" / "download" / f"{name}.metadata"
+    try:
+        return len(meta.read_text().splitlines()) >= 3
+    except OSError:
+        return False
+
+
 def test_a_killed_hub_download_never_looks_complete_and_resumes(hub: HubControl, tmp_path: Path) -> None:
     hub.repos[REPO].files["zz-slow.bin"] = os.urandom(100_000)
     release = threading.Event()
@@ -183,10 +195,14 @@ def test_a_killed_hub_download_never_looks_complete_and_resumes(hub: HubControl,
     )
     partial = Path(local + ".partial")
     try:
-        # every other file whole (a file can exist before its bytes are written: then the resume
-        # rightly fetches it again, which is not what this test counts)
+        # every other file whole and recorded: a file can exist before its bytes are written, and
+        # huggingface_hub writes a file's local-dir metadata (commit, etag, time) only after moving
+        # it into place; killed in either gap, the resume rightly fetches that file again, which
+        # is not what this test counts
         landed = lambda: all(  # noqa: E731
-            (partial / name).is_file() and (partial / name).stat().st_size == len(data)
+            (partial / name).is_file()
+            and (partial / name).stat().st_size == len(data)
+            and recorded(partial, name)
             for name, data in TINY.items()
         )
         assert wait_for(landed, 60), (
