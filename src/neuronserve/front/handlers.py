@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 import neuronserve
-from neuronserve.front import proxy, request_cost, routes, schema, streamusage, tgi, version
+from neuronserve.front import probes, proxy, request_cost, routes, schema, streamusage, tgi, version
 from neuronserve.front.adapters import ADAPTER_HEADER, header_adapter, openai_with_adapter, served_model_body
 from neuronserve.front.dialect import LMI, OPENAI, TGI, TGI_INVOCATIONS, Framing
 from neuronserve.front.errors import (
@@ -162,13 +162,10 @@ class Handlers:
         return Response(await self.scrapes.body(front, engine), media_type=CONTENT_TYPE)
 
     async def ping(self, _: Request) -> Response:
-        if self.state.ready():
-            return Response(status_code=200)
-        return JSONResponse(self.state.ping_body(), status_code=503)
+        return probes.ping(self.state)
 
     async def live(self, _: Request) -> Response:
-        live, body = self.state.live()
-        return JSONResponse(body, status_code=200 if live else 503)
+        return probes.live(self.state)
 
     async def health(self, _: Request) -> Response:
         if self.state.ready():

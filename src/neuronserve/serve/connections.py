@@ -86,8 +86,13 @@ def _refusing_app(status: int, message: str, *, retry: bool = False) -> ASGIApp:
     return app
 
 
-def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
-    """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection)."""
+def _none_held() -> int:
+    return 0
+
+
+def protocol_class(limits: ConnectionLimits, held: Callable[[], int] = _none_held) -> type[asyncio.Protocol]:
+    """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection);
+    `held`: the connections open outside the loop (serve/probedoor.py), counted with its own."""
     too_large = (
         f"the request line and headers are over {limits.max_header_bytes} bytes "
         "(NEURONSERVE_MAX_HEADER_BYTES)"
@@ -102,6 +107,7 @@ def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         TOO_LARGE = _response(431, b"Request Header Fields Too Large", too_large)
         TOO_LARGE_APP = staticmethod(_refusing_app(431, too_large))
         BUSY_APP = staticmethod(_refusing_app(503, busy, retry=True))
+        HELD = staticmethod(held)
 
     return Guarded
 
@@ -111,9 +117,14 @@ class _GuardedProtocol(HttpToolsProtocol):
     TOO_LARGE: bytes
     TOO_LARGE_APP: staticmethod[[Scope, Any, Any], Any]
     BUSY_APP: staticmethod[[Scope, Any, Any], Any]
+    HELD: staticmethod[[], int]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # from the probe door (serve/probedoor.py): the bytes it read, and what is left of the
+        # header deadline it began at its accept
+        self.preread = b""
+        self.first_head_s: float | None = None
         self._head_timer: asyncio.TimerHandle | None = None
         self._in_head = False  # between a request's first byte and the end of its headers
         self._head_bytes = 0  # bytes received while in the head (counted before parsing)
@@ -122,10 +133,16 @@ class _GuardedProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # every write of the connection through one queue, joined per turn of the loop (corking.py)
         super().connection_made(CorkedTransport(transport, self.loop))  # type: ignore[arg-type]
-        if len(self.connections) > self.LIMITS.max_connections + PING_RESERVE:
+        if self._open() > self.LIMITS.max_connections + PING_RESERVE:
             transport.abort()  # not even /ping: the reserve is taken too
             return
         self._start_head()
+        if self.preread:
+            data, self.preread = self.preread, b""
+            self.data_received(data)
+
+    def _open(self) -> int:
+        return len(self.connections) + self.HELD()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
@@ -136,7 +153,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._head_size = 0
         if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.LIMITS.header_timeout_s, self._head_expired)
+            budget, self.first_head_s = self.first_head_s or self.LIMITS.header_timeout_s, None
+            self._head_timer = self.loop.call_later(budget, self._head_expired)
 
     def _stop_head_timer(self) -> None:
         self._in_head = False
@@ -187,7 +205,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         if self._head_size > self.LIMITS.max_header_bytes:
             app = self.TOO_LARGE_APP
         elif (
-            len(self.connections) > self.LIMITS.max_connections
+            self._open() > self.LIMITS.max_connections
             and httptools.parse_url(self.url).path not in PING_PATHS
         ):
             app = self.BUSY_APP

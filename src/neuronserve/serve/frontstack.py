@@ -8,8 +8,11 @@ the guards and their order are one code path either way.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import logging
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +31,7 @@ from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import ServerState
 from neuronserve.serve import listener
 from neuronserve.serve.connections import ConnectionLimits
+from neuronserve.serve.probedoor import DoorLoop, ProbeDoor
 from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.types import RequestSupport, ServeOptions
 
@@ -67,6 +71,7 @@ class FrontStack:
     client: Router
     watchdog: LoopWatchdog
     config: uvicorn.Config
+    door: ProbeDoor
 
 
 def build_front(
@@ -102,7 +107,10 @@ def build_front(
         limiter=limiter,
     )
     served: Any = gate if worker is None else WorkerTag(gate, worker)
-    return FrontStack(gate, client, watchdog, listener.uvicorn_config(served, opts, cfg.limits))
+    tags = () if worker is None else ((WORKER_HEADER, str(worker).encode()),)
+    door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
+    config = listener.uvicorn_config(served, opts, cfg.limits, door.held)
+    return FrontStack(gate, client, watchdog, config, door)
 
 
 class WorkerTag:
@@ -128,7 +136,37 @@ class WorkerTag:
 
 class QuietServer(uvicorn.Server):
     """uvicorn without its own signal handling: the supervisor owns SIGTERM (a drain) for every front
-    process (a worker stops when the supervisor says so, serve/worker.py)."""
+    process (a worker stops when the supervisor says so, serve/worker.py). Given a probe door, the
+    door accepts on the listening socket and hands uvicorn every connection that is not a probe
+    (serve/probedoor.py)."""
+
+    def __init__(self, config: uvicorn.Config, door: ProbeDoor | None = None) -> None:
+        super().__init__(config)
+        self.door = door
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.door is None or not sockets:
+            await super().startup(sockets=sockets)
+            return
+        (sock,) = sockets
+        await super().startup(sockets=[])  # uvicorn accepts nothing itself
+        state = self.server_state
+        protocol: Any = self.config.http_protocol_class
+        factory = functools.partial(
+            protocol,
+            config=self.config,
+            server_state=state,
+            app_state=self.lifespan.state,
+        )
+        loop = asyncio.get_running_loop()
+        self.door.start(
+            sock, DoorLoop(loop, factory, lambda: len(state.connections), lambda: state.default_headers)
+        )
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.door is not None:
+            self.door.stop()  # accepts no more, closes what it holds and the listening socket
+        await super().shutdown(sockets=sockets)
 
     def install_signal_handlers(self) -> None:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import resource
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import uvicorn
@@ -69,14 +69,17 @@ def fit_to_files(limits: ConnectionLimits, soft_limit: int) -> ConnectionLimits:
     return ConnectionLimits(limits.header_timeout_s, limits.max_header_bytes, fitted)
 
 
-def uvicorn_config(app: Any, opts: ServeOptions, limits: ConnectionLimits) -> uvicorn.Config:
-    """The server's config: httptools with the connection guards (serve/connections.py), no access
-    log of uvicorn's own (the gate writes one line per request), no lifespan."""
+def uvicorn_config(
+    app: Any, opts: ServeOptions, limits: ConnectionLimits, held: Callable[[], int] | None = None
+) -> uvicorn.Config:
+    """The server's config: httptools with the connection guards (serve/connections.py; `held`, the
+    probe door's connections, counted with the loop's), no access log of uvicorn's own (the gate writes
+    one line per request), no lifespan."""
     return uvicorn.Config(
         app,
         host=opts.host,
         port=opts.port,
-        http=protocol_class(limits),
+        http=protocol_class(limits) if held is None else protocol_class(limits, held),
         lifespan="off",
         access_log=False,
         log_config=None,

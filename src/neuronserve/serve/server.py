@@ -85,7 +85,7 @@ async def serve(
     config = front_config(opts, plan.request_support, environ)
     stack = build_front(config, state, fleet=pool, limiter=limiter, metrics=metrics, store=store)
     _warn_exposed(plan)
-    server = QuietServer(stack.config)
+    server = QuietServer(stack.config, stack.door)
     supervisor = Supervisor(plan, environ, state, limiter, pool, metrics=metrics)
     state.supervisor_verdict = supervisor.verdict
     stack.watchdog.start(asyncio.get_running_loop())

@@ -64,7 +64,7 @@ async def serve_worker(cfg: WorkerConfig, environ: dict[str, str]) -> int:
         counts=fleet.counts,
         worker=cfg.index,
     )
-    server = QuietServer(stack.config)
+    server = QuietServer(stack.config, stack.door)
     loop = asyncio.get_running_loop()
     stack.watchdog.start(loop)
 
