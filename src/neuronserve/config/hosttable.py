@@ -206,6 +206,16 @@ _OWN_VARS: tuple[Var, ...] = (
         p.number,
     ),
     Var(
+        "NEURONSERVE_PROBE_THREAD",
+        "",
+        True,
+        NS,
+        "true: /ping and /live are answered by a thread of their own, so a busy or blocked event loop "
+        "does not delay them; false: the event loop answers them with every other route (read by the "
+        "front server at start)",
+        p.boolean,
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "data-parallel-size",
         None,

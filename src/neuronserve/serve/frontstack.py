@@ -49,6 +49,7 @@ class FrontConfig:
     body_timeout_s: float
     loop_stall_s: float
     stage_stall_s: float
+    probe_thread: bool = True
 
 
 def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[str, str]) -> FrontConfig:
@@ -62,6 +63,7 @@ def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[s
         listener.body_timeout_s(environ),
         VARS["NEURONSERVE_LIVE_LOOP_STALL_S"].read(environ),
         VARS["NEURONSERVE_LIVE_STAGE_STALL_S"].read(environ),
+        VARS["NEURONSERVE_PROBE_THREAD"].read(environ),
     )
 
 
@@ -71,7 +73,7 @@ class FrontStack:
     client: Router
     watchdog: LoopWatchdog
     config: uvicorn.Config
-    door: ProbeDoor
+    door: ProbeDoor | None  # None: NEURONSERVE_PROBE_THREAD=false, the loop answers the probes
 
 
 def build_front(
@@ -108,8 +110,8 @@ def build_front(
     )
     served: Any = gate if worker is None else WorkerTag(gate, worker)
     tags = () if worker is None else ((WORKER_HEADER, str(worker).encode()),)
-    door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
-    config = listener.uvicorn_config(served, opts, cfg.limits, door.held)
+    door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags) if cfg.probe_thread else None
+    config = listener.uvicorn_config(served, opts, cfg.limits, door.held if door else None)
     return FrontStack(gate, client, watchdog, config, door)
 
 

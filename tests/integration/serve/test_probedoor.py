@@ -56,14 +56,19 @@ def _ready(clock: Any = time.monotonic) -> ServerState:
 
 
 @contextlib.contextmanager
-def door_server(state: ServerState, loop: str, limits: ConnectionLimits | None = None) -> Iterator[int]:
+def door_server(
+    state: ServerState, loop: str, limits: ConnectionLimits | None = None, door_on: bool = True
+) -> Iterator[int]:
     limits = limits or ConnectionLimits()
     opts = ServeOptions(host="127.0.0.1", port=0)
     engine = make_client("http://127.0.0.1:9", 5.0, 8)
-    door = ProbeDoor(state, limits, listener.KEEP_ALIVE_S)
+    door = ProbeDoor(state, limits, listener.KEEP_ALIVE_S) if door_on else None
     server = QuietServer(
         listener.uvicorn_config(
-            _blocking(Gate(create_app(state, opts, engine), state, 4)), opts, limits, door.held
+            _blocking(Gate(create_app(state, opts, engine), state, 4)),
+            opts,
+            limits,
+            door.held if door else None,
         ),
         door,
     )
@@ -142,6 +147,15 @@ def test_probes_answer_while_the_loop_is_blocked_and_other_requests_wait_for_it(
         )
         assert _status(handed) == 200 and waited > 0.5  # served by the loop, once it ran again
         assert _status(_read_response_or_empty(blocker)) == 204
+
+
+def test_without_the_door_a_probe_waits_for_the_blocked_loop() -> None:
+    """NEURONSERVE_PROBE_THREAD=false (serve/frontstack.py passes no door): the loop answers /ping."""
+    with door_server(_ready(), "uvloop", door_on=False) as port, _connect(port) as blocker:
+        blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
+        time.sleep(0.3)
+        ping, took = _exchange(port, PING)
+        assert _status(ping) == 200 and took > 1.0
 
 
 def _read_response_or_empty(conn: socket.socket) -> bytes:

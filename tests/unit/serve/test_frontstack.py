@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from tests.support.replicas import make_plan
 
 from neuronserve.engine.pool import ReplicaPool
+from neuronserve.errors import ConfigError
 from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.sessions import SessionScope, SessionStore
@@ -67,3 +69,12 @@ def test_one_process_adds_nothing(tmp_path: object) -> None:
     assert stack.config.app is stack.gate  # type: ignore[attr-defined]
     assert isinstance(stack.gate.app.app, SessionScope)  # type: ignore[attr-defined]
     assert "x-neuronserve-worker" not in _get(stack.gate, "/ping").headers
+
+
+def test_the_probe_thread_is_on_by_default_and_off_by_its_setting(tmp_path: object) -> None:
+    plan = make_plan(1, str(tmp_path))
+    assert front_config(plan.serve, RequestSupport(), {}).probe_thread is True
+    off = front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "false"})
+    assert off.probe_thread is False
+    with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_THREAD"):
+        front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "sometimes"})
