@@ -46,6 +46,7 @@ from typing import Any
 
 from neuronserve.front import probes
 from neuronserve.front.state import ServerState
+from neuronserve.serve import gilheld
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits
 
 log = logging.getLogger("neuronserve.serve")
@@ -105,7 +106,6 @@ def response_bytes(status: int, headers: Headers, body: bytes, close: bool) -> b
 
 @dataclass(eq=False)
 class _Held:
-    sock: socket.socket
     fd: int
     head_since: float | None  # the first byte of the request being read (the accept, for a new one)
     deadline: float
@@ -142,6 +142,7 @@ class ProbeDoor:
         self._stopping = False
         self._wake_r, self._wake_w = os.pipe()
         self._sel = selectors.DefaultSelector()
+        self._reader = gilheld.Reader(READ_BYTES)
 
     def held(self) -> int:
         """Connections the door holds now (the protocol counts them with its own)."""
@@ -193,34 +194,30 @@ class ProbeDoor:
         most = self.limits.max_connections + PING_RESERVE
         for _ in range(ACCEPT_BATCH):
             try:
-                sock, _ = self._listen.accept()
-            except (BlockingIOError, InterruptedError):
-                return
+                fd = gilheld.accept(self._listen.fileno())
             except OSError as err:  # EMFILE and friends: the next wake-up tries again
                 log.warning("accept failed: %s", err)
                 return
+            if fd is None:
+                return
             if self._side.connections() + len(self._held) >= most:
-                sock.close()  # not even /ping: the reserve is taken too (serve/connections.py)
+                gilheld.close(fd)  # not even /ping: the reserve is taken too (serve/connections.py)
                 continue
-            sock.setblocking(False)
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             now = time.monotonic()
-            held = _Held(sock, sock.fileno(), now, now + self.limits.header_timeout_s)
-            self._held[held.fd] = held
-            self._sel.register(sock, selectors.EVENT_READ, held)
-            self._readable(held)  # a probe usually sends its request with the connect: answered now
+            held = _Held(fd, now, now + self.limits.header_timeout_s)
+            self._held[fd] = held
+            # a probe usually sends its request with the connect: answered now, never registered
+            if self._readable(held) and fd in self._held:
+                self._sel.register(fd, selectors.EVENT_READ, held)
 
-    def _readable(self, held: _Held) -> None:
-        try:
-            chunk = held.sock.recv(READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
+    def _readable(self, held: _Held) -> bool:
+        """Read what came and act on it; True while the door keeps the connection."""
+        chunk = self._reader.recv(held.fd)
+        if chunk is None:
+            return True
         if not chunk:
             self._drop(held)  # the client closed (or reset) it
-            return
+            return False
         if held.head_since is None:
             held.head_since = time.monotonic()
             held.deadline = held.head_since + self.limits.header_timeout_s
@@ -228,13 +225,14 @@ class ProbeDoor:
         while held.buf:
             verdict = classify(held.buf)
             if verdict == WAIT:
-                return
+                return True
             answered = self._answer(held, verdict) if isinstance(verdict, Probe) else None
             if answered is None:
                 self._hand_off(held)
-                return
+                return False
             if not answered:  # answered, and the connection closed
-                return
+                return False
+        return True
 
     def _answer(self, held: _Held, probe: Probe) -> bool | None:
         """Answer one probe: True, the connection kept; False, closed; None: not answered here (the
@@ -247,10 +245,7 @@ class ProbeDoor:
         except Exception:  # the state mid-change: the loop answers this one
             log.debug("probe door: %s answered by the loop", probe.path, exc_info=True)
             return None
-        try:
-            sent = held.sock.send(data)
-        except OSError:
-            sent = -1
+        sent = gilheld.send(held.fd, data)
         held.buf = held.buf[probe.head_len :]
         if sent != len(data) or probe.close:
             self._drop(held)  # a client that does not read a few hundred bytes is not kept
@@ -267,14 +262,15 @@ class ProbeDoor:
         self._forget(held)
         left = self.limits.header_timeout_s - (time.monotonic() - held.head_since)
         try:
-            side.loop.call_soon_threadsafe(self._adopt, held.sock, held.buf, max(left, 0.001))
+            side.loop.call_soon_threadsafe(self._adopt, held.fd, held.buf, max(left, 0.001))
         except RuntimeError:  # the loop is closed: the server is gone
-            held.sock.close()
+            gilheld.close(held.fd)
 
-    def _adopt(self, sock: socket.socket, preread: bytes, head_s: float) -> None:
+    def _adopt(self, fd: int, preread: bytes, head_s: float) -> None:
         """In the loop: uvicorn's protocol takes the connection, `preread` first, its deadline kept."""
         side = self._side
         assert side is not None
+        sock = socket.socket(fileno=fd)
 
         def protocol() -> Any:
             made = side.factory()
@@ -294,9 +290,9 @@ class ProbeDoor:
 
     def _forget(self, held: _Held) -> None:
         with contextlib.suppress(KeyError, ValueError, OSError):
-            self._sel.unregister(held.sock)
+            self._sel.unregister(held.fd)
         self._held.pop(held.fd, None)
 
     def _drop(self, held: _Held) -> None:
         self._forget(held)
-        held.sock.close()
+        gilheld.close(held.fd)
