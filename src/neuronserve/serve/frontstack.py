@@ -29,7 +29,7 @@ from neuronserve.front.replica_metrics import ReplicaCounts
 from neuronserve.front.router import Fleet, ReplicaScope, Router
 from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import ServerState
-from neuronserve.serve import listener
+from neuronserve.serve import gilheld, listener
 from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.probedoor import DoorLoop, ProbeDoor
 from neuronserve.serve.watchdog import LoopWatchdog
@@ -110,7 +110,11 @@ def build_front(
     )
     served: Any = gate if worker is None else WorkerTag(gate, worker)
     tags = () if worker is None else ((WORKER_HEADER, str(worker).encode()),)
-    door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags) if cfg.probe_thread else None
+    door = None
+    if cfg.probe_thread and gilheld.AVAILABLE:
+        door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
+    elif cfg.probe_thread:
+        log.warning("no probe door (this Python has no ctypes or no accept4): the event loop answers /ping")
     config = listener.uvicorn_config(served, opts, cfg.limits, door.held if door else None)
     return FrontStack(gate, client, watchdog, config, door)
 
@@ -152,6 +156,7 @@ class QuietServer(uvicorn.Server):
             return
         (sock,) = sockets
         await super().startup(sockets=[])  # uvicorn accepts nothing itself
+        await self.on_tick(0)  # its date and server headers now, not at its main loop's first tick
         state = self.server_state
         protocol: Any = self.config.http_protocol_class
         factory = functools.partial(

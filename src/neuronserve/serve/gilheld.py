@@ -14,26 +14,32 @@ Linux and glibc's (or any libc's) accept4, recv, send and close, found in the ru
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import socket
+from typing import Any
 
-_libc = ctypes.PyDLL(None, use_errno=True)
-_accept4 = _libc.accept4
-_accept4.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-_accept4.restype = ctypes.c_int
-_recv = _libc.recv
-_recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_recv.restype = ctypes.c_ssize_t
-_send = _libc.send
-_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
-_send.restype = ctypes.c_ssize_t
-_close = _libc.close
-_close.argtypes = [ctypes.c_int]
-_close.restype = ctypes.c_int
+try:  # a Python built without ctypes, or a libc without these: AVAILABLE is False (the door stays off)
+    import ctypes
+
+    _libc = ctypes.PyDLL(None, use_errno=True)
+    _accept4: Any = _libc.accept4
+    _accept4.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    _accept4.restype = ctypes.c_int
+    _recv: Any = _libc.recv
+    _recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    _recv.restype = ctypes.c_ssize_t
+    _send: Any = _libc.send
+    _send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
+    _send.restype = ctypes.c_ssize_t
+    _close: Any = _libc.close
+    _close.argtypes = [ctypes.c_int]
+    _close.restype = ctypes.c_int
+    AVAILABLE = hasattr(socket, "SOCK_NONBLOCK")
+except (ImportError, OSError, AttributeError):
+    AVAILABLE = False
 
 AGAIN = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR})
-ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+ACCEPT_FLAGS = getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0)
 MSG_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)  # a closed peer: EPIPE, not SIGPIPE
 
 

@@ -78,3 +78,27 @@ def test_the_probe_thread_is_on_by_default_and_off_by_its_setting(tmp_path: obje
     assert off.probe_thread is False
     with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_THREAD"):
         front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "sometimes"})
+
+
+def test_the_door_is_built_when_on_and_left_out_when_off_or_unavailable(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from neuronserve.serve import gilheld
+
+    plan = make_plan(1, str(tmp_path))
+
+    def door(environ: dict[str, str]) -> object:
+        state = ServerState()
+        limiter = Limiter(1)
+        metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
+        config = front_config(plan.serve, RequestSupport(), environ)
+        stack = build_front(
+            config, state, fleet=ReplicaPool(plan, {}), limiter=limiter, metrics=metrics, store=None
+        )
+        return stack.door
+
+    assert gilheld.AVAILABLE and door({}) is not None
+    assert door({"NEURONSERVE_PROBE_THREAD": "false"}) is None
+    monkeypatch.setattr(gilheld, "AVAILABLE", False)
+    assert door({}) is None
+    assert "no probe door" in caplog.text
