@@ -53,6 +53,7 @@ log = logging.getLogger("neuronserve.serve")
 
 READ_BYTES = 8192  # a probe's head is under 1 KiB; past this the loop's parser and limits take over
 ACCEPT_BATCH = 64  # accepts per wake-up, so held connections are read between bursts
+ACCEPT_RETRY_S = 1.0  # after a failed accept (EMFILE): asyncio's ACCEPT_RETRY_DELAY
 SWITCH_S = 0.0005
 REQUEST_LINES = {b"GET /ping HTTP/1.1\r\n": "/ping", b"GET /live HTTP/1.1\r\n": "/live"}
 NOT_A_PROBE = frozenset({b"content-length", b"transfer-encoding", b"expect", b"upgrade"})
@@ -140,6 +141,7 @@ class ProbeDoor:
         self._listen: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._paused_until = 0.0  # accepting paused after an error, until then (monotonic)
         self._wake_r, self._wake_w = os.pipe()
         self._sel = selectors.DefaultSelector()
         self._reader = gilheld.Reader(READ_BYTES)
@@ -178,14 +180,24 @@ class ProbeDoor:
         while not self._stopping:
             now = time.monotonic()
             soonest = min((h.deadline for h in self._held.values()), default=now + 1.0)
+            if self._paused_until:
+                soonest = min(soonest, self._paused_until)
             for key, _ in self._sel.select(max(0.0, min(soonest - now, 1.0))):
-                if key.data is None:
-                    self._accept()
-                elif isinstance(key.data, _Held):
-                    self._readable(key.data)
-                else:
-                    os.read(self._wake_r, 64)
+                try:
+                    if key.data is None:
+                        self._accept()
+                    elif isinstance(key.data, _Held):
+                        self._readable(key.data)
+                    else:
+                        os.read(self._wake_r, 64)
+                except Exception:  # never the thread: every later connection depends on it
+                    log.exception("probe door: unexpected error; the connection is closed")
+                    if isinstance(key.data, _Held):
+                        self._drop(key.data)
             now = time.monotonic()
+            if self._paused_until and now >= self._paused_until:
+                self._paused_until = 0.0
+                self._sel.register(self._listen, selectors.EVENT_READ, None)  # type: ignore[arg-type]
             for held in [h for h in self._held.values() if h.deadline <= now]:
                 self._drop(held)  # a head not complete in time, or an idle keep-alive connection
 
@@ -195,8 +207,10 @@ class ProbeDoor:
         for _ in range(ACCEPT_BATCH):
             try:
                 fd = gilheld.accept(self._listen.fileno())
-            except OSError as err:  # EMFILE and friends: the next wake-up tries again
-                log.warning("accept failed: %s", err)
+            except OSError as err:  # EMFILE and friends: accepting again in a second, as asyncio does
+                log.warning("accept failed, trying again in %.0f s: %s", ACCEPT_RETRY_S, err)
+                self._sel.unregister(self._listen)
+                self._paused_until = time.monotonic() + ACCEPT_RETRY_S
                 return
             if fd is None:
                 return

@@ -226,3 +226,44 @@ def test_the_doors_connections_count_against_the_bound() -> None:
         finally:
             for conn in held:
                 conn.close()
+
+
+def test_a_failed_accept_pauses_accepting_for_a_second_then_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EMFILE in accept (the open-file limit reached): the door neither spins nor stops; it accepts again
+    a second later, as asyncio's own server does. The failure is injected into the one accept call."""
+    from neuronserve.serve import gilheld
+
+    real, failed = gilheld.accept, []
+
+    def accept(fd: int) -> int | None:
+        if not failed:
+            failed.append(time.monotonic())
+            raise OSError(24, "Too many open files")
+        return real(fd)
+
+    monkeypatch.setattr(gilheld, "accept", accept)
+    with door_server(_ready(), "uvloop") as port:
+        ping, took = _exchange(port, PING)
+        assert _status(ping) == 200 and 0.8 < took < 3.0, took
+        assert len(failed) == 1
+        again, took = _exchange(port, PING)
+        assert _status(again) == 200 and took < 0.5
+
+
+def test_a_probe_the_door_cannot_answer_is_answered_by_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door's answer failing (the state mid-change, say: injected here) hands the probe to the loop,
+    which answers it; the door keeps serving."""
+    from neuronserve.front import probes
+
+    calls: list[str] = []
+
+    def broken(state: ServerState, path: str) -> object:
+        calls.append(path)
+        raise RuntimeError("mid-change")
+
+    monkeypatch.setattr(probes, "answer", broken)
+    with door_server(_ready(), "uvloop") as port:
+        for _ in range(2):
+            ping, _ = _exchange(port, PING)
+            assert _status(ping) == 200
+    assert calls == ["/ping", "/ping"]
