@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.support.blocking import blocking
 
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
@@ -33,18 +34,6 @@ pytestmark = pytest.mark.integration  # uvicorn on a real port
 BLOCK_S = 2.0
 PING = b"GET /ping HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
 LOOPS = {"uvloop": eventloop.loop_factory(), "asyncio": None}
-
-
-def _blocking(app: Any) -> Any:
-    async def composed(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] == "/test-only/block":
-            time.sleep(BLOCK_S)  # blocks the event loop: no await, nothing else runs
-            await send({"type": "http.response.start", "status": 204, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await app(scope, receive, send)
-
-    return composed
 
 
 def _ready(clock: Any = time.monotonic) -> ServerState:
@@ -65,7 +54,7 @@ def door_server(
     door = ProbeDoor(state, limits, listener.KEEP_ALIVE_S) if door_on else None
     server = QuietServer(
         listener.uvicorn_config(
-            _blocking(Gate(create_app(state, opts, engine), state, 4)),
+            blocking(Gate(create_app(state, opts, engine), state, 4), BLOCK_S),
             opts,
             limits,
             door.held if door else None,

@@ -14,10 +14,10 @@ import asyncio
 import socket
 import threading
 import time
-from typing import Any
 
 import httpx
 import pytest
+from tests.support.blocking import blocking
 
 from neuronserve.front.app import create_app
 from neuronserve.front.gate import Gate
@@ -32,20 +32,6 @@ pytestmark = pytest.mark.integration  # uvicorn on a real port
 
 BOUND_S = 1.0
 BLOCK_S = 2.5
-
-
-def _blocking(app: Any) -> Any:
-    """The test's composition: /test-only/block sleeps on the loop itself; everything else is the front."""
-
-    async def composed(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] == "/test-only/block":
-            time.sleep(BLOCK_S)  # blocks the event loop: no await, nothing else runs
-            await send({"type": "http.response.start", "status": 204, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await app(scope, receive, send)
-
-    return composed
 
 
 def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again() -> None:
@@ -80,7 +66,7 @@ def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again() -> None:
     async def run() -> None:
         import uvicorn
 
-        server = uvicorn.Server(listener.uvicorn_config(_blocking(gate), opts, ConnectionLimits()))
+        server = uvicorn.Server(listener.uvicorn_config(blocking(gate, BLOCK_S), opts, ConnectionLimits()))
         task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             await asyncio.sleep(0.01)
