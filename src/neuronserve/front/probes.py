@@ -13,8 +13,6 @@ from starlette.responses import JSONResponse, Response
 
 from neuronserve.front.state import ServerState
 
-PROBE_PATHS = ("/ping", "/live")
-
 
 def ping(state: ServerState) -> Response:
     """SageMaker's /ping: 200 with no body when READY and the engine answers its health check, else 503
@@ -31,5 +29,5 @@ def live(state: ServerState) -> Response:
 
 
 def answer(state: ServerState, path: str) -> Response:
-    """The response for `path`, one of PROBE_PATHS."""
+    """The response for `path`: "/ping", else /live's."""
     return ping(state) if path == "/ping" else live(state)

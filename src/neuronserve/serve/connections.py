@@ -90,7 +90,7 @@ def _none_held() -> int:
     return 0
 
 
-def protocol_class(limits: ConnectionLimits, held: Callable[[], int] = _none_held) -> type[asyncio.Protocol]:
+def protocol_class(limits: ConnectionLimits, held: Callable[[], int] | None = None) -> type[asyncio.Protocol]:
     """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection);
     `held`: the connections open outside the loop (serve/probedoor.py), counted with its own."""
     too_large = (
@@ -107,7 +107,7 @@ def protocol_class(limits: ConnectionLimits, held: Callable[[], int] = _none_hel
         TOO_LARGE = _response(431, b"Request Header Fields Too Large", too_large)
         TOO_LARGE_APP = staticmethod(_refusing_app(431, too_large))
         BUSY_APP = staticmethod(_refusing_app(503, busy, retry=True))
-        HELD = staticmethod(held)
+        HELD = staticmethod(held or _none_held)
 
     return Guarded
 

@@ -49,7 +49,7 @@ class FrontConfig:
     body_timeout_s: float
     loop_stall_s: float
     stage_stall_s: float
-    probe_thread: bool = True
+    probe_thread: bool
 
 
 def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[str, str]) -> FrontConfig:

@@ -55,7 +55,7 @@ class Reader:
         n = _recv(fd, self._buf, self.size, 0)
         if n < 0:
             return None if ctypes.get_errno() in AGAIN else b""
-        return self._buf.raw[:n]
+        return ctypes.string_at(self._buf, n)
 
 
 def accept(fd: int) -> int | None:

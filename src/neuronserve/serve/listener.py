@@ -79,7 +79,7 @@ def uvicorn_config(
         app,
         host=opts.host,
         port=opts.port,
-        http=protocol_class(limits) if held is None else protocol_class(limits, held),
+        http=protocol_class(limits, held),
         lifespan="off",
         access_log=False,
         log_config=None,

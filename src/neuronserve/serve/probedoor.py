@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http
 import logging
 import os
 import re
@@ -43,6 +42,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from neuronserve.front import probes
 from neuronserve.front.state import ServerState
@@ -94,10 +95,9 @@ def classify(data: bytes) -> Probe | str:
 
 
 def response_bytes(status: int, headers: Headers, body: bytes, close: bool) -> bytes:
-    """One response as uvicorn's httptools protocol writes it: status line, its default headers (date,
-    server), the response's, `connection: close` when closing, then the body."""
-    phrase = http.HTTPStatus(status).phrase.encode()
-    lines = [b"HTTP/1.1 %d %s\r\n" % (status, phrase)]
+    """One response as uvicorn's httptools protocol writes it: its status line (uvicorn's own table), its
+    default headers (date, server), the response's, `connection: close` when closing, then the body."""
+    lines = [STATUS_LINE[status]]
     lines += [b"%s: %s\r\n" % (name.lower(), value) for name, value in headers]
     if close:
         lines.append(b"connection: close\r\n")
@@ -221,7 +221,7 @@ class ProbeDoor:
             held = _Held(fd, now, now + self.limits.header_timeout_s)
             self._held[fd] = held
             # a probe usually sends its request with the connect: answered now, never registered
-            if self._readable(held) and fd in self._held:
+            if self._readable(held):
                 self._sel.register(fd, selectors.EVENT_READ, held)
 
     def _readable(self, held: _Held) -> bool:

@@ -46,8 +46,10 @@ def test_classify(data: bytes, expected: object) -> None:
 @given(st.binary(max_size=64))
 def test_bytes_that_do_not_begin_a_probe_line_go_to_the_loop(data: bytes) -> None:
     verdict = classify(data)
-    begins = any(line.startswith(data) or data.startswith(line) for line in (b"GET /ping HTTP/1.1\r\n",))
-    begins |= any(line.startswith(data) or data.startswith(line) for line in (b"GET /live HTTP/1.1\r\n",))
+    begins = any(
+        line.startswith(data) or data.startswith(line)
+        for line in (b"GET /ping HTTP/1.1\r\n", b"GET /live HTTP/1.1\r\n")
+    )
     assert verdict == OTHER or begins
 
 
