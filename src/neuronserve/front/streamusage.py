@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,7 +91,8 @@ class Tap:
 
     def __init__(self, strip: bool = False) -> None:
         self.strip = strip
-        self._tail = b""
+        self._tail: deque[bytes] = deque()  # the stream's end, for its usage (not strip)
+        self._kept = 0  # bytes in _tail
         self._pending = b""  # the start of an event whose end has not arrived (strip only)
         self._held: list[bytes] = []  # terminal chunks waiting for the usage event (strip only)
         self._usage: dict[str, Any] | None = None
@@ -98,21 +100,32 @@ class Tap:
     def feed(self, chunk: bytes) -> bytes:
         """The bytes to send the client for `chunk` (with strip: whole events only)."""
         if not self.strip:
-            self._tail = (self._tail + chunk)[-TAIL_BYTES:]
+            self._keep(chunk)
             return chunk
         data = self._pending + chunk if self._pending else chunk
-        cut = data.rfind(_SEP)
-        if cut < 0:
-            if len(data) > PENDING_MAX:
-                self._pending = b""
-                return data
-            self._pending = data
-            return b""
-        cut += len(_SEP)
-        whole, self._pending = data[:cut], data[cut:]
+        if data.endswith(_SEP):  # the usual read: whole events, nothing to cut or copy
+            whole, self._pending = data, b""
+        else:
+            cut = data.rfind(_SEP)
+            if cut < 0:
+                if len(data) > PENDING_MAX:
+                    self._pending = b""
+                    return data
+                self._pending = data
+                return b""
+            cut += len(_SEP)
+            whole, self._pending = data[:cut], data[cut:]
         if not self._held and _TERMINAL not in whole and _NO_CHOICES not in whole:
             return whole  # the common case: token chunks, passed on as they came
         return b"".join(self._event(e + _SEP) for e in whole[: -len(_SEP)].split(_SEP))
+
+    def _keep(self, chunk: bytes) -> None:
+        """Keep at least the stream's last TAIL_BYTES, as the chunks came (no copy per chunk)."""
+        tail = self._tail
+        tail.append(chunk)
+        self._kept += len(chunk)
+        while self._kept - len(tail[0]) >= TAIL_BYTES:
+            self._kept -= len(tail.popleft())
 
     def _event(self, event: bytes) -> bytes:
         if _NO_CHOICES in event and b'"usage"' in event:
@@ -141,10 +154,11 @@ class Tap:
         """The stream's usage: the event taken out, else the last one in the stream's end; {} if none."""
         if self._usage is not None:
             return self._usage
-        at = self._tail.rfind(b'"usage"')
+        tail = b"".join(self._tail)[-TAIL_BYTES:]
+        at = tail.rfind(b'"usage"')
         if at < 0:
             return {}
-        end = self._tail[at:]
+        end = tail[at:]
         found = {}
         for key, pattern in (("prompt_tokens", _IN), ("completion_tokens", _OUT)):
             match = pattern.search(end)

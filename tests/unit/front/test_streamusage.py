@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from neuronserve.front.streamusage import Tap, ask, counts, prepare
+from neuronserve.front.streamusage import TAIL_BYTES, Tap, ask, counts, prepare
 
 FP = "vllm-0.32.0-69620550"
 
@@ -105,6 +105,18 @@ def test_a_responses_stream_is_read_from_its_completed_event() -> None:
     tap = Tap()
     assert _through(tap, [raw[i : i + 1000] for i in range(0, len(raw), 1000)]) == raw
     assert counts(tap.usage()) == (12, 5)
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, TAIL_BYTES, TAIL_BYTES + 1, 3 * TAIL_BYTES])
+def test_the_usage_is_read_from_the_last_tail_bytes_however_the_stream_is_cut(size: int) -> None:
+    """The end is kept chunk by chunk: a usage in the stream's last TAIL_BYTES is read whatever the
+    chunks' sizes; one that only an earlier part of the stream held is not (the end is all it keeps)."""
+    early = _event({"usage": {"prompt_tokens": 1, "completion_tokens": 2}})
+    filler = b"".join(_event(_chunk("x" * 50)) for _ in range(2 * TAIL_BYTES // 100))
+    for raw, expected in ((filler + WITH_USAGE, (37, 3)), (early + filler + b"x" * TAIL_BYTES, (None, None))):
+        tap = Tap()
+        assert _through(tap, [raw[i : i + size] for i in range(0, len(raw), size)]) == raw
+        assert counts(tap.usage()) == expected
 
 
 def test_a_stream_without_usage_counts_nothing() -> None:
