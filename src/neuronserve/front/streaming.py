@@ -10,34 +10,14 @@ for; the cancellation lands in this loop, whose `finally` closes the chunks' gen
 `finally` releases the engine connection) and runs `closing`, on this task, at once.
 
 The headers, status and media type are Starlette's own (`init_headers`): a client sees the same bytes.
-
-After the first chunk, a chunk goes through the connection's pipe when the scope has one and it is
-open (serve/chunkpipe.py: the `send` wrappers do nothing with a middle chunk, and crossing them cost a
-measurable part of each engine read); the first chunk and the end always go through `send`, so every
-wrapper still sees the start, the first byte and the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any, Protocol
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
-
-PIPE_KEY = "neuronserve.chunk_pipe"  # in scope["extensions"]: a ChunkPipe (serve/chunkpipe.py)
-
-
-class ChunkPipe(Protocol):
-    def open(self) -> bool: ...
-
-    def write(self, body: bytes) -> None: ...
-
-
-def pipe_of(scope: Scope) -> Any:
-    """The request's ChunkPipe, or None."""
-    extensions = scope.get("extensions")
-    return extensions.get(PIPE_KEY) if extensions else None
 
 
 class Stream(StreamingResponse):
@@ -51,7 +31,6 @@ class Stream(StreamingResponse):
         status_code: int = 200,
         headers: Mapping[str, str] | None = None,
         media_type: str | None = None,
-        *,
         closing: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(content, status_code, headers, media_type)
@@ -62,15 +41,8 @@ class Stream(StreamingResponse):
             await send(
                 {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
             )
-            later: ChunkPipe | None = pipe_of(scope)
-            pipe: ChunkPipe | None = None  # the pipe, once a first byte went through `send`
             async for chunk in self.body_iterator:
-                if pipe is not None and pipe.open():
-                    pipe.write(chunk)
-                    continue
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if chunk:
-                    pipe = later
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             try:

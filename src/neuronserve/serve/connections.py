@@ -35,7 +35,6 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from neuronserve.front.errors import error_bytes
-from neuronserve.serve.chunkpipe import attach
 from neuronserve.serve.corking import CorkedTransport
 
 log = logging.getLogger("neuronserve.front")
@@ -212,7 +211,6 @@ class _GuardedProtocol(HttpToolsProtocol):
             app = self.BUSY_APP
         if app is None:
             super().on_headers_complete()
-            attach(self.scope, self.cycle)  # a stream's middle chunks past the send wrappers
             return
         # uvicorn's own cycle answers the refusal (the body, if any, is never read: connection: close)
         served, self.app = self.app, app

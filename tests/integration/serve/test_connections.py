@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import uvicorn
+from tests.support.uvicornrun import serving as uvicorn_serving
 
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits, protocol_class
 
@@ -27,22 +26,11 @@ async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-@contextlib.asynccontextmanager
-async def serving(limits: ConnectionLimits) -> AsyncIterator[int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+def serving(limits: ConnectionLimits) -> contextlib.AbstractAsyncContextManager[int]:
     config = uvicorn.Config(
         ok_app, http=protocol_class(limits), lifespan="off", log_config=None, access_log=False
     )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
+    return uvicorn_serving(config)
 
 
 async def exchange(port: int, request: bytes, *, wait_s: float = 5.0) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.responses import StreamingResponse
 
-from neuronserve.front.streaming import PIPE_KEY, Stream
+from neuronserve.front.streaming import Stream
 
 
 def _chunks(log: list[str], n: int = 3, pause: float = 0.0) -> AsyncGenerator[bytes, None]:
@@ -82,47 +82,3 @@ def test_closing_runs_when_the_client_is_gone_before_the_first_chunk() -> None:
 
     asyncio.run(run())
     assert log == ["closing"]  # the generator never started: nothing of it to close
-
-
-class _Pipe:
-    """A connection's pipe as serve/chunkpipe.py makes it: `open()` answers from `states`, in turn."""
-
-    def __init__(self, states: list[bool]) -> None:
-        self.states = states
-        self.written: list[bytes] = []
-
-    def open(self) -> bool:
-        return self.states.pop(0) if self.states else True
-
-    def write(self, body: bytes) -> None:
-        self.written.append(body)
-
-
-def test_after_a_first_byte_through_send_chunks_go_through_an_open_pipe() -> None:
-    """The first non-empty chunk and the end go through `send` (the wrappers note the first byte and
-    the end there); later chunks through the pipe while it is open, through `send` while it is not."""
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def gen() -> AsyncGenerator[bytes, None]:
-        for chunk in (b"", b"a", b"b", b"c", b"d", b"e"):
-            yield chunk
-
-    pipe = _Pipe([True, False, True])  # asked for b, c, d; e finds it open again
-    scope = {"type": "http", "extensions": {PIPE_KEY: pipe}}
-    asyncio.run(Stream(gen())(scope, send, send))  # type: ignore[arg-type]
-    assert [m.get("body") for m in sent] == [None, b"", b"a", b"c", b""]
-    assert sent[-1]["more_body"] is False
-    assert pipe.written == [b"b", b"d", b"e"]
-
-
-def test_without_a_pipe_in_the_scope_every_chunk_goes_through_send() -> None:
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(Stream(_chunks([]))({"type": "http", "extensions": {}}, send, send))  # type: ignore[arg-type]
-    assert [m.get("body") for m in sent] == [None, b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
