@@ -109,7 +109,7 @@ def build_front(
         limiter=limiter,
     )
     served: Any = gate if worker is None else WorkerTag(gate, worker)
-    tags = () if worker is None else ((WORKER_HEADER, str(worker).encode()),)
+    tags = () if worker is None else (worker_header(worker),)
     door = None
     if cfg.probe_thread and gilheld.AVAILABLE:
         door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
@@ -119,13 +119,18 @@ def build_front(
     return FrontStack(gate, client, watchdog, config, door)
 
 
+def worker_header(worker: int) -> tuple[bytes, bytes]:
+    """`X-Neuronserve-Worker: N`, as the routes' answers (WorkerTag) and the door's probes carry it."""
+    return (WORKER_HEADER, str(worker).encode())
+
+
 class WorkerTag:
     """With several front processes, every answer names the one that gave it (`X-Neuronserve-Worker`):
     for an operator chasing one misbehaving process, and for the tests that must see both answer."""
 
     def __init__(self, app: Any, worker: int) -> None:
         self.app = app
-        self.header = (WORKER_HEADER, str(worker).encode())
+        self.header = worker_header(worker)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

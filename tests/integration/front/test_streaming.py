@@ -6,20 +6,17 @@ front/proxy.py reaches a client that reads slowly, then fast, whole and in order
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-import uvicorn
-from tests.support.uvicornrun import serving as uvicorn_serving
+from tests.support.uvicornrun import serving
 
 from neuronserve.front import proxy
 from neuronserve.front.enginepool import EnginePool
 from neuronserve.front.streaming import Stream
-from neuronserve.serve.connections import ConnectionLimits, protocol_class
 
 pytestmark = pytest.mark.integration  # uvicorn on a real port
 
@@ -39,14 +36,6 @@ class Endless:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await Stream(self._gen(), media_type="text/event-stream")(scope, receive, send)
-
-
-def serving(app: Any, *, sndbuf: int = 0) -> contextlib.AbstractAsyncContextManager[int]:
-    """uvicorn with the front's connection protocol, as the front runs it."""
-    config = uvicorn.Config(
-        app, http=protocol_class(ConnectionLimits()), lifespan="off", log_config=None, access_log=False
-    )
-    return uvicorn_serving(config, sndbuf=sndbuf)
 
 
 def test_a_client_that_stops_reading_stops_the_stream() -> None:

@@ -12,10 +12,9 @@ import time
 from typing import Any
 
 import pytest
-import uvicorn
-from tests.support.uvicornrun import serving as uvicorn_serving
+from tests.support.uvicornrun import serving
 
-from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits, protocol_class
+from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits
 
 pytestmark = pytest.mark.integration  # uvicorn on a real port
 
@@ -24,13 +23,6 @@ async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     assert scope["type"] == "http"
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
     await send({"type": "http.response.body", "body": b"ok"})
-
-
-def serving(limits: ConnectionLimits) -> contextlib.AbstractAsyncContextManager[int]:
-    config = uvicorn.Config(
-        ok_app, http=protocol_class(limits), lifespan="off", log_config=None, access_log=False
-    )
-    return uvicorn_serving(config)
 
 
 async def exchange(port: int, request: bytes, *, wait_s: float = 5.0) -> bytes:
@@ -50,7 +42,7 @@ def _body(answer: bytes) -> dict[str, Any]:
 
 def test_a_request_within_the_limits_is_served() -> None:
     async def run() -> bytes:
-        async with serving(ConnectionLimits(2.0, 4096, 8)) as port:
+        async with serving(ok_app, ConnectionLimits(2.0, 4096, 8)) as port:
             return await exchange(port, b"GET /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
 
     answer = asyncio.run(run())
@@ -65,7 +57,7 @@ def test_headers_over_the_limit_get_431_naming_the_variable(pieces: int) -> None
     sent = request if pieces == 1 else request[:4200]
 
     async def run() -> bytes:
-        async with serving(ConnectionLimits(5.0, 4096, 8)) as port:
+        async with serving(ok_app, ConnectionLimits(5.0, 4096, 8)) as port:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             step = -(-len(sent) // pieces)
             for i in range(0, len(sent), step):
@@ -83,7 +75,7 @@ def test_headers_over_the_limit_get_431_naming_the_variable(pieces: int) -> None
 
 def test_headers_slower_than_the_deadline_close_the_connection_unanswered() -> None:
     async def run() -> tuple[bytes, float]:
-        async with serving(ConnectionLimits(0.5, 4096, 8)) as port:
+        async with serving(ok_app, ConnectionLimits(0.5, 4096, 8)) as port:
             start = time.monotonic()
             answer = await exchange(port, b"GET /x HTTP/1.1\r\nhost: a\r\n", wait_s=10)  # headers never end
             return answer, time.monotonic() - start
@@ -97,7 +89,7 @@ def test_over_the_bound_only_ping_is_served_then_connections_are_closed() -> Non
     limit = 2
 
     async def run() -> tuple[bytes, bytes, bytes]:
-        async with serving(ConnectionLimits(30.0, 4096, limit)) as port:
+        async with serving(ok_app, ConnectionLimits(30.0, 4096, limit)) as port:
             held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(limit)]
             await asyncio.sleep(0.1)
             busy = await exchange(port, b"GET /x HTTP/1.1\r\nhost: a\r\n\r\n")
