@@ -1,0 +1,225 @@
+"""How close a Python front can get to the engine at all (not a test, not run by CI).
+
+Issue 28 asks the front for at most 1.5 times the engine's CPU per non-streamed request and at most
+1.0 per OpenAI stream event. This measures the least any relay in Python on uvloop pays for the same
+work (bench/ceiling/floor_relay.py: two parses and the two connections' reads and writes, nothing
+else), beside the engine and the real front, in one run on one engine: rounds in the order direct,
+floor, front, front, floor, direct, with wrk as the client. If the floor alone is near a goal, no
+front that also routes, admits, translates, guards and logs can meet it on this machine.
+
+The floor is given the engine's own body and path (the direct side's); the front is given the
+client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
+
+    PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-stream] [--duration 5]
+        [--rounds 1] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.ceiling import calibrate, kinds, procs, rounds, serve, wrk
+from tests.support.server import free_port
+
+RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
+SIDES = ("direct", "raw", "asgi", "front")  # the engine alone, the two floors, the real front
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=5.0, help="seconds per round (default 5)")
+    p.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
+    p.add_argument("--rounds", type=int, default=1, help="cycles per kind (default 1)")
+    p.add_argument(
+        "--only", default="tgi-plain,openai-stream", help="kinds (default tgi-plain,openai-stream)"
+    )
+    p.add_argument("--json", type=Path, help="write every round and the summary here")
+    p.add_argument("--wrk", help="wrk's path (default: on PATH, else installed by scripts/bench-deps)")
+    return p.parse_args(argv)
+
+
+def cpu_of(pid: int) -> float:
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) * procs.TICK_S
+
+
+def start_relay(engine_port: int, mode: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    relay = subprocess.Popen(
+        [sys.executable, str(RELAY), str(port), str(engine_port), mode], stdout=subprocess.PIPE
+    )
+    assert relay.stdout is not None
+    relay.stdout.readline()  # "floor relay ... on ..." as it starts
+    deadline = time.monotonic() + 20
+    while True:  # listening?
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or relay.poll() is not None:
+                raise SystemExit(f"the {mode} relay did not listen on :{port}") from None
+            time.sleep(0.05)
+    return relay, port
+
+
+def one_round(
+    kind: kinds.Kind,
+    side: str,
+    srv: serve.Serve,
+    relays: dict[str, tuple[subprocess.Popen[bytes], int]],
+    args: argparse.Namespace,
+    *,
+    scripts: dict[str, Path],
+    samples: dict[str, calibrate.Sample],
+    wrk_path: str,
+) -> dict[str, Any]:
+    port = relays[side][1] if side in relays else {"direct": srv.engine_port, "front": srv.port}[side]
+    path = kind.front_path if side == "front" else kind.direct_path
+    script = scripts["front" if side == "front" else "direct"]
+    sample = samples["front" if side == "front" else "direct"]
+    before, busy = procs.cpu(srv.pid), procs.machine_busy_s()
+    relay_before = {m: cpu_of(r[0].pid) for m, r in relays.items()}
+    result = wrk.run(
+        wrk_path,
+        f"http://127.0.0.1:{port}{path}",
+        script,
+        seconds=args.duration,
+        connections=args.connections,
+        threads=1,
+    )
+    after, busy = procs.cpu(srv.pid), procs.machine_busy_s() - busy
+    relay_after = {m: cpu_of(r[0].pid) for m, r in relays.items()}
+    work = result.bytes / sample.wire_bytes * kind.tokens if kind.stream else float(result.requests)
+    spent = {
+        "engine": after.engine_s - before.engine_s,
+        "front": after.front_s - before.front_s,
+        **{m: relay_after[m] - relay_before[m] for m in relays},
+    }
+    others = busy - result.cpu_s - sum(spent.values())
+    return {
+        "kind": kind.name,
+        "side": side,
+        "work": work,
+        "seconds": result.duration_s,
+        "failed": result.failed,
+        "cpu_s": spent,
+        "wrk_cpu_share": result.cpu_share,
+        "others_cores": max(0.0, others) / result.wall_s,
+    }
+
+
+def summary(done: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for name in dict.fromkeys(r["kind"] for r in done):
+        mine = [r for r in done if r["kind"] == name]
+        unit = "event" if kinds.KINDS[name].stream else "request"
+
+        def per(side: str, proc: str, rs: list[dict[str, Any]] = mine) -> float:
+            sel = [r for r in rs if r["side"] == side]
+            work = sum(r["work"] for r in sel)
+            return sum(r["cpu_s"][proc] for r in sel) / work * 1e6 if work else float("nan")
+
+        def rate(side: str, rs: list[dict[str, Any]] = mine) -> float:
+            sel = [r for r in rs if r["side"] == side]
+            return float(sum(r["work"] for r in sel) / sum(r["seconds"] for r in sel))
+
+        engine = per("direct", "engine")
+        row = {"kind": name, "unit": unit, "engine_us": engine, "direct_rate": rate("direct")}
+        for side in SIDES[1:]:
+            row |= {
+                f"{side}_us": per(side, side),
+                f"{side}_ratio": per(side, side) / engine,
+                f"{side}_rate": rate(side),
+            }
+        row |= {"failed": sum(r["failed"] for r in mine), "others_max": max(r["others_cores"] for r in mine)}
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    selected = kinds.select(args.only)
+    if any(k.dialect != "tgi" for k in selected):
+        raise SystemExit("--only: the floor is measured on the TGI serve's kinds (not lmi-stream)")
+    wrk_path = wrk.find(args.wrk)
+    done: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp_name:
+        tmp = Path(tmp_name)
+        srv = serve.start(tmp, "serve-tgi", serve.Options())
+        relays = {mode: start_relay(srv.engine_port, mode) for mode in ("raw", "asgi")}
+        try:
+            for kind in selected:
+                samples = {s: rounds.calibrated(kind, srv, s) for s in ("direct", "front")}
+                scripts = {s: rounds.lua(kind, srv, s, tmp) for s in ("direct", "front")}
+                for side in SIDES:  # warm-up: pools and the engine's first answers
+                    port = (
+                        relays[side][1]
+                        if side in relays
+                        else {"direct": srv.engine_port, "front": srv.port}[side]
+                    )
+                    path = kind.front_path if side == "front" else kind.direct_path
+                    wrk.run(
+                        wrk_path,
+                        f"http://127.0.0.1:{port}{path}",
+                        scripts["front" if side == "front" else "direct"],
+                        seconds=1,
+                        connections=args.connections,
+                        threads=1,
+                    )
+                for _ in range(args.rounds):
+                    for side in (*SIDES, *reversed(SIDES)):
+                        r = one_round(
+                            kind, side, srv, relays, args, scripts=scripts, samples=samples, wrk_path=wrk_path
+                        )
+                        done.append(r)
+                        rate = r["work"] / r["seconds"]
+                        print(
+                            f"    {kind.name:13} {side:6} {rate:9.0f} {kinds.KINDS[kind.name].unit}s/s"
+                            f" | cpu s: {r['cpu_s']} | others {r['others_cores']:.2f}",
+                            flush=True,
+                        )
+        finally:
+            for proc, _ in relays.values():
+                proc.terminate()
+                proc.wait()
+            srv.stop()
+    rows = summary(done)
+    print(
+        f"\n{'kind':14} {'engine µs':>10} {'raw µs':>9} {'asgi µs':>9} {'front µs':>9} |"
+        f" ratios to the engine: {'raw':>5} {'asgi':>5} {'front':>5} |"
+        " per second: direct / raw / asgi / front"
+    )
+    for r in rows:
+        print(
+            f"{r['kind']:14} {r['engine_us']:10.1f} {r['raw_us']:9.1f} {r['asgi_us']:9.1f} "
+            f"{r['front_us']:9.1f} |{'':22}{r['raw_ratio']:5.2f} {r['asgi_ratio']:5.2f} "
+            f"{r['front_ratio']:5.2f} | "
+            f"{r['direct_rate']:.0f} / {r['raw_rate']:.0f} / {r['asgi_rate']:.0f} / {r['front_rate']:.0f} "
+            f"{r['unit']}s; failed {r['failed']}, others ≤ {r['others_max']:.2f} cores"
+        )
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                    "summary": rows,
+                    "rounds": done,
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

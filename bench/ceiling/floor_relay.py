@@ -1,0 +1,162 @@
+"""The floor of a Python HTTP relay on this machine: what any front written like ours must pay at least.
+
+Not a front: no routing, no translation, no guard, no log, no metric, no error handling. It accepts
+HTTP/1.1 keep-alive connections on uvloop, finds each request's end with httptools, writes the
+request's bytes unchanged to an idle keep-alive connection to the engine, writes each read of the
+answer unchanged to the client, and finds the answer's end the same way (to reuse the connection).
+Every proxied request pays exactly this (two connections' reads and writes, two parses, the loop's
+callbacks); everything the real front does is on top. bench/bench_floor.py measures its CPU per
+request against the engine's in one run.
+
+    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi]
+
+`asgi`: the next layer up, what the front stands on: uvicorn (httptools, uvloop) with the front's own
+connection guards (serve/connections.py) and corked writes, and an ASGI app of a dozen lines that
+reads the body, sends it through the front's own engine client (front/enginepool.py) and answers
+with the engine's status, type and bytes (each read of a stream as one body message). Still no
+gate, route table, translation, limiter, metric or log: the difference between this and the front
+is what those cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import deque
+from typing import Any
+
+import httptools
+import uvicorn
+import uvloop
+
+from neuronserve.front.enginepool import EnginePool
+from neuronserve.serve.connections import ConnectionLimits, protocol_class
+
+
+class Upstream(asyncio.Protocol):
+    """One keep-alive connection to the engine; one request in flight at a time."""
+
+    def __init__(self, pool: deque[Upstream]) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.client: Downstream | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def send(self, client: Downstream, raw: bytes) -> None:
+        self.client = client
+        assert self.transport is not None
+        self.transport.write(raw)
+
+    def data_received(self, data: bytes) -> None:
+        if self.client is not None:
+            self.client.answer(data)  # each read written through, as a stream needs
+        self.parser.feed_data(data)
+
+    def on_message_complete(self) -> None:
+        self.client = None
+        self.pool.append(self)
+
+
+class Downstream(asyncio.Protocol):
+    """One client connection."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.buf: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buf.append(data)
+        self.parser.feed_data(data)
+
+    def on_message_complete(self) -> None:
+        raw, self.buf = b"".join(self.buf), []
+        self.relay.forward(self, raw)
+
+    def answer(self, raw: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(raw)
+
+
+class Relay:
+    def __init__(self, engine_port: int) -> None:
+        self.engine_port = engine_port
+        self.pool: deque[Upstream] = deque()
+
+    def forward(self, client: Downstream, raw: bytes) -> None:
+        if self.pool:
+            self.pool.pop().send(client, raw)
+        else:
+            asyncio.get_running_loop().create_task(self._fresh(client, raw))
+
+    async def _fresh(self, client: Downstream, raw: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        _, up = await loop.create_connection(lambda: Upstream(self.pool), "127.0.0.1", self.engine_port)
+        up.send(client, raw)
+
+
+async def main(listen_port: int, engine_port: int) -> None:
+    relay = Relay(engine_port)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: Downstream(relay), "127.0.0.1", listen_port, backlog=1024)
+    print(f"floor relay on {listen_port} -> {engine_port}", flush=True)
+    await server.serve_forever()
+
+
+def asgi_app(engine_port: int) -> Any:
+    pool = EnginePool(256, wait_s=60.0, connect_s=5.0, read_s=60.0)
+    base = f"http://127.0.0.1:{engine_port}"
+    json_type = {"content-type": "application/json"}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive())["body"]
+        answer = await pool.request(base, scope["method"], scope["path"], json_type, body)
+        headers = [(b"content-type", answer.headers.get("content-type", "application/json").encode())]
+        stream = answer.headers.get("transfer-encoding") == "chunked"
+        if not stream:
+            data = await answer.read()
+            answer.release()
+            headers.append((b"content-length", str(len(data)).encode()))
+            await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+            await send({"type": "http.response.body", "body": data})
+            return
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        while chunk := await answer.chunk():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        answer.release()
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+def serve_asgi(listen_port: int, engine_port: int) -> None:
+    config = uvicorn.Config(
+        asgi_app(engine_port),
+        host="127.0.0.1",
+        port=listen_port,
+        http=protocol_class(ConnectionLimits()),
+        loop="uvloop",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        backlog=2048,
+    )
+    print(f"floor relay (asgi) on {listen_port} -> {engine_port}", flush=True)
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    if sys.argv[3:] == ["asgi"]:
+        serve_asgi(int(sys.argv[1]), int(sys.argv[2]))
+    else:
+        uvloop.install()
+        asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))

@@ -1,0 +1,43 @@
+"""The floor benchmark's relays against the real engine (bench/bench_floor.py, docs/PERFORMANCE.md,
+"How far the front is from the floor").
+
+A floor that answered less than the engine (a truncated stream, an error, a lost keep-alive) would
+make the front look worse than it is; so each relay, raw and asgi, must give every work kind of the
+TGI serve in full: the engine's status, the same bytes on the wire and every event, on a keep-alive
+connection twice in a row (the second through the relay's pooled engine connection). No wrk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from bench import bench_floor
+from bench.ceiling import calibrate, serve
+from bench.ceiling.kinds import KINDS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[serve.Serve]:
+    srv = serve.start(tmp_path_factory.mktemp("floor"), "serve-tgi", serve.Options())
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("mode", ["raw", "asgi"])
+def test_each_relay_gives_every_kind_what_the_engine_gives(server: serve.Serve, mode: str) -> None:
+    proc, port = bench_floor.start_relay(server.engine_port, mode)
+    try:
+        for kind in (k for k in KINDS.values() if k.dialect == "tgi"):
+            body = kind.direct_body(server.model)
+            direct = calibrate.request(server.engine_port, kind.direct_path, body)
+            for _ in range(2):
+                relayed = calibrate.request(port, kind.direct_path, body)
+                assert relayed.status == direct.status == 200, (kind.name, relayed.body[:300])
+                assert relayed.events == direct.events, kind.name
+                if not kind.stream:  # a stream's framing may differ in chunk sizes, never in events
+                    assert len(relayed.body) == len(direct.body), kind.name
+        assert bench_floor.cpu_of(proc.pid) > 0
+    finally:
+        proc.terminate()
+        proc.wait()
