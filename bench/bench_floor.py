@@ -1,17 +1,20 @@
-"""How close a Python front can get to the engine at all (not a test, not run by CI).
+"""How close a Python front can get to the engine at all, and what each layer of ours adds (not a
+test, not run by CI).
 
 Issue 28 asks the front for at most 1.5 times the engine's CPU per non-streamed request and at most
-1.0 per OpenAI stream event. This measures the least any relay in Python on uvloop pays for the same
-work (bench/ceiling/floor_relay.py: two parses and the two connections' reads and writes, nothing
-else), beside the engine and the real front, in one run on one engine: rounds in the order direct,
-floor, front, front, floor, direct, with wrk as the client. If the floor alone is near a goal, no
-front that also routes, admits, translates, guards and logs can meet it on this machine.
+1.0 per OpenAI stream event. Beside the engine and the real front, in one run on one engine, this
+measures three relays (bench/ceiling/floor_relay.py): `raw`, the least any relay in Python on uvloop
+pays (two parses and the two connections' reads and writes, nothing else); `asgi`, uvicorn with the
+front's connection guards and engine client and nothing of its own; `gate`, that inside the front's
+real Gate. Rounds go direct, raw, asgi, gate, front and back, with wrk as the client. What a layer
+costs is the step from one side to the next; docs/PERFORMANCE.md ("How far the front is from the
+floor") has the figures.
 
-The floor is given the engine's own body and path (the direct side's); the front is given the
+The relays are given the engine's own body and path (the direct side's); the front is given the
 client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
 
-    PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-stream] [--duration 5]
-        [--rounds 1] [--json FILE]
+    PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-plain,openai-stream]
+        [--duration 5] [--rounds 1] [--json FILE]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from bench.ceiling import calibrate, kinds, procs, rounds, serve, wrk
 from tests.support.server import free_port
 
 RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
-SIDES = ("direct", "raw", "asgi", "front")  # the engine alone, the two floors, the real front
+SIDES = ("direct", "raw", "asgi", "gate", "front")  # the engine alone, the relays, the real front
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -53,13 +56,13 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * procs.TICK_S
 
 
-def start_relay(engine_port: int, mode: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_relay(engine_port: int, mode: str, tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The relay on a free port, its output (the gate's access lines) to a file as the serve's goes."""
     port = free_port()
-    relay = subprocess.Popen(
-        [sys.executable, str(RELAY), str(port), str(engine_port), mode], stdout=subprocess.PIPE
-    )
-    assert relay.stdout is not None
-    relay.stdout.readline()  # "floor relay ... on ..." as it starts
+    with (tmp / f"relay-{mode}.log").open("ab") as out:
+        relay = subprocess.Popen(
+            [sys.executable, str(RELAY), str(port), str(engine_port), mode], stdout=out, stderr=out
+        )
     deadline = time.monotonic() + 20
     while True:  # listening?
         try:
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp_name:
         tmp = Path(tmp_name)
         srv = serve.start(tmp, "serve-tgi", serve.Options())
-        relays = {mode: start_relay(srv.engine_port, mode) for mode in ("raw", "asgi")}
+        relays = {mode: start_relay(srv.engine_port, mode, tmp) for mode in SIDES[1:-1]}
         try:
             for kind in selected:
                 samples = {s: rounds.calibrated(kind, srv, s) for s in ("direct", "front")}
@@ -194,18 +197,14 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait()
             srv.stop()
     rows = summary(done)
-    print(
-        f"\n{'kind':14} {'engine µs':>10} {'raw µs':>9} {'asgi µs':>9} {'front µs':>9} |"
-        f" ratios to the engine: {'raw':>5} {'asgi':>5} {'front':>5} |"
-        " per second: direct / raw / asgi / front"
-    )
+    others = SIDES[1:]
+    print(f"\nCPU per unit (µs), its ratio to the bare engine's, and the rate, per side: {', '.join(SIDES)}")
     for r in rows:
+        cells = "  ".join(f"{s} {r[f'{s}_us']:.1f} ({r[f'{s}_ratio']:.2f})" for s in others)
+        rates = " / ".join(f"{r[f'{s}_rate']:.0f}" for s in SIDES)
         print(
-            f"{r['kind']:14} {r['engine_us']:10.1f} {r['raw_us']:9.1f} {r['asgi_us']:9.1f} "
-            f"{r['front_us']:9.1f} |{'':22}{r['raw_ratio']:5.2f} {r['asgi_ratio']:5.2f} "
-            f"{r['front_ratio']:5.2f} | "
-            f"{r['direct_rate']:.0f} / {r['raw_rate']:.0f} / {r['asgi_rate']:.0f} / {r['front_rate']:.0f} "
-            f"{r['unit']}s; failed {r['failed']}, others ≤ {r['others_max']:.2f} cores"
+            f"{r['kind']:14} engine {r['engine_us']:.1f}  {cells} | {rates} {r['unit']}s/s;"
+            f" failed {r['failed']}, others ≤ {r['others_max']:.2f} cores"
         )
     if args.json:
         args.json.write_text(

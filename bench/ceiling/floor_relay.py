@@ -8,7 +8,7 @@ Every proxied request pays exactly this (two connections' reads and writes, two 
 callbacks); everything the real front does is on top. bench/bench_floor.py measures its CPU per
 request against the engine's in one run.
 
-    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi]
+    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate]
 
 `asgi`: the next layer up, what the front stands on: uvicorn (httptools, uvloop) with the front's own
 connection guards (serve/connections.py) and corked writes, and an ASGI app of a dozen lines that
@@ -16,6 +16,12 @@ reads the body, sends it through the front's own engine client (front/enginepool
 with the engine's status, type and bytes (each read of a stream as one body message). Still no
 gate, route table, translation, limiter, metric or log: the difference between this and the front
 is what those cost.
+
+`gate`: the asgi relay inside the front's real Gate (front/gate.py: request id, route allowlist, phase
+checks, the body read before the slot with its deadline, the limiter and sequence charge, the
+disconnect watcher, the request metrics and the access line, written as the serve writes it by
+logsetup to stdout). The front's handlers, route table, translation and answer building are what
+is left between this and the front.
 """
 
 from __future__ import annotations
@@ -29,7 +35,11 @@ import httptools
 import uvicorn
 import uvloop
 
+from neuronserve import logsetup
 from neuronserve.front.enginepool import EnginePool
+from neuronserve.front.gate import Gate
+from neuronserve.front.metrics import FrontMetrics
+from neuronserve.front.state import Phase, ServerState
 from neuronserve.serve.connections import ConnectionLimits, protocol_class
 
 
@@ -138,9 +148,21 @@ def asgi_app(engine_port: int) -> Any:
     return app
 
 
-def serve_asgi(listen_port: int, engine_port: int) -> None:
+def gated(app: Any) -> Gate:
+    state = ServerState()
+    state.move(Phase.LOADING)
+    state.move(Phase.READY)
+    gate: Gate | None = None
+    metrics = FrontMetrics(state, lambda: gate.in_flight if gate else 0, {})
+    gate = Gate(app, state, 256, metrics=metrics, expose_engine_routes=True)
+    logsetup.setup("text")
+    return gate
+
+
+def serve_asgi(listen_port: int, engine_port: int, mode: str) -> None:
+    app = asgi_app(engine_port)
     config = uvicorn.Config(
-        asgi_app(engine_port),
+        gated(app) if mode == "gate" else app,
         host="127.0.0.1",
         port=listen_port,
         http=protocol_class(ConnectionLimits()),
@@ -150,13 +172,13 @@ def serve_asgi(listen_port: int, engine_port: int) -> None:
         log_config=None,
         backlog=2048,
     )
-    print(f"floor relay (asgi) on {listen_port} -> {engine_port}", flush=True)
+    print(f"floor relay ({mode}) on {listen_port} -> {engine_port}", flush=True)
     uvicorn.Server(config).run()
 
 
 if __name__ == "__main__":
-    if sys.argv[3:] == ["asgi"]:
-        serve_asgi(int(sys.argv[1]), int(sys.argv[2]))
+    if sys.argv[3:] in (["asgi"], ["gate"]):
+        serve_asgi(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
     else:
         uvloop.install()
         asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))

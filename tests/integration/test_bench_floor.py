@@ -2,14 +2,16 @@
 "How far the front is from the floor").
 
 A floor that answered less than the engine (a truncated stream, an error, a lost keep-alive) would
-make the front look worse than it is; so each relay, raw and asgi, must give every work kind of the
-TGI serve in full: the engine's status, the same bytes on the wire and every event, on a keep-alive
-connection twice in a row (the second through the relay's pooled engine connection). No wrk.
+make the front look worse than it is; so each relay (raw, asgi, and asgi inside the real gate) must
+give every work kind of the TGI serve in full: the engine's status, a body of the engine's size and
+every event, on a keep-alive connection twice in a row (the second through the relay's pooled engine
+connection). No wrk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from bench import bench_floor
@@ -24,9 +26,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[serve.Serve]:
     srv.stop()
 
 
-@pytest.mark.parametrize("mode", ["raw", "asgi"])
-def test_each_relay_gives_every_kind_what_the_engine_gives(server: serve.Serve, mode: str) -> None:
-    proc, port = bench_floor.start_relay(server.engine_port, mode)
+@pytest.mark.parametrize("mode", ["raw", "asgi", "gate"])
+def test_each_relay_gives_every_kind_what_the_engine_gives(
+    server: serve.Serve, mode: str, tmp_path: Path
+) -> None:
+    proc, port = bench_floor.start_relay(server.engine_port, mode, tmp_path)
     try:
         for kind in (k for k in KINDS.values() if k.dialect == "tgi"):
             body = kind.direct_body(server.model)
@@ -38,6 +42,11 @@ def test_each_relay_gives_every_kind_what_the_engine_gives(server: serve.Serve, 
                 if not kind.stream:  # a stream's framing may differ in chunk sizes, never in events
                     assert len(relayed.body) == len(direct.body), kind.name
         assert bench_floor.cpu_of(proc.pid) > 0
+        if mode == "gate":  # the gate really ran: one access line per request, as the serve writes it
+            log = (tmp_path / "relay-gate.log").read_text()
+            assert log.count("POST /v1/completions status=200") == 2 * sum(
+                1 for k in KINDS.values() if k.dialect == "tgi" and k.direct_path == "/v1/completions"
+            )
     finally:
         proc.terminate()
         proc.wait()
