@@ -34,7 +34,13 @@ from bench.ceiling import calibrate, kinds, procs, rounds, serve, wrk
 from tests.support.server import free_port
 
 RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
-SIDES = ("direct", "raw", "asgi", "gate", "front")  # the engine alone, the relays, the real front
+SIDES = ("direct", "raw", "asgi", "gate", "gen", "front")  # the engine alone, the relays, the real front
+CLIENT_SIDES = ("gen", "front")  # given the client's body and path; the others the engine's
+
+
+def sides(kind: kinds.Kind) -> tuple[str, ...]:
+    """`gen` serves only the generate schema: the kinds whose client sends a TGI body."""
+    return tuple(s for s in SIDES if s != "gen" or kind.name.startswith("tgi-"))
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -56,12 +62,14 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * procs.TICK_S
 
 
-def start_relay(engine_port: int, mode: str, tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_relay(
+    engine_port: int, mode: str, tmp: Path, model: str = ""
+) -> tuple[subprocess.Popen[bytes], int]:
     """The relay on a free port, its output (the gate's access lines) to a file as the serve's goes."""
     port = free_port()
     with (tmp / f"relay-{mode}.log").open("ab") as out:
         relay = subprocess.Popen(
-            [sys.executable, str(RELAY), str(port), str(engine_port), mode], stdout=out, stderr=out
+            [sys.executable, str(RELAY), str(port), str(engine_port), mode, model], stdout=out, stderr=out
         )
     deadline = time.monotonic() + 20
     while True:  # listening?
@@ -87,9 +95,10 @@ def one_round(
     wrk_path: str,
 ) -> dict[str, Any]:
     port = relays[side][1] if side in relays else {"direct": srv.engine_port, "front": srv.port}[side]
-    path = kind.front_path if side == "front" else kind.direct_path
-    script = scripts["front" if side == "front" else "direct"]
-    sample = samples["front" if side == "front" else "direct"]
+    client = side in CLIENT_SIDES
+    path = kind.front_path if client else kind.direct_path
+    script = scripts["front" if client else "direct"]
+    sample = samples["front" if client else "direct"]
     before, busy = procs.cpu(srv.pid), procs.machine_busy_s()
     relay_before = {m: cpu_of(r[0].pid) for m, r in relays.items()}
     result = wrk.run(
@@ -138,7 +147,7 @@ def summary(done: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
         engine = per("direct", "engine")
         row = {"kind": name, "unit": unit, "engine_us": engine, "direct_rate": rate("direct")}
-        for side in SIDES[1:]:
+        for side in sides(kinds.KINDS[name])[1:]:
             row |= {
                 f"{side}_us": per(side, side),
                 f"{side}_ratio": per(side, side) / engine,
@@ -159,28 +168,28 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp_name:
         tmp = Path(tmp_name)
         srv = serve.start(tmp, "serve-tgi", serve.Options())
-        relays = {mode: start_relay(srv.engine_port, mode, tmp) for mode in SIDES[1:-1]}
+        relays = {mode: start_relay(srv.engine_port, mode, tmp, srv.model) for mode in SIDES[1:-1]}
         try:
             for kind in selected:
                 samples = {s: rounds.calibrated(kind, srv, s) for s in ("direct", "front")}
                 scripts = {s: rounds.lua(kind, srv, s, tmp) for s in ("direct", "front")}
-                for side in SIDES:  # warm-up: pools and the engine's first answers
+                for side in sides(kind):  # warm-up: pools and the engine's first answers
                     port = (
                         relays[side][1]
                         if side in relays
                         else {"direct": srv.engine_port, "front": srv.port}[side]
                     )
-                    path = kind.front_path if side == "front" else kind.direct_path
+                    path = kind.front_path if side in CLIENT_SIDES else kind.direct_path
                     wrk.run(
                         wrk_path,
                         f"http://127.0.0.1:{port}{path}",
-                        scripts["front" if side == "front" else "direct"],
+                        scripts["front" if side in CLIENT_SIDES else "direct"],
                         seconds=1,
                         connections=args.connections,
                         threads=1,
                     )
                 for _ in range(args.rounds):
-                    for side in (*SIDES, *reversed(SIDES)):
+                    for side in (*sides(kind), *reversed(sides(kind))):
                         r = one_round(
                             kind, side, srv, relays, args, scripts=scripts, samples=samples, wrk_path=wrk_path
                         )
@@ -197,11 +206,11 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait()
             srv.stop()
     rows = summary(done)
-    others = SIDES[1:]
     print(f"\nCPU per unit (µs), its ratio to the bare engine's, and the rate, per side: {', '.join(SIDES)}")
     for r in rows:
-        cells = "  ".join(f"{s} {r[f'{s}_us']:.1f} ({r[f'{s}_ratio']:.2f})" for s in others)
-        rates = " / ".join(f"{r[f'{s}_rate']:.0f}" for s in SIDES)
+        mine = [s for s in SIDES if f"{s}_rate" in r or s == "direct"]
+        cells = "  ".join(f"{s} {r[f'{s}_us']:.1f} ({r[f'{s}_ratio']:.2f})" for s in mine[1:])
+        rates = " / ".join(f"{r[f'{s}_rate']:.0f}" for s in mine)
         print(
             f"{r['kind']:14} engine {r['engine_us']:.1f}  {cells} | {rates} {r['unit']}s/s;"
             f" failed {r['failed']}, others ≤ {r['others_max']:.2f} cores"

@@ -8,7 +8,7 @@ Every proxied request pays exactly this (two connections' reads and writes, two 
 callbacks); everything the real front does is on top. bench/bench_floor.py measures its CPU per
 request against the engine's in one run.
 
-    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate]
+    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate|gen] [MODEL]
 
 `asgi`: the next layer up, what the front stands on: uvicorn (httptools, uvloop) with the front's own
 connection guards (serve/connections.py) and corked writes, and an ASGI app of a dozen lines that
@@ -22,6 +22,13 @@ checks, the body read before the slot with its deadline, the limiter and sequenc
 disconnect watcher, the request metrics and the access line, written as the serve writes it by
 logsetup to stdout). The front's handlers, route table, translation and answer building are what
 is left between this and the front.
+
+`gen`: the gate with the front's own generate flow behind it and nothing between them: a TGI body to
+`/invocations` is parsed and classified (front/schema.py) and served by the front's `Generator`
+(front/generate.py: validation, translation, the sequence count, the engine call through the front's
+engine client, the answer read and shaped in the TGI dialect), its answer sent as the front sends
+it. What is left between this and the front is the dispatch: the replica scope, `HotRoutes`,
+Starlette's request, the guarded handler and its header reads.
 """
 
 from __future__ import annotations
@@ -36,10 +43,15 @@ import uvicorn
 import uvloop
 
 from neuronserve import logsetup
+from neuronserve.front import request_cost, schema
+from neuronserve.front.dialect import TGI_INVOCATIONS, Framing
 from neuronserve.front.enginepool import EnginePool
-from neuronserve.front.gate import Gate
+from neuronserve.front.gate import TOKENS_KEY, Gate, request_id
+from neuronserve.front.generate import Generator
 from neuronserve.front.metrics import FrontMetrics
+from neuronserve.front.proxy import EngineClient
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.front.streamusage import counts
 from neuronserve.serve.connections import ConnectionLimits, protocol_class
 
 
@@ -148,6 +160,29 @@ def asgi_app(engine_port: int) -> Any:
     return app
 
 
+def gen_app(engine_port: int, model: str) -> Any:
+    gen = Generator(EngineClient(f"http://127.0.0.1:{engine_port}", 60.0, 256), lambda: model)
+    framing = Framing(TGI_INVOCATIONS, listed=True)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raw = (await receive())["body"]
+        body = schema.parse_body(raw)
+        kind, _ = schema.classify(body)
+        assert kind == "tgi", kind
+
+        def record(usage: dict[str, Any]) -> None:
+            if usage:
+                scope[TOKENS_KEY] = counts(usage)
+
+        def charge(sequences: int) -> None:
+            request_cost.charge(scope, sequences)
+
+        response = await gen.serve(body, framing, request_id(scope), record, charge)
+        await response(scope, receive, send)
+
+    return app
+
+
 def gated(app: Any) -> Gate:
     state = ServerState()
     state.move(Phase.LOADING)
@@ -159,10 +194,10 @@ def gated(app: Any) -> Gate:
     return gate
 
 
-def serve_asgi(listen_port: int, engine_port: int, mode: str) -> None:
-    app = asgi_app(engine_port)
+def serve_asgi(listen_port: int, engine_port: int, mode: str, model: str = "") -> None:
+    app = gen_app(engine_port, model) if mode == "gen" else asgi_app(engine_port)
     config = uvicorn.Config(
-        gated(app) if mode == "gate" else app,
+        gated(app) if mode in ("gate", "gen") else app,
         host="127.0.0.1",
         port=listen_port,
         http=protocol_class(ConnectionLimits()),
@@ -177,8 +212,8 @@ def serve_asgi(listen_port: int, engine_port: int, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[3:] in (["asgi"], ["gate"]):
-        serve_asgi(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+    if sys.argv[3:4] in (["asgi"], ["gate"], ["gen"]):
+        serve_asgi(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     else:
         uvloop.install()
         asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))

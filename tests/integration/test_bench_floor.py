@@ -50,3 +50,24 @@ def test_each_relay_gives_every_kind_what_the_engine_gives(
     finally:
         proc.terminate()
         proc.wait()
+
+
+def test_the_generate_relay_answers_a_tgi_body_as_the_front_does(server: serve.Serve, tmp_path: Path) -> None:
+    """`gen` serves the client's TGI body with the front's Generator: the front's answer, in size and
+    events, for each TGI-body kind, and one access line per request from its gate."""
+    proc, port = bench_floor.start_relay(server.engine_port, "gen", tmp_path, server.model)
+    tgi_kinds = [k for k in KINDS.values() if k.name.startswith("tgi-")]
+    try:
+        for kind in tgi_kinds:
+            body = kind.front_body(server.model)
+            front = calibrate.request(server.port, kind.front_path, body)
+            relayed = calibrate.request(port, kind.front_path, body)
+            assert relayed.status == front.status == 200, (kind.name, relayed.body[:300])
+            assert relayed.events == front.events, kind.name
+            if not kind.stream:
+                assert relayed.body == front.body, kind.name
+    finally:
+        proc.terminate()
+        proc.wait()
+    log = (tmp_path / "relay-gen.log").read_text()
+    assert log.count("POST /invocations status=200") == len(tgi_kinds)
