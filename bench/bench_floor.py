@@ -14,7 +14,10 @@ The relays are given the engine's own body and path (the direct side's); the fro
 client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
 
     PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-plain,openai-stream]
-        [--duration 5] [--rounds 1] [--json FILE]
+        [--duration 5] [--rounds 1] [--engine-step-ms 0] [--json FILE]
+
+`--engine-step-ms 20` paces the engine as a Neuron engine streams (one event per stream per step), so
+each read of a stream carries one event.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, help="write every round and the summary here")
     p.add_argument("--wrk", help="wrk's path (default: on PATH, else installed by scripts/bench-deps)")
+    p.add_argument("--engine-step-ms", type=float, default=0.0, help="engine step (default 0: no pause)")
     return p.parse_args(argv)
 
 
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     done: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp_name:
         tmp = Path(tmp_name)
-        srv = serve.start(tmp, "serve-tgi", serve.Options())
+        srv = serve.start(tmp, "serve-tgi", serve.Options(engine_step_s=args.engine_step_ms / 1000.0))
         relays = {mode: start_relay(srv.engine_port, mode, tmp, srv.model) for mode in SIDES[1:-1]}
         try:
             for kind in selected:
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait()
             srv.stop()
     rows = summary(done)
-    print(f"\nCPU per unit (µs), its ratio to the bare engine's, and the rate, per side: {', '.join(SIDES)}")
+    print("\nCPU per unit (µs) and its ratio to the bare engine's, per side; then each side's rate, in order")
     for r in rows:
         mine = [s for s in SIDES if f"{s}_rate" in r or s == "direct"]
         cells = "  ".join(f"{s} {r[f'{s}_us']:.1f} ({r[f'{s}_ratio']:.2f})" for s in mine[1:])
