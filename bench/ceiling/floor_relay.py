@@ -5,8 +5,9 @@ HTTP/1.1 keep-alive connections on uvloop, finds each request's end with httptoo
 request's bytes unchanged to an idle keep-alive connection to the engine, writes each read of the
 answer unchanged to the client, and finds the answer's end the same way (to reuse the connection).
 Every proxied request pays exactly this (two connections' reads and writes, two parses, the loop's
-callbacks); everything the real front does is on top. bench/bench_floor.py measures its CPU per
-request against the engine's in one run.
+callbacks); everything the real front does is on top. One request at a time per client connection,
+as wrk sends them: pipelined requests are not split (a benchmark's relay, not a server).
+bench/bench_floor.py measures its CPU per request against the engine's in one run.
 
     python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate|gen] [MODEL]
 
