@@ -3,15 +3,16 @@ test, not run by CI).
 
 Issue 28 asks the front for at most 1.5 times the engine's CPU per non-streamed request and at most
 1.0 per OpenAI stream event. Beside the engine and the real front, in one run on one engine, this
-measures three relays (bench/ceiling/floor_relay.py): `raw`, the least any relay in Python on uvloop
+measures four relays (bench/ceiling/floor_relay.py): `raw`, the least any relay in Python on uvloop
 pays (two parses and the two connections' reads and writes, nothing else); `asgi`, uvicorn with the
 front's connection guards and engine client and nothing of its own; `gate`, that inside the front's
-real Gate. Rounds go direct, raw, asgi, gate, front and back, with wrk as the client. What a layer
-costs is the step from one side to the next; docs/PERFORMANCE.md ("How far the front is from the
-floor") has the figures.
+real Gate; `gen`, the gate with the front's Generator behind it (TGI-body kinds only). Rounds go
+direct, raw, asgi, gate, gen, front and back, with wrk as the client. What a layer costs is the step
+from one side to the next; docs/PERFORMANCE.md ("How far the front is from the floor") has the
+figures.
 
-The relays are given the engine's own body and path (the direct side's); the front is given the
-client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
+The raw, asgi and gate relays are given the engine's own body and path (the direct side's); gen and
+the front the client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
 
     PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-plain,openai-stream]
         [--duration 5] [--rounds 1] [--engine-step-ms 0] [--json FILE]
@@ -39,6 +40,7 @@ from tests.support.server import free_port
 RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
 SIDES = ("direct", "raw", "asgi", "gate", "gen", "front")  # the engine alone, the relays, the real front
 CLIENT_SIDES = ("gen", "front")  # given the client's body and path; the others the engine's
+Relays = dict[str, tuple[subprocess.Popen[bytes], int]]  # mode -> (process, port)
 
 
 def sides(kind: kinds.Kind) -> tuple[str, ...]:
@@ -60,10 +62,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def cpu_of(pid: int) -> float:
-    raw = Path(f"/proc/{pid}/stat").read_bytes()
-    fields = raw[raw.rindex(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) * procs.TICK_S
+def target(kind: kinds.Kind, side: str, srv: serve.Serve, relays: Relays) -> tuple[int, str, str]:
+    """Where a side's load goes (port, path) and which body it sends ("front": the client's, "direct":
+    the engine's)."""
+    port = relays[side][1] if side in relays else {"direct": srv.engine_port, "front": srv.port}[side]
+    body = "front" if side in CLIENT_SIDES else "direct"
+    return port, kind.front_path if body == "front" else kind.direct_path, body
 
 
 def start_relay(
@@ -91,20 +95,17 @@ def one_round(
     kind: kinds.Kind,
     side: str,
     srv: serve.Serve,
-    relays: dict[str, tuple[subprocess.Popen[bytes], int]],
+    relays: Relays,
     args: argparse.Namespace,
     *,
     scripts: dict[str, Path],
     samples: dict[str, calibrate.Sample],
     wrk_path: str,
 ) -> dict[str, Any]:
-    port = relays[side][1] if side in relays else {"direct": srv.engine_port, "front": srv.port}[side]
-    client = side in CLIENT_SIDES
-    path = kind.front_path if client else kind.direct_path
-    script = scripts["front" if client else "direct"]
-    sample = samples["front" if client else "direct"]
+    port, path, body = target(kind, side, srv, relays)
+    script, sample = scripts[body], samples[body]
     before, busy = procs.cpu(srv.pid), procs.machine_busy_s()
-    relay_before = {m: cpu_of(r[0].pid) for m, r in relays.items()}
+    relay_before = {m: procs.cpu_of(r[0].pid) for m, r in relays.items()}
     result = wrk.run(
         wrk_path,
         f"http://127.0.0.1:{port}{path}",
@@ -114,7 +115,7 @@ def one_round(
         threads=1,
     )
     after, busy = procs.cpu(srv.pid), procs.machine_busy_s() - busy
-    relay_after = {m: cpu_of(r[0].pid) for m, r in relays.items()}
+    relay_after = {m: procs.cpu_of(r[0].pid) for m, r in relays.items()}
     work = result.bytes / sample.wire_bytes * kind.tokens if kind.stream else float(result.requests)
     spent = {
         "engine": after.engine_s - before.engine_s,
@@ -178,16 +179,11 @@ def main(argv: list[str] | None = None) -> int:
                 samples = {s: rounds.calibrated(kind, srv, s) for s in ("direct", "front")}
                 scripts = {s: rounds.lua(kind, srv, s, tmp) for s in ("direct", "front")}
                 for side in sides(kind):  # warm-up: pools and the engine's first answers
-                    port = (
-                        relays[side][1]
-                        if side in relays
-                        else {"direct": srv.engine_port, "front": srv.port}[side]
-                    )
-                    path = kind.front_path if side in CLIENT_SIDES else kind.direct_path
+                    port, path, body = target(kind, side, srv, relays)
                     wrk.run(
                         wrk_path,
                         f"http://127.0.0.1:{port}{path}",
-                        scripts["front" if side in CLIENT_SIDES else "direct"],
+                        scripts[body],
                         seconds=1,
                         connections=args.connections,
                         threads=1,

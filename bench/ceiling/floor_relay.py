@@ -11,8 +11,9 @@ bench/bench_floor.py measures its CPU per request against the engine's in one ru
 
     python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate|gen] [MODEL]
 
-`asgi`: the next layer up, what the front stands on: uvicorn (httptools, uvloop) with the front's own
-connection guards (serve/connections.py) and corked writes, and an ASGI app of a dozen lines that
+`asgi`: the next layer up, what the front stands on: uvicorn configured as the front configures it
+(serve/listener.py: httptools on uvloop, the front's connection guards and corked writes from
+serve/connections.py), and an ASGI app of a dozen lines that
 reads the body, sends it through the front's own engine client (front/enginepool.py) and answers
 with the engine's status, type and bytes (each read of a stream as one body message). Still no
 gate, route table, translation, limiter, metric or log: the difference between this and the front
@@ -53,7 +54,9 @@ from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import EngineClient
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.streamusage import counts
-from neuronserve.serve.connections import ConnectionLimits, protocol_class
+from neuronserve.serve import listener
+from neuronserve.serve.connections import ConnectionLimits
+from neuronserve.types import ServeOptions
 
 
 class Upstream(asyncio.Protocol):
@@ -197,17 +200,9 @@ def gated(app: Any) -> Gate:
 
 def serve_asgi(listen_port: int, engine_port: int, mode: str, model: str = "") -> None:
     app = gen_app(engine_port, model) if mode == "gen" else asgi_app(engine_port)
-    config = uvicorn.Config(
-        gated(app) if mode in ("gate", "gen") else app,
-        host="127.0.0.1",
-        port=listen_port,
-        http=protocol_class(ConnectionLimits()),
-        loop="uvloop",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        backlog=2048,
-    )
+    served = gated(app) if mode in ("gate", "gen") else app
+    opts = ServeOptions(host="127.0.0.1", port=listen_port)
+    config = listener.uvicorn_config(served, opts, ConnectionLimits())  # the front's own
     print(f"floor relay ({mode}) on {listen_port} -> {engine_port}", flush=True)
     uvicorn.Server(config).run()
 

@@ -37,6 +37,12 @@ def _read(pid: int) -> Proc | None:
     return Proc(pid, ppid, pgrp, cpu)
 
 
+def cpu_of(pid: int) -> float:
+    """CPU seconds so far of one process (0.0 once it is gone)."""
+    proc = _read(pid)
+    return proc.cpu_s if proc is not None else 0.0
+
+
 def cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")

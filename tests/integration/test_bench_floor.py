@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from bench import bench_floor
-from bench.ceiling import calibrate, serve
+from bench.ceiling import calibrate, procs, serve
 from bench.ceiling.kinds import KINDS
 
 
@@ -41,7 +41,7 @@ def test_each_relay_gives_every_kind_what_the_engine_gives(
                 assert relayed.events == direct.events, kind.name
                 if not kind.stream:  # a stream's framing may differ in chunk sizes, never in events
                     assert len(relayed.body) == len(direct.body), kind.name
-        assert bench_floor.cpu_of(proc.pid) > 0
+        assert procs.cpu_of(proc.pid) > 0
         if mode == "gate":  # the gate really ran: one access line per request, as the serve writes it
             log = (tmp_path / "relay-gate.log").read_text()
             assert log.count("POST /v1/completions status=200") == 2 * sum(
@@ -56,7 +56,7 @@ def test_the_generate_relay_answers_a_tgi_body_as_the_front_does(server: serve.S
     """`gen` serves the client's TGI body with the front's Generator: the front's answer, in size and
     events, for each TGI-body kind, and one access line per request from its gate."""
     proc, port = bench_floor.start_relay(server.engine_port, "gen", tmp_path, server.model)
-    tgi_kinds = [k for k in KINDS.values() if k.name.startswith("tgi-")]
+    tgi_kinds = [k for k in KINDS.values() if "gen" in bench_floor.sides(k)]
     try:
         for kind in tgi_kinds:
             body = kind.front_body(server.model)
