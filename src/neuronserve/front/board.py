@@ -7,13 +7,23 @@ process: the default pays nothing for it.
 
 Who writes what (one writer per field, so most fields need no lock):
 - the supervisor: its heartbeat, the phase, health and engine-alive bytes, a JSON snapshot of the rest
-  of the server state (detail, staging progress, model names, replicas, its /live verdict: a seqlock,
-  written before the phase byte so a worker that sees READY finds the model names), and each replica's
-  phase, health, liveness, generation (its engine deaths) and restarts;
+  of the server state (detail, staging progress, model names, replicas, its /live verdict: written and
+  read under its own lock, before the phase byte so a worker that sees READY finds the model names),
+  and each replica's phase, health, liveness, generation (its engine deaths) and restarts;
 - each worker: its in-flight count (limiter.py) and, per replica, its outstanding and routed counts;
 - every process: the session ledger (sessions.py), under its own lock.
 
 Locks are fcntl.lockf byte ranges of the memfd: the kernel drops a lock whose holder dies.
+
+Why the snapshot has a lock and not only a sequence lock (its sequence number, odd while written,
+re-read after the copy, as it was first built): the lock-free read was seen torn once in a CI run
+(tests/unit/front/test_board.py: a snapshot's new length with its old bytes, the sequence unchanged
+around the copy; not reproduced in 3 million reads on a quiet machine). Its cause was not pinned down:
+Python gives a sequence lock no memory barriers of its own, and the copies go through memcpy, which
+may use string instructions whose stores x86 does not keep in order among themselves (Intel SDM vol.
+3A, "Fast-String Operation and Out-of-Order Stores"). A lock that the writer and each reader take
+does not depend on either: the kernel orders it. It costs two system calls per publish and per
+snapshot read, and a worker re-reads the snapshot only when the sequence number moved (statemirror.py).
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ import json
 import mmap
 import os
 import struct
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 MAGIC = b"NSBOARD1"
@@ -37,7 +49,7 @@ _BEAT = 8  # f64: the supervisor's last poll (time.monotonic: CLOCK_MONOTONIC, o
 _PHASE, _HEALTHY, _ALIVE = 16, 17, 18  # u8 each
 _SEQ, _LEN = 24, 32  # u64 snapshot sequence (odd while written), u32 its length
 # lock bytes (ranges of the file, not data)
-FLIGHT_LOCK, LEDGER_LOCK = 0, 1
+FLIGHT_LOCK, LEDGER_LOCK, SNAPSHOT_LOCK = 0, 1, 2
 
 
 class FileLock:
@@ -77,6 +89,10 @@ class Board:
         self._published = b""  # the last snapshot this process wrote
         self.flight_lock = FileLock(fd, FLIGHT_LOCK)
         self.ledger_lock = FileLock(fd, LEDGER_LOCK)
+        # A record lock is the process's, so two threads of one worker (its loop and the probe door
+        # both read the state) would share it: the mutex keeps them to one at a time.
+        self._snapshot_mutex = threading.Lock()
+        self._snapshot_lock = FileLock(fd, SNAPSHOT_LOCK)
 
     @staticmethod
     def size_of(workers: int, replicas: int, sessions: int) -> int:
@@ -128,31 +144,35 @@ class Board:
     def seq(self) -> int:
         return int(struct.unpack_from("Q", self.map, _SEQ)[0])
 
+    @contextlib.contextmanager
+    def _snapshot_held(self) -> Iterator[None]:
+        with self._snapshot_mutex, self._snapshot_lock:
+            yield
+
     def publish(self, doc: dict[str, Any]) -> None:
-        """The snapshot, as JSON under a sequence lock (one writer: the supervisor's loop); the same
-        snapshot again is not written (readers re-read only what changed)."""
+        """The snapshot, as JSON under the snapshot lock (one writer: the supervisor's loop); the same
+        snapshot again is not written (readers re-read only what changed). The sequence number is odd
+        while it is written, for readers that only look whether it moved."""
         data = json.dumps(doc, separators=(",", ":")).encode()
         if data == self._published:
             return
         self._published = data
         if len(data) > BLOB_BYTES:
             raise ValueError(f"server snapshot of {len(data)} bytes is over the board's {BLOB_BYTES}")
-        seq = self.seq()
-        struct.pack_into("Q", self.map, _SEQ, seq + 1)  # odd: being written
-        struct.pack_into("I", self.map, _LEN, len(data))
-        self.map[self._blob_at : self._blob_at + len(data)] = data
-        struct.pack_into("Q", self.map, _SEQ, seq + 2)
+        with self._snapshot_held():
+            seq = self.seq()
+            struct.pack_into("Q", self.map, _SEQ, seq + 1)  # odd: being written
+            struct.pack_into("I", self.map, _LEN, len(data))
+            self.map[self._blob_at : self._blob_at + len(data)] = data
+            struct.pack_into("Q", self.map, _SEQ, seq + 2)
 
     def snapshot(self) -> tuple[int, dict[str, Any]]:
-        """(sequence, the last snapshot): retried while the supervisor writes it."""
-        while True:
+        """(sequence, the last snapshot), read under the snapshot lock: never while it is written."""
+        with self._snapshot_held():
             seq = self.seq()
-            if seq % 2:
-                continue
             size = struct.unpack_from("I", self.map, _LEN)[0]
             data = bytes(self.map[self._blob_at : self._blob_at + size])
-            if self.seq() == seq:
-                return seq, json.loads(data) if data else {}
+        return seq, json.loads(data) if data else {}
 
     # --- replicas (written by the supervisor) ----------------------------------------------------
     def replica(self, index: int) -> tuple[int, bool, bool, int, int]:

@@ -89,3 +89,19 @@ def test_a_lock_dies_with_its_holder(board: Board) -> None:
     holder.wait()
     with board.flight_lock:  # released by the kernel: no wedge
         pass
+
+
+def test_a_snapshot_read_in_a_second_thread_waits_for_the_first(board: Board) -> None:
+    """The file lock is the process's, shared by its threads (a worker's loop and probe door both read
+    the state): while one thread holds the snapshot, another thread's read waits for it."""
+    import threading
+
+    board.publish({"n": 1})
+    got: list[dict[str, int]] = []
+    reader = threading.Thread(target=lambda: got.append(board.snapshot()[1]))
+    with board._snapshot_held():
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and not got  # held: the second thread waits
+    reader.join(5)
+    assert got == [{"n": 1}]
