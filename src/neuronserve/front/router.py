@@ -124,13 +124,20 @@ class Router(EngineClient):
         self._last = first - 1
 
     def pick(self, exclude: list[Replica]) -> Replica | None:
-        ready = [r for r in self.fleet.replicas if routable(r) and r not in exclude]
+        replicas = self.fleet.replicas
+        if len(replicas) == 1:  # no data parallel, the common case: no choice to make, no lists to build
+            only = replicas[0]
+            if not routable(only) or only in exclude:
+                return None
+            self._last = only.index
+            return only
+        ready = [r for r in replicas if routable(r) and r not in exclude]
         healthy = [r for r in ready if r.healthy]
         ready = healthy or ready
         if not ready:
             return None
         low = min(r.outstanding for r in ready)
-        n = len(self.fleet.replicas)
+        n = len(replicas)
         # Among the least loaded, the first index after the last one picked (round robin on ties).
         choice = min((r for r in ready if r.outstanding == low), key=lambda r: (r.index - self._last - 1) % n)
         self._last = choice.index
