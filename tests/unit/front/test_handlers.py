@@ -10,11 +10,13 @@ import logging
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.requests import Request
 
 from neuronserve.front.errors import PayloadTooLarge
 from neuronserve.front.gate import BODY_KEY
-from neuronserve.front.handlers import body_of, guarded
+from neuronserve.front.handlers import body_of, guarded, header_values
 
 
 def _request(scope_extra: dict[str, Any], messages: list[dict[str, Any]]) -> Request:
@@ -53,3 +55,22 @@ def test_an_unexpected_error_is_a_500_and_one_escaped_log_line(caplog: pytest.Lo
     assert resp.status_code == 500 and b"internal error in the front" in resp.body
     [line] = caplog.messages
     assert line == "front error on POST /x%20status%3D200: KeyError: 'boom'"
+
+
+_NAMES = [b"content-type", b"accept", b"x-amzn-sagemaker-custom-attributes", b"x-other"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([*_NAMES, b"host", b"content-length"]), st.binary(max_size=12)), max_size=12
+    )
+)
+def test_header_values_reads_what_starlettes_headers_read(headers: list[tuple[bytes, bytes]]) -> None:
+    """One pass for several names gives, for each, what `request.headers.get(name)` gives: the first
+    value, latin-1 decoded (duplicates, absent names and non-ASCII bytes included)."""
+    wanted = frozenset(_NAMES[:3])
+    found = header_values({"headers": headers}, wanted)
+    starlette = Request({"type": "http", "headers": headers})
+    for name in _NAMES:
+        expected = starlette.headers.get(name.decode()) if name in wanted else None
+        assert found.get(name) == expected
