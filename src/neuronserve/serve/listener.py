@@ -74,7 +74,13 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """The server's config: httptools with the connection guards (serve/connections.py; `held`, the
     probe door's connections, counted with the loop's), no access log of uvicorn's own (the gate writes
-    one line per request), no lifespan."""
+    one line per request), no lifespan.
+
+    No proxy-headers layer: uvicorn wraps the app in ProxyHeadersMiddleware by default
+    (uvicorn/config.py, `proxy_headers=True`), which rewrites the scope's `client` and `scheme` from
+    X-Forwarded-For/-Proto for peers on 127.0.0.1; nothing in the front reads either (the access line
+    has no client address, no route builds a URL), so it was one ASGI layer more per request for
+    nothing (docs/PERFORMANCE.md, "Hot-path cuts")."""
     return uvicorn.Config(
         app,
         host=opts.host,
@@ -82,6 +88,7 @@ def uvicorn_config(
         http=protocol_class(limits, held),
         lifespan="off",
         access_log=False,
+        proxy_headers=False,
         log_config=None,
         backlog=2048,
         timeout_keep_alive=KEEP_ALIVE_S,
