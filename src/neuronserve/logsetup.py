@@ -25,6 +25,7 @@ kernel for the process id were a measurable part of each line's cost (the loggin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -133,12 +134,86 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(obj, default=str)
 
 
+MAX_BUFFERED = 65_536  # characters kept before they are written anyway
+FLUSH_S = 0.02  # the longest an INFO line logged on the event loop waits to be written
+
+
+class BatchHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A StreamHandler that writes the event loop's INFO lines in batches, each at most FLUSH_S late.
+
+    Why: logging's StreamHandler writes and flushes every record, so each access line was a write
+    system call of its own, made on the event loop, per request. Measured in a one-piece request path
+    (bench/ceiling/floor_relay.py `one`): the access line was ~28 µs of ~145 µs a request, 9 of them
+    the write; written in batches, the line costs ~20 (docs/PERFORMANCE.md, "Hot-path cuts"). The
+    engine's relayed lines are batched the same way, for the same reason (engine/process.py). A line
+    logged while a loop runs in this thread is kept, and one timer per batch (`call_later(FLUSH_S)`)
+    writes what was kept in one write. The time in a line is its record's, and lines keep their
+    order. (Per loop turn was tried first: under load a turn ends about one request, so it batched
+    nothing.)
+
+    What is written at once, with everything kept before it: a WARNING or worse (the reason for what
+    happens next must not wait), a line from a thread with no running loop (the probe and relay
+    threads, start-up, shutdown), and anything beyond MAX_BUFFERED. At exit logging.shutdown flushes
+    what is kept; a process killed outright (SIGKILL) loses at most the last FLUSH_S of INFO lines.
+    A write that fails (stdout closed) drops the text, as the engine relay does."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._kept: list[str] = []
+        self._size = 0
+        self._timed: asyncio.AbstractEventLoop | None = None  # the loop whose timer will write what is kept
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record) + self.terminator
+        except Exception:  # logging's contract: a bad record is reported (handleError), never raised
+            self.handleError(record)
+            return
+        self._kept.append(text)
+        self._size += len(text)
+        if record.levelno >= logging.WARNING or self._size >= MAX_BUFFERED:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: no timer would run
+            loop = None
+        if self._timed is not None and self._timed.is_closed():  # closed before its timer ran
+            self._timed = None
+        if loop is None or (self._timed is not None and self._timed is not loop):
+            self.flush()  # (a second loop in another thread: not the front's case, never held back)
+            return
+        if self._timed is None:
+            self._timed = loop
+            loop.call_later(FLUSH_S, self._write_kept)
+
+    def _write_kept(self) -> None:
+        self.acquire()
+        try:
+            self._timed = None
+            self.flush()
+        finally:
+            self.release()
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            text, self._kept, self._size = "".join(self._kept), [], 0
+            if text:
+                self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # stdout closed or broken: nowhere left to write
+            pass
+        finally:
+            self.release()
+
+
 def setup(fmt: str = "text") -> None:
     """Configure the root logger on stdout; uvicorn's loggers propagate to it (log_config=None)."""
     _state["format"] = fmt
     logging._srcfile = None  # no caller lookup per record (module docstring)
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stdout)
+    handler = BatchHandler(sys.stdout)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
