@@ -3,16 +3,18 @@ test, not run by CI).
 
 Issue 28 asks the front for at most 1.5 times the engine's CPU per non-streamed request and at most
 1.0 per OpenAI stream event. Beside the engine and the real front, in one run on one engine, this
-measures four relays (bench/ceiling/floor_relay.py): `raw`, the least any relay in Python on uvloop
+measures five relays (bench/ceiling/floor_relay.py): `raw`, the least any relay in Python on uvloop
 pays (two parses and the two connections' reads and writes, nothing else); `asgi`, uvicorn with the
 front's connection guards and engine client and nothing of its own; `gate`, that inside the front's
-real Gate; `gen`, the gate with the front's Generator behind it (TGI-body kinds only). Rounds go
-direct, raw, asgi, gate, gen, front and back, with wrk as the client. What a layer costs is the step
+real Gate; `gen`, the gate with the front's Generator behind it (TGI-body kinds only); `one`, the
+gate's and the generate flow's steps for a non-streamed TGI body written as one coroutine on
+uvicorn (tgi-plain only). Rounds go direct, raw, asgi, gate, gen, one, front and back, with wrk as
+the client. What a layer costs is the step
 from one side to the next; docs/PERFORMANCE.md ("How far the front is from the floor") has the
 figures.
 
-The raw, asgi and gate relays are given the engine's own body and path (the direct side's); gen and
-the front the client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
+The raw, asgi and gate relays are given the engine's own body and path (the direct side's); gen, one
+and the front the client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
 
     PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-plain,openai-stream]
         [--duration 5] [--rounds 1] [--engine-step-ms 0] [--json FILE]
@@ -38,14 +40,16 @@ from bench.ceiling import calibrate, kinds, procs, rounds, serve, wrk
 from tests.support.server import free_port
 
 RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
-SIDES = ("direct", "raw", "asgi", "gate", "gen", "front")  # the engine alone, the relays, the real front
-CLIENT_SIDES = ("gen", "front")  # given the client's body and path; the others the engine's
+SIDES = ("direct", "raw", "asgi", "gate", "gen", "one", "front")  # the engine alone, the relays, the front
+CLIENT_SIDES = ("gen", "one", "front")  # given the client's body and path; the others the engine's
 Relays = dict[str, tuple[subprocess.Popen[bytes], int]]  # mode -> (process, port)
 
 
 def sides(kind: kinds.Kind) -> tuple[str, ...]:
-    """`gen` serves only the generate schema: the kinds whose client sends a TGI body."""
-    return tuple(s for s in SIDES if s != "gen" or kind.name.startswith("tgi-"))
+    """`gen` serves only the generate schema: the kinds whose client sends a TGI body; `one` only the
+    non-streamed one."""
+    tgi = kind.name.startswith("tgi-")
+    return tuple(s for s in SIDES if (s != "gen" or tgi) and (s != "one" or (tgi and not kind.stream)))
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

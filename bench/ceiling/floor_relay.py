@@ -9,7 +9,7 @@ callbacks); everything the real front does is on top. One request at a time per 
 as wrk sends them: pipelined requests are not split (a benchmark's relay, not a server).
 bench/bench_floor.py measures its CPU per request against the engine's in one run.
 
-    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate|gen] [MODEL]
+    python bench/ceiling/floor_relay.py LISTEN_PORT ENGINE_PORT [raw|asgi|gate|gen|one] [MODEL]
 
 `asgi`: the next layer up, what the front stands on: uvicorn configured as the front configures it
 (serve/listener.py: httptools on uvloop, the front's connection guards and corked writes from
@@ -31,12 +31,18 @@ is left between this and the front.
 engine client, the answer read and shaped in the TGI dialect), its answer sent as the front sends
 it. What is left between this and the front is the dispatch: the replica scope, `HotRoutes`,
 Starlette's request, the guarded handler and its header reads.
+
+`one`: a non-streamed TGI body served by one coroutine that takes every step the gate and the generate
+flow take for it, with the front's own functions, and no layer between them (one_piece_app).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
+import time
 from collections import deque
 from typing import Any
 
@@ -45,18 +51,22 @@ import uvicorn
 import uvloop
 
 from neuronserve import logsetup
-from neuronserve.front import request_cost, schema
+from neuronserve.front import completion_reader, genparams, request_cost, routes, schema
 from neuronserve.front.dialect import TGI_INVOCATIONS, Framing
 from neuronserve.front.enginepool import EnginePool
-from neuronserve.front.gate import TOKENS_KEY, Gate, request_id
+from neuronserve.front.gate import BODY_TIMEOUT_S, SCHEMA_KEY, TOKENS_KEY, Gate, request_id
 from neuronserve.front.generate import Generator
+from neuronserve.front.jsonbits import COMPACT
+from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import EngineClient
+from neuronserve.front.requestid import engine_id
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.streamusage import counts
+from neuronserve.front.support import check_generate
 from neuronserve.serve import listener
 from neuronserve.serve.connections import ConnectionLimits
-from neuronserve.types import ServeOptions
+from neuronserve.types import RequestSupport, ServeOptions
 
 
 class Upstream(asyncio.Protocol):
@@ -187,6 +197,115 @@ def gen_app(engine_port: int, model: str) -> Any:
     return app
 
 
+# What the one-piece relay leaves out, to measure what a step costs (comma-separated: watcher, metrics,
+# log); not set by bench_floor.py.
+SKIP = frozenset(os.environ.get("FLOOR_ONE_SKIP", "").split(","))
+
+
+def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one piece, on purpose)
+    """A non-streamed TGI body to `/invocations` served in one coroutine: what the estimate in
+    docs/PERFORMANCE.md ("How far the front is from the floor") calls a request path written as one
+    piece, measured instead of estimated.
+
+    Every step the gate and the generate flow take for such a request, with the front's own functions
+    and objects, in the front's order, but with no ASGI layer between them and no Starlette request or
+    response: the request id, the allowlist and phase checks, the body read under its deadline timer,
+    the limiter's slot, a disconnect watcher task that cancels the request, the body's parse and
+    classification, validation and translation (genparams, support), the sequence limit, the engine
+    call through the front's engine pool with the engine's own request id, the answer's parse, the
+    sequences and the TGI answer (completion_reader, the dialect) encoded as the front encodes it, the
+    token counts, the request metrics and the access line. Its answer is byte for byte the front's
+    (tests/integration/test_bench_floor.py). Not a front: no other route, body or error path."""
+    state = ServerState()
+    state.move(Phase.LOADING)
+    state.move(Phase.READY)
+    limiter = Limiter(256)
+    helper: Gate | None = None
+    metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
+    helper = Gate(lambda *_: None, state, 256, metrics=metrics, expose_engine_routes=True)  # _log, _measure
+    logsetup.setup("text")
+    pool = EnginePool(256, wait_s=60.0, connect_s=5.0, read_s=60.0)
+    base = f"http://127.0.0.1:{engine_port}"
+    support = RequestSupport()
+    framing = Framing(TGI_INVOCATIONS, listed=True)
+    texts: dict[int, str] = {}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: PLR0915
+        start = time.perf_counter()
+        rid = request_id(scope)
+        path = scope["path"]
+        assert routes.is_allowed(path, True) and state.phase == Phase.READY
+        task = asyncio.current_task()
+        assert task is not None
+        deadline = task.get_loop().call_later(BODY_TIMEOUT_S, task.cancel)
+        try:
+            parts = []
+            more = True
+            while more:
+                message = await receive()
+                parts.append(message.get("body", b""))
+                more = message.get("more_body", False)
+        finally:
+            deadline.cancel()
+        raw = b"".join(parts)
+        assert state.phase == Phase.READY and limiter.try_acquire(1)
+        complete = False
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not complete:
+                task.cancel()
+
+        watcher = task.get_loop().create_task(watch()) if "watcher" not in SKIP else None
+        status = 500
+        first_byte = None
+        try:
+            body = schema.parse_body(raw)
+            kind, _ = schema.classify(body)
+            assert kind == "tgi", kind
+            scope[SCHEMA_KEY] = kind
+            prompt = genparams.check_inputs(body)
+            assert isinstance(prompt, str)
+            req = genparams.translate(body, prompt, model, support.lora_adapters)
+            check_generate(body.get("parameters") or {}, support)
+            if not support.logprobs:
+                req.engine.pop("logprobs", None)
+            assert not request_cost.over_limit(req.n, 32, "inputs x best_of/n") and not req.stream
+            headers = {"content-type": "application/json", "x-request-id": engine_id(rid)}
+            answer = await pool.request(
+                base, "POST", "/v1/completions", headers, json.dumps(req.engine).encode()
+            )
+            data = await answer.read()
+            answer.release()
+            assert answer.status == 200, data[:200]
+            out = schema.loads(data)
+            seqs = completion_reader.sequences(req, out, texts)
+            if out.get("usage"):
+                scope[TOKENS_KEY] = counts(out["usage"])
+            content = COMPACT([framing.dialect.response(req, seqs)]).encode("utf-8")
+            head = [
+                (b"content-length", str(len(content)).encode()),
+                (b"content-type", b"application/json"),
+                (b"x-request-id", rid.encode("latin-1")),
+            ]
+            status = 200
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            first_byte = time.perf_counter()
+            complete = True
+            await send({"type": "http.response.body", "body": content})
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            limiter.release(1)
+            if "metrics" not in SKIP:
+                helper._measure(scope, path, status, start, first_byte)
+            if "log" not in SKIP:
+                helper._log(scope, status, start)
+
+    return app
+
+
 def gated(app: Any) -> Gate:
     state = ServerState()
     state.move(Phase.LOADING)
@@ -199,8 +318,11 @@ def gated(app: Any) -> Gate:
 
 
 def serve_asgi(listen_port: int, engine_port: int, mode: str, model: str = "") -> None:
-    app = gen_app(engine_port, model) if mode == "gen" else asgi_app(engine_port)
-    served = gated(app) if mode in ("gate", "gen") else app
+    if mode == "one":
+        served = one_piece_app(engine_port, model)
+    else:
+        app = gen_app(engine_port, model) if mode == "gen" else asgi_app(engine_port)
+        served = gated(app) if mode in ("gate", "gen") else app
     opts = ServeOptions(host="127.0.0.1", port=listen_port)
     config = listener.uvicorn_config(served, opts, ConnectionLimits())  # the front's own
     print(f"floor relay ({mode}) on {listen_port} -> {engine_port}", flush=True)
@@ -208,7 +330,7 @@ def serve_asgi(listen_port: int, engine_port: int, mode: str, model: str = "") -
 
 
 if __name__ == "__main__":
-    if sys.argv[3:4] in (["asgi"], ["gate"], ["gen"]):
+    if sys.argv[3:4] in (["asgi"], ["gate"], ["gen"], ["one"]):
         serve_asgi(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     else:
         uvloop.install()

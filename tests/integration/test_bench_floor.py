@@ -71,3 +71,26 @@ def test_the_generate_relay_answers_a_tgi_body_as_the_front_does(server: serve.S
         proc.wait()
     log = (tmp_path / "relay-gen.log").read_text()
     assert log.count("POST /invocations status=200") == len(tgi_kinds)
+
+
+def test_the_one_piece_relay_answers_a_tgi_body_as_the_front_does(
+    server: serve.Serve, tmp_path: Path
+) -> None:
+    """`one` takes the gate's and the generate flow's steps in one coroutine: for a non-streamed TGI
+    body, the front's answer byte for byte, twice on one connection, and an access line for each."""
+    proc, port = bench_floor.start_relay(server.engine_port, "one", tmp_path, server.model)
+    (kind,) = [k for k in KINDS.values() if "one" in bench_floor.sides(k)]
+    assert kind.name == "tgi-plain"
+    try:
+        body = kind.front_body(server.model)
+        front = calibrate.request(server.port, kind.front_path, body)
+        for _ in range(2):
+            relayed = calibrate.request(port, kind.front_path, body)
+            assert relayed.status == front.status == 200, relayed.body[:300]
+            assert relayed.body == front.body
+    finally:
+        proc.terminate()
+        proc.wait()
+    log = (tmp_path / "relay-one.log").read_text()
+    assert log.count("POST /invocations status=200") == 2
+    assert "tokens_in=" in log and "tokens_out=16" in log
