@@ -208,6 +208,12 @@ class BatchHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.release()
 
 
+def flush_handlers() -> None:
+    """Write out whatever the root logger's handlers keep (BatchHandler's lines not yet written)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+
+
 def setup(fmt: str = "text") -> None:
     """Configure the root logger on stdout; uvicorn's loggers propagate to it (log_config=None)."""
     _state["format"] = fmt
@@ -235,7 +241,10 @@ def engine_line(line: str, source: str = "engine") -> str:
 
 
 def fatal(message: str, detail_lines: list[str] | None = None, command: str = "serve") -> None:
-    """The command's last words on stderr: `neuronserve serve: error: ...` (text) or one JSON object."""
+    """The command's last words on stderr: `neuronserve serve: error: ...` (text) or one JSON object.
+
+    What the log handlers still keep (BatchHandler) is written first, so the last words stay last."""
+    flush_handlers()
     if _state["format"] == "json":
         obj: dict[str, Any] = {
             "time": _iso(datetime.now(UTC).timestamp()),

@@ -162,3 +162,22 @@ def test_a_loop_closed_before_its_timer_ran_holds_nothing_back(logged: tuple[log
 
     assert asyncio.run(main()) == 2  # kept, then written by the new loop's timer
     assert sink.lines[-1] == "INFO new loop"
+
+
+def test_the_last_words_come_after_every_kept_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """logsetup.fatal writes what the handlers keep before it speaks: an INFO line logged on the loop
+    just before a fatal error is not written after the error (tests/integration/serve/test_lifecycle.py
+    reads the last words as the log's last line)."""
+    logsetup.setup("text")
+    try:
+
+        async def main() -> None:
+            logging.getLogger("neuronserve.front").info("phase READY -> FAILED")
+            logsetup.fatal("the engine exited with code -9")
+
+        asyncio.run(main())
+        out, err = capsys.readouterr()
+        assert "phase READY -> FAILED" in out  # written before the last words, not at exit
+        assert "the engine exited with code -9" in err
+    finally:
+        logsetup.setup("text")
