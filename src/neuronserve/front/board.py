@@ -24,6 +24,16 @@ may use string instructions whose stores x86 does not keep in order among themse
 3A, "Fast-String Operation and Out-of-Order Stores"). A lock that the writer and each reader take
 does not depend on either: the kernel orders it. It costs two system calls per publish and per
 snapshot read, and a worker re-reads the snapshot only when the sequence number moved (statemirror.py).
+
+Why no field is written with struct.pack_into: it clears its target to zero bytes before it packs the
+values (CPython's Modules/_struct.c, s_pack_internal: `memset(buf, '\0', soself->s_size)`), so a
+process reading the field meanwhile can see zeros that were never written. With two front workers
+under load that was a replica read as WAITING and not alive, a request answered 503 "no engine
+replica is ready" (about one in 30,000 here), and a heartbeat read as 0 (the /live verdict "the
+engine supervisor has not polled"); a reader of a byte rewritten with pack_into saw zero in 0.4 % of
+its reads (tests/unit/front/test_board.py). `_put` packs the values first and copies the finished
+bytes in (mmap slice assignment, a memcpy): each byte goes from its old value straight to its new
+one, and a value that did not change is never seen changed.
 """
 
 from __future__ import annotations
@@ -121,12 +131,17 @@ class Board:
             raise ValueError("descriptor is not a neuronserve board")
         return board
 
+    def _put(self, fmt: str, at: int, *values: int | float) -> None:
+        """`values` packed by `fmt` at offset `at`, never passing through zero bytes (module docstring)."""
+        data = struct.pack(fmt, *values)
+        self.map[at : at + len(data)] = data
+
     # --- the supervisor's fields -----------------------------------------------------------------
     def beat(self) -> float:
         return float(struct.unpack_from("d", self.map, _BEAT)[0])
 
     def set_beat(self, at: float) -> None:
-        struct.pack_into("d", self.map, _BEAT, at)
+        self._put("d", _BEAT, at)
 
     def flags(self) -> tuple[int, bool, bool]:
         """(phase code, engine health, engine alive)."""
@@ -161,10 +176,10 @@ class Board:
             raise ValueError(f"server snapshot of {len(data)} bytes is over the board's {BLOB_BYTES}")
         with self._snapshot_held():
             seq = self.seq()
-            struct.pack_into("Q", self.map, _SEQ, seq + 1)  # odd: being written
-            struct.pack_into("I", self.map, _LEN, len(data))
+            self._put("Q", _SEQ, seq + 1)  # odd: being written
+            self._put("I", _LEN, len(data))
             self.map[self._blob_at : self._blob_at + len(data)] = data
-            struct.pack_into("Q", self.map, _SEQ, seq + 2)
+            self._put("Q", _SEQ, seq + 2)
 
     def snapshot(self) -> tuple[int, dict[str, Any]]:
         """(sequence, the last snapshot), read under the snapshot lock: never while it is written."""
@@ -183,15 +198,15 @@ class Board:
 
     def set_replica(self, index: int, phase: int, healthy: bool, alive: bool, restarts: int) -> None:
         at = self._replicas_at + REPLICA_BYTES * index
-        struct.pack_into("BBB", self.map, at, phase, int(healthy), int(alive))
-        struct.pack_into("I", self.map, at + 8, restarts)
+        self._put("BBB", at, phase, int(healthy), int(alive))
+        self._put("I", at + 8, restarts)
 
     def generation(self, index: int) -> int:
         return int(struct.unpack_from("I", self.map, self._replicas_at + REPLICA_BYTES * index + 4)[0])
 
     def bump_generation(self, index: int) -> None:
         at = self._replicas_at + REPLICA_BYTES * index + 4
-        struct.pack_into("I", self.map, at, self.generation(index) + 1)
+        self._put("I", at, self.generation(index) + 1)
 
     # --- per worker ------------------------------------------------------------------------------
     def row(self, worker: int, replica: int) -> int:

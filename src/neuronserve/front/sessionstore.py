@@ -110,9 +110,9 @@ class SessionStore:
                     "close one or retry later"
                 )
             slot, count = self._free_slot(cursor, count, now)
-            SLOT.pack_into(self._buf, self._at(slot), nonce, expires, replica, generation)
+            self._store(SLOT, self._at(slot), nonce, expires, replica, generation)
             earliest = min(earliest, expires) if earliest else expires
-            HEAD.pack_into(self._buf, 0, count + 1, (slot + 1) % self.max_sessions, earliest)
+            self._store(HEAD, 0, count + 1, (slot + 1) % self.max_sessions, earliest)
         return f"{nonce.hex()}-{slot:x}-{replica:x}", expires
 
     def lookup(self, sid: str) -> int | None:
@@ -150,6 +150,13 @@ class SessionStore:
         return int(HEAD.unpack_from(self._buf, 0)[0])
 
     # --- slots -----------------------------------------------------------------------------------
+    def _store(self, layout: struct.Struct, at: int, *values: Any) -> None:
+        """`values` in `layout` at `at`, copied in whole: never through the zero bytes pack_into writes
+        first, which another process reading the ledger (its length for /metrics, a lookup) could
+        see (front/board.py, module docstring)."""
+        data = layout.pack(*values)
+        self._buf[at : at + len(data)] = data
+
     def _at(self, slot: int) -> int:
         return HEAD_BYTES + SLOT.size * slot
 
@@ -175,7 +182,7 @@ class SessionStore:
         """(with the lock held) The slot holds no session any more."""
         self._buf[self._at(slot) : self._at(slot) + 16] = EMPTY
         count, cursor, earliest = HEAD.unpack_from(self._buf, 0)
-        HEAD.pack_into(self._buf, 0, count - 1, cursor, earliest)
+        self._store(HEAD, 0, count - 1, cursor, earliest)
 
     def _free_slot(self, cursor: int, count: int, now: float) -> tuple[int, int]:
         """(with the lock held) The first slot from the cursor holding no live session (an expired one
@@ -204,5 +211,5 @@ class SessionStore:
             count += 1
             earliest = min(earliest, expires) if earliest else expires
         _, cursor, _ = HEAD.unpack_from(self._buf, 0)
-        HEAD.pack_into(self._buf, 0, count, cursor, earliest)
+        self._store(HEAD, 0, count, cursor, earliest)
         return count, earliest

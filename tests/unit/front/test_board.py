@@ -105,3 +105,38 @@ def test_a_snapshot_read_in_a_second_thread_waits_for_the_first(board: Board) ->
         assert reader.is_alive() and not got  # held: the second thread waits
     reader.join(5)
     assert got == [{"n": 1}]
+
+
+def test_fields_rewritten_with_the_same_values_are_never_read_as_anything_else(board: Board) -> None:
+    """For a second a child rewrites a replica's row (READY, healthy, alive), the heartbeat and the
+    restarts with the values they already hold, as the supervisor does at every poll; every read here
+    meanwhile sees those values. struct.pack_into cleared each field to zero first, and a reader saw
+    the zeros (a replica WAITING and dead: a 503 "no engine replica is ready" under load)."""
+    board.set_replica(1, 2, True, True, 7)
+    board.set_beat(12345.5)
+    writer = boardproc.start(
+        board,
+        """
+        import time
+        end, n = time.monotonic() + 1.0, 0
+        while time.monotonic() < end:
+            for _ in range(200):
+                board.set_replica(1, 2, True, True, 7)
+                board.set_beat(12345.5)
+            n += 200
+        out(n)
+        """,
+    )
+    reads = 0
+    wrong: set[object] = set()
+    while writer.poll() is None:
+        for _ in range(200):
+            phase, healthy, alive, _, restarts = board.replica(1)
+            if (phase, healthy, alive, restarts) != (2, True, True, 7):
+                wrong.add((phase, healthy, alive, restarts))
+            if board.beat() != 12345.5:
+                wrong.add(board.beat())
+        reads += 200
+    assert writer.returncode == 0 and writer.stdout is not None
+    assert int(writer.stdout.read()) > 10_000 and reads > 10_000
+    assert not wrong, f"read {sorted(map(str, wrong))} in {reads} reads"
