@@ -18,20 +18,21 @@ Locks are fcntl.lockf byte ranges of the memfd: the kernel drops a lock whose ho
 Why the snapshot has a lock and not only a sequence lock (its sequence number, odd while written,
 re-read after the copy, as it was first built): the lock-free read was seen torn once in a CI run
 (tests/unit/front/test_board.py: a snapshot's new length with its old bytes, the sequence unchanged
-around the copy; not reproduced in 3 million reads on a quiet machine). Its cause was not pinned down:
-Python gives a sequence lock no memory barriers of its own, and the copies go through memcpy, which
-may use string instructions whose stores x86 does not keep in order among themselves (Intel SDM vol.
-3A, "Fast-String Operation and Out-of-Order Stores"). A lock that the writer and each reader take
-does not depend on either: the kernel orders it. It costs two system calls per publish and per
-snapshot read, and a worker re-reads the snapshot only when the sequence number moved (statemirror.py).
+around the copy). The cause, found later: the sequence number was written with struct.pack_into,
+which writes zeros before the value (next paragraph), so a reader could read 0 before its copy and
+0 again after it (two writes' zero windows): even and equal, a torn copy accepted. The lock, which
+the writer and each reader take, does not depend on how the fields are written; it costs two system
+calls per publish and per snapshot read, and a worker re-reads the snapshot only when the sequence
+number moved (statemirror.py).
 
 Why no field is written with struct.pack_into: it clears its target to zero bytes before it packs the
 values (CPython's Modules/_struct.c, s_pack_internal: `memset(buf, '\0', soself->s_size)`), so a
 process reading the field meanwhile can see zeros that were never written. With two front workers
 under load that was a replica read as WAITING and not alive, a request answered 503 "no engine
-replica is ready" (about one in 30,000 here), and a heartbeat read as 0 (the /live verdict "the
-engine supervisor has not polled"); a reader of a byte rewritten with pack_into saw zero in 0.4 % of
-its reads (tests/unit/front/test_board.py). `_put` packs the values first and copies the finished
+replica is ready" (one request in 20,000 to 190,000 here), and a heartbeat read as 0 (the /live
+verdict "the engine supervisor has not polled"). A process reading a byte that another rewrote with
+pack_into in a loop saw zero in 0.4 % of its reads; tests/unit/front/test_board.py checks that no
+such read is seen now. `_put` packs the values first and copies the finished
 bytes in (mmap slice assignment, a memcpy): each byte goes from its old value straight to its new
 one, and a value that did not change is never seen changed.
 """
