@@ -220,7 +220,6 @@ def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one pi
     state.move(Phase.LOADING)
     state.move(Phase.READY)
     limiter = Limiter(256)
-    helper: Gate | None = None
     metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
     helper = Gate(lambda *_: None, state, 256, metrics=metrics, expose_engine_routes=True)  # _log, _measure
     logsetup.setup("text")
