@@ -32,7 +32,7 @@ under load that was a replica read as WAITING and not alive, a request answered 
 replica is ready" (one request in 20,000 to 190,000 here), and a heartbeat read as 0 (the /live
 verdict "the engine supervisor has not polled"). A process reading a byte that another rewrote with
 pack_into in a loop saw zero in 0.4 % of its reads; tests/unit/front/test_board.py checks that no
-such read is seen now. `_put` packs the values first and copies the finished
+such read is seen now. `put` packs the values first and copies the finished
 bytes in (mmap slice assignment, a memcpy): each byte goes from its old value straight to its new
 one, and a value that did not change is never seen changed.
 """
@@ -61,6 +61,13 @@ _PHASE, _HEALTHY, _ALIVE = 16, 17, 18  # u8 each
 _SEQ, _LEN = 24, 32  # u64 snapshot sequence (odd while written), u32 its length
 # lock bytes (ranges of the file, not data)
 FLIGHT_LOCK, LEDGER_LOCK, SNAPSHOT_LOCK = 0, 1, 2
+
+
+def put(buf: Any, layout: str | struct.Struct, at: int, *values: Any) -> None:
+    """`values` packed by `layout` into `buf` at `at`, never passing through zero bytes (module
+    docstring): the board's fields and the session ledger's slots (sessionstore.py)."""
+    data = layout.pack(*values) if isinstance(layout, struct.Struct) else struct.pack(layout, *values)
+    buf[at : at + len(data)] = data
 
 
 class FileLock:
@@ -132,17 +139,12 @@ class Board:
             raise ValueError("descriptor is not a neuronserve board")
         return board
 
-    def _put(self, fmt: str, at: int, *values: int | float) -> None:
-        """`values` packed by `fmt` at offset `at`, never passing through zero bytes (module docstring)."""
-        data = struct.pack(fmt, *values)
-        self.map[at : at + len(data)] = data
-
     # --- the supervisor's fields -----------------------------------------------------------------
     def beat(self) -> float:
         return float(struct.unpack_from("d", self.map, _BEAT)[0])
 
     def set_beat(self, at: float) -> None:
-        self._put("d", _BEAT, at)
+        put(self.map, "d", _BEAT, at)
 
     def flags(self) -> tuple[int, bool, bool]:
         """(phase code, engine health, engine alive)."""
@@ -177,10 +179,10 @@ class Board:
             raise ValueError(f"server snapshot of {len(data)} bytes is over the board's {BLOB_BYTES}")
         with self._snapshot_held():
             seq = self.seq()
-            self._put("Q", _SEQ, seq + 1)  # odd: being written
-            self._put("I", _LEN, len(data))
+            put(self.map, "Q", _SEQ, seq + 1)  # odd: being written
+            put(self.map, "I", _LEN, len(data))
             self.map[self._blob_at : self._blob_at + len(data)] = data
-            self._put("Q", _SEQ, seq + 2)
+            put(self.map, "Q", _SEQ, seq + 2)
 
     def snapshot(self) -> tuple[int, dict[str, Any]]:
         """(sequence, the last snapshot), read under the snapshot lock: never while it is written."""
@@ -199,15 +201,15 @@ class Board:
 
     def set_replica(self, index: int, phase: int, healthy: bool, alive: bool, restarts: int) -> None:
         at = self._replicas_at + REPLICA_BYTES * index
-        self._put("BBB", at, phase, int(healthy), int(alive))
-        self._put("I", at + 8, restarts)
+        put(self.map, "BBB", at, phase, int(healthy), int(alive))
+        put(self.map, "I", at + 8, restarts)
 
     def generation(self, index: int) -> int:
         return int(struct.unpack_from("I", self.map, self._replicas_at + REPLICA_BYTES * index + 4)[0])
 
     def bump_generation(self, index: int) -> None:
         at = self._replicas_at + REPLICA_BYTES * index + 4
-        self._put("I", at, self.generation(index) + 1)
+        put(self.map, "I", at, self.generation(index) + 1)
 
     # --- per worker ------------------------------------------------------------------------------
     def row(self, worker: int, replica: int) -> int:

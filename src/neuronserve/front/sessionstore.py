@@ -33,6 +33,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from neuronserve.front.board import put
+
 log = logging.getLogger("neuronserve.front")
 
 SLOT = struct.Struct("=16sdHxxI")  # nonce, expiry, replica, (pad), replica generation
@@ -110,9 +112,9 @@ class SessionStore:
                     "close one or retry later"
                 )
             slot, count = self._free_slot(cursor, count, now)
-            self._store(SLOT, self._at(slot), nonce, expires, replica, generation)
+            put(self._buf, SLOT, self._at(slot), nonce, expires, replica, generation)
             earliest = min(earliest, expires) if earliest else expires
-            self._store(HEAD, 0, count + 1, (slot + 1) % self.max_sessions, earliest)
+            put(self._buf, HEAD, 0, count + 1, (slot + 1) % self.max_sessions, earliest)
         return f"{nonce.hex()}-{slot:x}-{replica:x}", expires
 
     def lookup(self, sid: str) -> int | None:
@@ -150,13 +152,6 @@ class SessionStore:
         return int(HEAD.unpack_from(self._buf, 0)[0])
 
     # --- slots -----------------------------------------------------------------------------------
-    def _store(self, layout: struct.Struct, at: int, *values: Any) -> None:
-        """`values` in `layout` at `at`, copied in whole: never through the zero bytes pack_into writes
-        first, which another process reading the ledger (its length for /metrics, a lookup) could
-        see (front/board.py, module docstring)."""
-        data = layout.pack(*values)
-        self._buf[at : at + len(data)] = data
-
     def _at(self, slot: int) -> int:
         return HEAD_BYTES + SLOT.size * slot
 
@@ -182,7 +177,7 @@ class SessionStore:
         """(with the lock held) The slot holds no session any more."""
         self._buf[self._at(slot) : self._at(slot) + 16] = EMPTY
         count, cursor, earliest = HEAD.unpack_from(self._buf, 0)
-        self._store(HEAD, 0, count - 1, cursor, earliest)
+        put(self._buf, HEAD, 0, count - 1, cursor, earliest)
 
     def _free_slot(self, cursor: int, count: int, now: float) -> tuple[int, int]:
         """(with the lock held) The first slot from the cursor holding no live session (an expired one
@@ -211,5 +206,5 @@ class SessionStore:
             count += 1
             earliest = min(earliest, expires) if earliest else expires
         _, cursor, _ = HEAD.unpack_from(self._buf, 0)
-        self._store(HEAD, 0, count, cursor, earliest)
+        put(self._buf, HEAD, 0, count, cursor, earliest)
         return count, earliest
