@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -75,24 +76,34 @@ def target(kind: kinds.Kind, side: str, srv: serve.Serve, relays: Relays) -> tup
 
 
 def start_relay(
-    engine_port: int, mode: str, tmp: Path, model: str = ""
+    engine_port: int, mode: str, tmp: Path, model: str = "", skip: str = ""
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """The relay on a free port, its output (the gate's access lines) to a file as the serve's goes."""
+    """The relay on a free port, its output (the gate's access lines) to a file as the serve's goes.
+    `skip`: the one-piece relay's FLOOR_ONE_SKIP (bench_steps.py)."""
     port = free_port()
-    with (tmp / f"relay-{mode}.log").open("ab") as out:
+    env = {**os.environ, "FLOOR_ONE_SKIP": skip}
+    with (tmp / f"relay-{mode}{'-' + skip if skip else ''}.log").open("ab") as out:
         relay = subprocess.Popen(
-            [sys.executable, str(RELAY), str(port), str(engine_port), mode, model], stdout=out, stderr=out
+            [sys.executable, str(RELAY), str(port), str(engine_port), mode, model],
+            stdout=out,
+            stderr=out,
+            env=env,
         )
-    deadline = time.monotonic() + 20
-    while True:  # listening?
+    wait_listening(relay, port, f"the {mode} relay")
+    return relay, port
+
+
+def wait_listening(proc: subprocess.Popen[bytes], port: int, what: str, timeout_s: float = 20) -> None:
+    """Until `proc` accepts connections on `port`; SystemExit when it exits or takes too long."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return
         except OSError:
-            if time.monotonic() > deadline or relay.poll() is not None:
-                raise SystemExit(f"the {mode} relay did not listen on :{port}") from None
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"{what} did not listen on :{port}") from None
             time.sleep(0.05)
-    return relay, port
 
 
 def one_round(
@@ -212,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = summary(done)
     print("\nCPU per unit (µs) and its ratio to the bare engine's, per side; then each side's rate, in order")
     for r in rows:
-        mine = [s for s in SIDES if f"{s}_rate" in r or s == "direct"]
+        mine = sides(kinds.KINDS[r["kind"]])
         cells = "  ".join(f"{s} {r[f'{s}_us']:.1f} ({r[f'{s}_ratio']:.2f})" for s in mine[1:])
         rates = " / ".join(f"{r[f'{s}_rate']:.0f}" for s in mine)
         print(

@@ -17,15 +17,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import bench_floor
 from bench.ceiling import procs, wrk
 from tests.support.server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-RELAY = REPO / "bench" / "ceiling" / "floor_relay.py"
 BODY: dict[str, object] = {"inputs": "hello there", "parameters": {"max_new_tokens": 16}}
 
 
@@ -52,13 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         relays: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
         try:
+            bench_floor.wait_listening(engine, engine_port, "the synthetic engine")
             for v in variants:
-                port = free_port()
-                with (tmp / f"relay-{v or 'all'}.log").open("wb") as out:
-                    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO}", "FLOOR_ONE_SKIP": v}
-                    argv_relay = [sys.executable, str(RELAY), str(port), str(engine_port), "one", "m"]
-                    relays[v] = (subprocess.Popen(argv_relay, env=env, stdout=out, stderr=out), port)
-            time.sleep(3)
+                relays[v] = bench_floor.start_relay(engine_port, "one", tmp, "m", skip=v)
             lua = wrk.script(tmp, "one", BODY)
             spent = dict.fromkeys(variants, 0.0)
             done = dict.fromkeys(variants, 0)

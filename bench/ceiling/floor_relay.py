@@ -57,7 +57,6 @@ from neuronserve.front.enginepool import EnginePool
 from neuronserve.front.gate import BODY_TIMEOUT_S, SCHEMA_KEY, TOKENS_KEY, Gate, request_id
 from neuronserve.front.generate import Generator
 from neuronserve.front.jsonbits import COMPACT
-from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import EngineClient
 from neuronserve.front.requestid import engine_id
@@ -216,13 +215,10 @@ def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one pi
     sequences and the TGI answer (completion_reader, the dialect) encoded as the front encodes it, the
     token counts, the request metrics and the access line. Its answer is byte for byte the front's
     (tests/integration/test_bench_floor.py). Not a front: no other route, body or error path."""
-    state = ServerState()
-    state.move(Phase.LOADING)
-    state.move(Phase.READY)
-    limiter = Limiter(256)
-    metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
-    helper = Gate(lambda *_: None, state, 256, metrics=metrics, expose_engine_routes=True)  # _log, _measure
-    logsetup.setup("text")
+    # The gate relay's READY state, limiter, metrics and access log; its _measure and _log are called
+    # here, it is never called as an app.
+    helper = gated(lambda *_: None)
+    state, limiter = helper.state, helper.limiter
     pool = EnginePool(256, wait_s=60.0, connect_s=5.0, read_s=60.0)
     base = f"http://127.0.0.1:{engine_port}"
     support = RequestSupport()
