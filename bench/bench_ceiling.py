@@ -49,6 +49,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--probe-thread", choices=("on", "off"), default="on", help="NEURONSERVE_PROBE_THREAD of the serve"
     )
+    p.add_argument(
+        "--probe-door",
+        choices=("thread", "process"),
+        help="NEURONSERVE_PROBE_DOOR of the serve (default: its own)",
+    )
     p.add_argument("--engine-step-ms", type=float, default=0.0, help="engine step (default 0: no pause)")
     p.add_argument("--engine-nice", type=int, help="NEURONSERVE_ENGINE_NICE (default: serve's own)")
     p.add_argument("--profile", choices=("py-spy", "cprofile"), help="profile the front under one kind")
@@ -84,6 +89,7 @@ def options(args: argparse.Namespace, dialect: str, **extra: Any) -> serve.Optio
         engine_procs=args.engine_procs,
         engine_access_log=args.engine_access_log == "on",
         probe_thread=args.probe_thread == "on",
+        probe_door=args.probe_door,
         engine_nice=args.engine_nice,
         engine_step_s=args.engine_step_ms / 1000.0,
         **extra,

@@ -39,7 +39,8 @@ class Options:
     engine_access_log: bool = True  # as vLLM with the plan's argv (SYNTH_ACCESS_LOG)
     engine_step_s: float = 0.0  # SYNTH_STEP_S: 0 = as fast as it can
     engine_nice: int | None = None  # NEURONSERVE_ENGINE_NICE (the default when None)
-    probe_thread: bool = True  # NEURONSERVE_PROBE_THREAD: /ping and /live from the probe door's thread
+    probe_thread: bool = True  # NEURONSERVE_PROBE_THREAD: /ping and /live from the probe door
+    probe_door: str | None = None  # NEURONSERVE_PROBE_DOOR (not set when None): thread or process
     cprofile_out: Path | None = None  # run the front under bench/ceiling/profiled_serve.py
 
 
@@ -92,6 +93,8 @@ def environment(tmp: Path, port: int, engine_port: int, opts: Options) -> dict[s
         SYNTH_STEP_S=str(opts.engine_step_s),
         NEURONSERVE_PROBE_THREAD="true" if opts.probe_thread else "false",
     )
+    if opts.probe_door is not None:
+        env["NEURONSERVE_PROBE_DOOR"] = opts.probe_door
     if opts.workers is not None:
         env["NEURONSERVE_FRONT_WORKERS"] = str(opts.workers)
     if opts.engine_nice is not None:

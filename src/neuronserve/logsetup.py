@@ -228,6 +228,11 @@ def setup(fmt: str = "text") -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call would drown the log
 
 
+def current_format() -> str:
+    """The format setup() configured ("text" or "json"), for processes this one starts."""
+    return _state["format"]
+
+
 def engine_line(line: str, source: str = "engine") -> str:
     """One relayed engine line, newline-terminated, in the configured format (`engine 1`: replica 1)."""
     if _state["format"] == "json":

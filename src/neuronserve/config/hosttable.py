@@ -216,6 +216,17 @@ _OWN_VARS: tuple[Var, ...] = (
         p.boolean,
     ),
     Var(
+        "NEURONSERVE_PROBE_DOOR",
+        "",
+        "process",
+        NS,
+        "Where the probe door runs when NEURONSERVE_PROBE_THREAD is true: process (a small process of its "
+        "own beside each front process, sharing no GIL with the busy event loop: /ping p99 under load "
+        "about half the thread's, docs/PERFORMANCE.md) or thread (a thread of the front process, no "
+        "extra process) (read by the front server at start)",
+        p.choice("thread", "process"),
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "data-parallel-size",
         None,

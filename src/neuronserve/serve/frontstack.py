@@ -31,11 +31,13 @@ from neuronserve.front.sessions import SessionScope, SessionStore
 from neuronserve.front.state import ServerState
 from neuronserve.serve import gilheld, listener
 from neuronserve.serve.connections import ConnectionLimits
+from neuronserve.serve.doorprocess import ProcessDoor
 from neuronserve.serve.probedoor import DoorLoop, ProbeDoor
 from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.serve")
+Door = ProbeDoor | ProcessDoor
 WORKER_HEADER = b"x-neuronserve-worker"
 
 
@@ -50,6 +52,7 @@ class FrontConfig:
     loop_stall_s: float
     stage_stall_s: float
     probe_thread: bool
+    probe_door: str = "process"  # NEURONSERVE_PROBE_DOOR: where the door runs when probe_thread is on
 
 
 def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[str, str]) -> FrontConfig:
@@ -64,6 +67,7 @@ def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[s
         VARS["NEURONSERVE_LIVE_LOOP_STALL_S"].read(environ),
         VARS["NEURONSERVE_LIVE_STAGE_STALL_S"].read(environ),
         VARS["NEURONSERVE_PROBE_THREAD"].read(environ),
+        VARS["NEURONSERVE_PROBE_DOOR"].read(environ),
     )
 
 
@@ -73,7 +77,7 @@ class FrontStack:
     client: Router
     watchdog: LoopWatchdog
     config: uvicorn.Config
-    door: ProbeDoor | None  # None: NEURONSERVE_PROBE_THREAD=false, the loop answers the probes
+    door: Door | None  # None: NEURONSERVE_PROBE_THREAD=false, the loop answers the probes
 
 
 def build_front(
@@ -110,9 +114,10 @@ def build_front(
     )
     served: Any = gate if worker is None else WorkerTag(gate, worker)
     tags = () if worker is None else (worker_header(worker),)
-    door = None
+    door: Door | None = None
     if cfg.probe_thread and gilheld.AVAILABLE:
-        door = ProbeDoor(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
+        kind = ProcessDoor if cfg.probe_door == "process" else ProbeDoor
+        door = kind(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
     elif cfg.probe_thread:
         log.warning("no probe door (this Python has no ctypes or no accept4): the event loop answers /ping")
     config = listener.uvicorn_config(served, opts, cfg.limits, door.held if door else None)
@@ -151,7 +156,7 @@ class QuietServer(uvicorn.Server):
     door accepts on the listening socket and hands uvicorn every connection that is not a probe
     (serve/probedoor.py)."""
 
-    def __init__(self, config: uvicorn.Config, door: ProbeDoor | None = None) -> None:
+    def __init__(self, config: uvicorn.Config, door: Door | None = None) -> None:
         super().__init__(config)
         self.door = door
 

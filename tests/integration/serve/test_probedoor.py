@@ -7,189 +7,90 @@ bytes and its header deadline; the door's connections count against the connecti
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import re
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from tests.support.blocking import blocking
+from tests.support.doorserver import (
+    LOOPS,
+    PING,
+    connect,
+    door_server,
+    exchange,
+    read_response,
+    read_response_or_empty,
+    ready_state,
+    status,
+    without_date,
+)
 
-from neuronserve.front.app import create_app
-from neuronserve.front.gate import Gate
-from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.serve import eventloop, listener
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits
-from neuronserve.serve.frontstack import QuietServer
-from neuronserve.serve.probedoor import ProbeDoor
-from neuronserve.types import ServeOptions
 
 pytestmark = pytest.mark.integration  # uvicorn on a real port
-
-BLOCK_S = 2.0
-PING = b"GET /ping HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-LOOPS = {"uvloop": eventloop.loop_factory(), "asyncio": None}
-
-
-def _ready(clock: Any = time.monotonic) -> ServerState:
-    state = ServerState(clock)
-    state.move(Phase.LOADING)
-    state.set_engine_health(True)
-    state.move(Phase.READY)
-    return state
-
-
-@contextlib.contextmanager
-def door_server(
-    state: ServerState, loop: str, limits: ConnectionLimits | None = None, door_on: bool = True
-) -> Iterator[int]:
-    limits = limits or ConnectionLimits()
-    opts = ServeOptions(host="127.0.0.1", port=0)
-    engine = make_client("http://127.0.0.1:9", 5.0, 8)
-    door = ProbeDoor(state, limits, listener.KEEP_ALIVE_S) if door_on else None
-    server = QuietServer(
-        listener.uvicorn_config(
-            blocking(Gate(create_app(state, opts, engine), state, 4), BLOCK_S),
-            opts,
-            limits,
-            door.held if door else None,
-        ),
-        door,
-    )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-
-    def run() -> None:
-        with asyncio.Runner(loop_factory=LOOPS[loop]) as runner:
-            runner.run(server.serve(sockets=[sock]))
-            runner.run(engine.aclose())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(10)
-    assert not thread.is_alive()
-
-
-def _connect(port: int) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=10)
-
-
-def _exchange(port: int, request: bytes) -> tuple[bytes, float]:
-    """The whole answer to `request` on a new connection the server closes, and how long it took."""
-    t0 = time.monotonic()
-    with _connect(port) as conn:
-        conn.sendall(request)
-        data = b""
-        while chunk := conn.recv(65536):
-            data += chunk
-    return data, time.monotonic() - t0
-
-
-_pending: dict[int, bytes] = {}  # bytes read past a response, by connection (pipelined answers)
-
-
-def _read_response(conn: socket.socket) -> bytes:
-    """One response with a content-length, on a kept connection."""
-    data = _pending.pop(conn.fileno(), b"")
-    while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = int(re.search(rb"content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
-    while len(body) < length:
-        body += conn.recv(65536)
-    if body[length:]:
-        _pending[conn.fileno()] = body[length:]
-    return head + b"\r\n\r\n" + body[:length]
-
-
-def _status(data: bytes) -> int:
-    return int(data.split(b" ", 2)[1])
 
 
 @pytest.mark.parametrize("loop", LOOPS)
 def test_probes_answer_while_the_loop_is_blocked_and_other_requests_wait_for_it(loop: str) -> None:
-    with door_server(_ready(), loop) as port, _connect(port) as blocker, _connect(port) as kept:
+    with door_server(ready_state(), loop) as port, connect(port) as blocker, connect(port) as kept:
         blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
         time.sleep(0.3)  # the loop sleeps now
-        ping, took = _exchange(port, PING)
-        assert _status(ping) == 200 and took < 0.5, (ping, took)
+        ping, took = exchange(port, PING)
+        assert status(ping) == 200 and took < 0.5, (ping, took)
         for _ in range(2):  # a kept connection stays with the door
             t0 = time.monotonic()
             kept.sendall(b"GET /live HTTP/1.1\r\nHost: t\r\n\r\n")
-            live = _read_response(kept)
-            assert _status(live) == 200 and b'"live":true' in live and time.monotonic() - t0 < 0.5
-        handed, waited = _exchange(
+            live = read_response(kept)
+            assert status(live) == 200 and b'"live":true' in live and time.monotonic() - t0 < 0.5
+        handed, waited = exchange(
             port, b"GET /ping?from=loop HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
         )
-        assert _status(handed) == 200 and waited > 0.5  # served by the loop, once it ran again
-        assert _status(_read_response_or_empty(blocker)) == 204
+        assert status(handed) == 200 and waited > 0.5  # served by the loop, once it ran again
+        assert status(read_response_or_empty(blocker)) == 204
 
 
 def test_without_the_door_a_probe_waits_for_the_blocked_loop() -> None:
     """NEURONSERVE_PROBE_THREAD=false (serve/frontstack.py passes no door): the loop answers /ping."""
-    with door_server(_ready(), "uvloop", door_on=False) as port, _connect(port) as blocker:
+    with door_server(ready_state(), "uvloop", door_on=False) as port, connect(port) as blocker:
         blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
         time.sleep(0.3)
-        ping, took = _exchange(port, PING)
-        assert _status(ping) == 200 and took > 1.0
-
-
-def _read_response_or_empty(conn: socket.socket) -> bytes:
-    conn.settimeout(10)
-    return conn.recv(65536)
-
-
-def _without_date(data: bytes) -> bytes:
-    return re.sub(rb"date: [^\r]*\r\n", b"", data)
+        ping, took = exchange(port, PING)
+        assert status(ping) == 200 and took > 1.0
 
 
 @pytest.mark.parametrize("phase", ["READY", "LOADING"])
 @pytest.mark.parametrize("path", [b"/ping", b"/live"])
 def test_the_door_answers_the_bytes_the_loop_answers(phase: str, path: bytes) -> None:
-    state = _ready(lambda: 100.0) if phase == "READY" else ServerState(lambda: 100.0)
+    state = ready_state(lambda: 100.0) if phase == "READY" else ServerState(lambda: 100.0)
     if phase == "LOADING":
         state.move(Phase.LOADING)
     with door_server(state, "uvloop") as port:
         head = b"GET " + path + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-        by_door, _ = _exchange(port, head + b"\r\n")
-        by_loop, _ = _exchange(port, head + b"Content-Length: 0\r\n\r\n")  # a body header: handed over
-    assert _status(by_door) == (503 if (phase, path) == ("LOADING", b"/ping") else 200)
-    assert _without_date(by_door) == _without_date(by_loop)
+        by_door, _ = exchange(port, head + b"\r\n")
+        by_loop, _ = exchange(port, head + b"Content-Length: 0\r\n\r\n")  # a body header: handed over
+    assert status(by_door) == (503 if (phase, path) == ("LOADING", b"/ping") else 200)
+    assert without_date(by_door) == without_date(by_loop)
     assert b"\r\ndate: " in by_door and b"\r\nserver: uvicorn\r\n" in by_door
 
 
 def test_a_handed_over_connection_keeps_its_bytes_and_pipelined_requests() -> None:
-    with door_server(_ready(), "uvloop") as port, _connect(port) as conn:
+    with door_server(ready_state(), "uvloop") as port, connect(port) as conn:
         conn.sendall(b"GE")  # undecided: the door reads on
         time.sleep(0.2)
         conn.sendall(b"T /ping?x=1 HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert _status(_read_response(conn)) == 200  # "GE" reached the loop's parser first
+        assert status(read_response(conn)) == 200  # "GE" reached the loop's parser first
         conn.sendall(b"GET /live HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert _status(_read_response(conn)) == 200
-        nope = _read_response(conn)
-        assert _status(nope) == 404 and b"no route" in nope
-        with _connect(port) as piped:  # a probe, then a request for the loop, in one write
+        assert status(read_response(conn)) == 200
+        nope = read_response(conn)
+        assert status(nope) == 404 and b"no route" in nope
+        with connect(port) as piped:  # a probe, then a request for the loop, in one write
             piped.sendall(PING.replace(b"close", b"keep-alive") + b"GET /info HTTP/1.1\r\nHost: t\r\n\r\n")
-            assert _status(_read_response(piped)) == 200
-            assert _status(_read_response(piped)) == 200
+            assert status(read_response(piped)) == 200
+            assert status(read_response(piped)) == 200
 
 
 def test_the_header_deadline_counts_from_the_doors_accept() -> None:
     limits = ConnectionLimits(header_timeout_s=1.0)
-    with door_server(_ready(), "uvloop", limits) as port, _connect(port) as slow, _connect(port) as late:
+    with door_server(ready_state(), "uvloop", limits) as port, connect(port) as slow, connect(port) as late:
         t0 = time.monotonic()
         slow.sendall(b"GET /pi")  # a probe's beginning, never finished: the door closes it
         time.sleep(0.6)
@@ -200,18 +101,18 @@ def test_the_header_deadline_counts_from_the_doors_accept() -> None:
 
 def test_the_doors_connections_count_against_the_bound() -> None:
     limits = ConnectionLimits(max_connections=1)
-    with door_server(_ready(), "uvloop", limits) as port:
-        held = [_connect(port) for _ in range(1 + PING_RESERVE)]  # idle: all with the door
+    with door_server(ready_state(), "uvloop", limits) as port:
+        held = [connect(port) for _ in range(1 + PING_RESERVE)]  # idle: all with the door
         try:
             time.sleep(0.3)
-            with _connect(port) as over:
+            with connect(port) as over:
                 over.settimeout(5)
                 assert over.recv(100) == b""  # closed at accept: not even /ping
             held[-1].sendall(b"POST /invocations HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}")
-            busy = _read_response(held[-1])
-            assert _status(busy) == 503 and b"NEURONSERVE_MAX_CONNECTIONS" in busy
+            busy = read_response(held[-1])
+            assert status(busy) == 503 and b"NEURONSERVE_MAX_CONNECTIONS" in busy
             held[0].sendall(PING.replace(b"close", b"keep-alive"))
-            assert _status(_read_response(held[0])) == 200  # the reserve answers /ping
+            assert status(read_response(held[0])) == 200  # the reserve answers /ping
         finally:
             for conn in held:
                 conn.close()
@@ -231,12 +132,12 @@ def test_a_failed_accept_pauses_accepting_for_a_second_then_serves(monkeypatch: 
         return real(fd)
 
     monkeypatch.setattr(gilheld, "accept", accept)
-    with door_server(_ready(), "uvloop") as port:
-        ping, took = _exchange(port, PING)
-        assert _status(ping) == 200 and 0.8 < took < 3.0, took
+    with door_server(ready_state(), "uvloop") as port:
+        ping, took = exchange(port, PING)
+        assert status(ping) == 200 and 0.8 < took < 3.0, took
         assert len(failed) == 1
-        again, took = _exchange(port, PING)
-        assert _status(again) == 200 and took < 0.5
+        again, took = exchange(port, PING)
+        assert status(again) == 200 and took < 0.5
 
 
 def test_a_probe_the_door_cannot_answer_is_answered_by_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,8 +152,8 @@ def test_a_probe_the_door_cannot_answer_is_answered_by_the_loop(monkeypatch: pyt
         raise RuntimeError("mid-change")
 
     monkeypatch.setattr(probes, "answer", broken)
-    with door_server(_ready(), "uvloop") as port:
+    with door_server(ready_state(), "uvloop") as port:
         for _ in range(2):
-            ping, _ = _exchange(port, PING)
-            assert _status(ping) == 200
+            ping, _ = exchange(port, PING)
+            assert status(ping) == 200
     assert calls == ["/ping", "/ping"]

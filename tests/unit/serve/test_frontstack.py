@@ -78,6 +78,8 @@ def test_the_probe_thread_is_on_by_default_and_off_by_its_setting(tmp_path: obje
     assert off.probe_thread is False
     with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_THREAD"):
         front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "sometimes"})
+    with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_DOOR='fork' is not one of: thread, process"):
+        front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_DOOR": "fork"})
 
 
 def test_the_door_is_built_when_on_and_left_out_when_off_or_unavailable(
@@ -97,8 +99,9 @@ def test_the_door_is_built_when_on_and_left_out_when_off_or_unavailable(
         )
         return stack.door
 
-    assert gilheld.AVAILABLE and door({}) is not None
-    assert door({"NEURONSERVE_PROBE_THREAD": "false"}) is None
+    assert gilheld.AVAILABLE and type(door({})).__name__ == "ProcessDoor"
+    assert type(door({"NEURONSERVE_PROBE_DOOR": "Thread"})).__name__ == "ProbeDoor"
+    assert door({"NEURONSERVE_PROBE_THREAD": "false", "NEURONSERVE_PROBE_DOOR": "process"}) is None
     monkeypatch.setattr(gilheld, "AVAILABLE", False)
     assert door({}) is None
     assert "no probe door" in caplog.text

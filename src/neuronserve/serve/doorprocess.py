@@ -1,0 +1,200 @@
+"""The probe door as a process of its own (NEURONSERVE_PROBE_DOOR=process): the front's side.
+
+Why a process: the door's thread (serve/probedoor.py) answers a probe without waiting for the event
+loop, but it still needs the GIL, which the busy loop's thread holds; each probe waits for it to be
+handed over (a switch interval, then a core for the thread). Measured with the front saturated on
+this 2-core machine (bench/bench_ceiling.py's prober, a new connection every 25 ms), the thread's
+p99 was 4.0-7.1 ms; a door in its own process, with no GIL to share, measured 2.5-4.6 ms in the same
+conditions (docs/PERFORMANCE.md, "`/ping` from the door's process").
+
+What runs where:
+- the door's process (serve/doorchild.py) is the only acceptor of the listening socket; it answers
+  whole probe heads with the bytes published here, and sends every other connection back over a Unix
+  socket (the descriptor, the bytes read so far, the header deadline left), which this side adopts
+  into uvicorn's protocol exactly as the thread door does (serve/probedoor.py `adopt`);
+- a publishing thread here builds /ping's and /live's answers from the front's state every
+  PUBLISH_S (the route's own bytes: serve/probedoor.py `probe_bytes`), with the loop's connection
+  count, into shared memory (serve/probeboard.py). So the door answers what the front's state was at
+  most PUBLISH_S ago (plus a wait for the GIL): a phase change reaches the door's answers within
+  that; the routes on the loop answer from the state as it is. A front that stops publishing (its
+  whole process stuck) has its probes handed to the loop after probeboard.STALE_S, which answers them
+  when it can, as without a door.
+- the connection bound counts the door's connections (published by the door) with the loop's.
+
+If the door's process exits while the front runs (killed, say), the front logs it and carries on
+with the thread door on the same listening socket, which it kept: connections queued meanwhile wait
+in the kernel's backlog, none is refused. At shutdown the front closes the Unix socket; the door's
+process closes what it holds and exits (a door never outlives its front: it exits as well when the
+front dies, since the kernel closes that socket).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+
+from neuronserve import logsetup
+from neuronserve.front.state import ServerState
+from neuronserve.serve.connections import ConnectionLimits
+from neuronserve.serve.doorchild import HEAD_S
+from neuronserve.serve.probeboard import ANSWERS, ProbeBoard
+from neuronserve.serve.probedoor import DoorLoop, ProbeDoor, adopt, door_limits, probe_bytes
+
+log = logging.getLogger("neuronserve.serve")
+
+PUBLISH_S = 0.05
+STOP_WAIT_S = 5.0
+MESSAGE_BYTES = 16 * 1024  # a hand-off: 8 bytes, then at most the door's READ_BYTES read
+TAKE_BATCH = 64  # hand-offs taken per wake-up of the loop
+
+Headers = Sequence[tuple[bytes, bytes]]
+
+
+class ProcessDoor:
+    """The same interface as ProbeDoor (held, start, stop), with the door in a process of its own."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        limits: ConnectionLimits,
+        keep_alive_s: float,
+        extra_headers: Headers = (),
+    ) -> None:
+        self.state = state
+        self.limits = limits
+        self.keep_alive_s = keep_alive_s
+        self.extra_headers = list(extra_headers)
+        self.board: ProbeBoard | None = None  # made at start
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.fallback: ProbeDoor | None = None
+        self._side: DoorLoop | None = None
+        self._sock: socket.socket | None = None
+        self._channel: socket.socket | None = None
+        self._stop = threading.Event()
+        self._publisher: threading.Thread | None = None
+
+    def held(self) -> int:
+        if self.fallback is not None:
+            return self.fallback.held()
+        return self.board.door_held() if self.board is not None else 0
+
+    def start(self, sock: socket.socket, side: DoorLoop) -> None:
+        self._sock, self._side = sock, side
+        self.board = board = ProbeBoard.create()
+        self.publish()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        door = door_limits(self.limits, self.keep_alive_s)
+        cfg = {
+            "listen_fd": sock.fileno(),
+            "channel_fd": theirs.fileno(),
+            "board_fd": board.fd,
+            "header_timeout_s": door.header_timeout_s,
+            "most_connections": door.most_connections,
+            "keep_alive_s": door.keep_alive_s,
+            "log_format": logsetup.current_format(),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
+            pass_fds=(sock.fileno(), theirs.fileno(), board.fd),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        ours.setblocking(False)
+        self._channel = ours
+        side.loop.add_reader(ours.fileno(), self._take)
+        self._publisher = threading.Thread(target=self._publish_loop, name="probe-publisher", daemon=True)
+        self._publisher.start()
+        log.info("probe door: process %d answers /ping and /live", self.proc.pid)
+
+    def publish(self) -> None:
+        """The probes' answers now, and the loop's connection count, for the door's process."""
+        side, board = self._side, self.board
+        assert side is not None and board is not None
+        default = side.default_headers()
+        answers = [
+            probe_bytes(self.state, path, default, self.extra_headers, close) for path, close in ANSWERS
+        ]
+        if not board.publish(answers, side.connections()):
+            log.warning("probe door: the probes' answers do not fit the shared page; the loop answers them")
+
+    def _publish_loop(self) -> None:
+        while not self._stop.wait(PUBLISH_S):
+            try:
+                self.publish()
+            except Exception:  # the state mid-change: the next round publishes
+                log.debug("probe door: answers not published this round", exc_info=True)
+
+    def _take(self) -> None:
+        """In the loop: adopt the connections the door's process sent; at the channel's end, fall back."""
+        channel, side = self._channel, self._side
+        assert channel is not None and side is not None
+        for _ in range(TAKE_BATCH):
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(channel, MESSAGE_BYTES, 4)
+            except BlockingIOError:
+                return
+            except OSError as err:
+                log.warning("probe door: its channel failed: %s", err)
+                message, fds = b"", []
+            if not message and not fds:
+                self._door_gone()
+                return
+            for extra in fds[1:]:
+                socket.socket(fileno=extra).close()
+            if fds and len(message) >= HEAD_S.size:
+                (head_s,) = HEAD_S.unpack_from(message)
+                adopt(side, fds[0], message[HEAD_S.size :], head_s)
+            elif fds:
+                socket.socket(fileno=fds[0]).close()
+
+    def _door_gone(self) -> None:
+        side, sock = self._side, self._sock
+        assert side is not None and sock is not None
+        self._close_channel()
+        if self._stop.is_set():
+            return
+        code = self.proc.poll() if self.proc is not None else None
+        log.warning(
+            "probe door: its process ended (exit %s); a thread of the front answers the probes from now on",
+            code,
+        )
+        self.fallback = ProbeDoor(self.state, self.limits, self.keep_alive_s, self.extra_headers)
+        self.fallback.start(sock, side)
+
+    def _close_channel(self) -> None:
+        channel, side = self._channel, self._side
+        if channel is None:
+            return
+        self._channel = None
+        if side is not None:
+            with contextlib.suppress(Exception):
+                side.loop.remove_reader(channel.fileno())
+        channel.close()
+
+    def stop(self) -> None:
+        """Stop accepting; the door's process closes what it holds and exits; the listening socket closed."""
+        self._stop.set()
+        if self._publisher is not None:
+            self._publisher.join(5.0)
+        self._close_channel()
+        if self.proc is not None:
+            try:
+                self.proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                log.warning(
+                    "probe door: process %d did not stop in %.0f s: killed", self.proc.pid, STOP_WAIT_S
+                )
+                self.proc.kill()
+                self.proc.wait()
+        if self.fallback is not None:
+            self.fallback.stop()  # closes the listening socket
+        elif self._sock is not None:
+            self._sock.close()
+        if self.board is not None:
+            self.board.close()

@@ -1,0 +1,144 @@
+"""The door's process on its own (`python -m neuronserve.serve.doorchild`, serve/doorchild.py), driven
+as the front drives it: a listening socket, the answers in shared memory, a Unix socket. A probe gets
+the published bytes; any other connection arrives on the Unix socket as the connection itself, with
+the bytes read so far; with no fresh answers a probe is handed on too; a SIGTERM is ignored; the
+end of the Unix socket ends the process and the connections it held."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from neuronserve.serve import shortslice
+from neuronserve.serve.doorchild import HEAD_S
+from neuronserve.serve.probeboard import ProbeBoard
+
+pytestmark = pytest.mark.integration  # a process of its own on a real port
+
+PING = b"GET /ping HTTP/1.1\r\nHost: t\r\n\r\n"
+ANSWERS = [
+    b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nkept",
+    b"HTTP/1.1 200 OK\r\n\r\nclosed",
+    b"live",
+    b"live!",
+]
+
+
+@dataclass
+class Child:
+    proc: subprocess.Popen[bytes]
+    port: int
+    channel: socket.socket
+    board: ProbeBoard
+
+
+@contextlib.contextmanager
+def child(header_timeout_s: float = 5.0) -> Iterator[Child]:
+    board = ProbeBoard.create()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    cfg = {
+        "listen_fd": listener.fileno(),
+        "channel_fd": theirs.fileno(),
+        "board_fd": board.fd,
+        "header_timeout_s": header_timeout_s,
+        "most_connections": 100,
+        "keep_alive_s": 5.0,
+        "log_format": "text",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
+        pass_fds=(listener.fileno(), theirs.fileno(), board.fd),
+    )
+    theirs.close()
+    port = listener.getsockname()[1]
+    listener.close()  # the door's process holds it now
+    ours.settimeout(10)
+    try:
+        yield Child(proc, port, ours, board)
+    finally:
+        ours.close()
+        proc.wait(10)
+        board.close()
+
+
+def _handed(c: Child) -> tuple[socket.socket, float, bytes]:
+    message, fds, _, _ = socket.recv_fds(c.channel, 65536, 4)
+    assert len(fds) == 1
+    (head_s,) = HEAD_S.unpack_from(message)
+    return socket.socket(fileno=fds[0]), head_s, message[HEAD_S.size :]
+
+
+def test_a_probe_gets_the_published_bytes_and_keeps_its_connection() -> None:
+    with child() as c:
+        c.board.publish(ANSWERS, 0)
+        with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+            for _ in range(2):
+                conn.sendall(PING)
+                assert conn.recv(100) == ANSWERS[0]
+            conn.sendall(PING.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            assert conn.recv(100) == ANSWERS[1]
+            assert conn.recv(100) == b""
+
+
+def test_the_process_runs_with_the_short_slice() -> None:
+    with child() as c:
+        c.board.publish(ANSWERS, 0)
+        with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+            conn.sendall(PING)
+            assert conn.recv(100) == ANSWERS[0]  # running, past its start-up
+        sched = Path(f"/proc/{c.proc.pid}/sched").read_text()
+        if "se.slice" not in sched or os.uname().machine not in shortslice.SYSCALL:
+            pytest.skip("this kernel does not show a task's slice, or the architecture is not known")
+        line = next(ln for ln in sched.splitlines() if ln.startswith("se.slice"))
+        assert int(line.split(":")[1]) == shortslice.SLICE_NS
+
+
+def test_another_request_arrives_as_the_connection_itself_with_its_bytes() -> None:
+    with child() as c:
+        c.board.publish(ANSWERS, 0)
+        with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+            conn.sendall(b"POST /invocations HTTP/1.1\r\n")
+            handed, head_s, preread = _handed(c)
+            with handed:
+                assert preread == b"POST /invocations HTTP/1.1\r\n" and 0 < head_s <= 5.0
+                handed.sendall(b"answered by the front")
+                assert conn.recv(100) == b"answered by the front"
+                conn.sendall(b"rest")
+                assert handed.recv(100) == b"rest"
+
+
+def test_with_no_fresh_answers_a_probe_is_handed_to_the_front() -> None:
+    with child() as c, socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+        conn.sendall(PING)  # nothing published: the front's loop answers
+        handed, _, preread = _handed(c)
+        handed.close()
+        assert preread == PING
+
+
+def test_sigterm_is_the_fronts_and_the_channels_end_ends_the_process() -> None:
+    with child() as c:
+        c.board.publish(ANSWERS, 0)
+        with socket.create_connection(("127.0.0.1", c.port), timeout=10) as idle:
+            time.sleep(0.2)
+            os.kill(c.proc.pid, signal.SIGTERM)
+            time.sleep(0.2)
+            assert c.proc.poll() is None and c.board.door_held() == 1
+            c.channel.shutdown(socket.SHUT_RDWR)
+            assert c.proc.wait(5) == 0
+            assert idle.recv(100) == b""  # the held connection closed as the process ended
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", c.port), timeout=2)  # nothing accepts any more
