@@ -54,8 +54,12 @@ class ChildDoor(DoorCore):
     def front_connections(self) -> int:
         return self.board.front_connections()
 
+    def held(self) -> int:
+        """The connections being read and those not yet taken by the front: both are the door's."""
+        return super().held() + len(self._waiting)
+
     def held_changed(self) -> None:
-        self.board.set_door_held(self.held() + len(self._waiting))
+        self.board.set_door_held(self.held())
 
     def channel_event(self) -> None:
         """The channel is readable (its end: the front closed it or died) or writable again."""

@@ -174,7 +174,7 @@ class DoorCore:
                 return
             if fd is None:
                 return
-            if self.front_connections() + len(self._held) >= self.limits.most_connections:
+            if self.front_connections() + self.held() >= self.limits.most_connections:
                 gilheld.close(fd)  # not even /ping: the reserve is taken too (serve/connections.py)
                 continue
             now = time.monotonic()

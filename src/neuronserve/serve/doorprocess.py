@@ -43,6 +43,7 @@ from neuronserve import logsetup
 from neuronserve.front.state import ServerState
 from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.doorchild import HEAD_S
+from neuronserve.serve.doorcore import READ_BYTES
 from neuronserve.serve.probeboard import ANSWERS, ProbeBoard
 from neuronserve.serve.probedoor import DoorLoop, ProbeDoor, adopt, door_limits, probe_bytes
 
@@ -50,7 +51,9 @@ log = logging.getLogger("neuronserve.serve")
 
 PUBLISH_S = 0.05
 STOP_WAIT_S = 5.0
-MESSAGE_BYTES = 16 * 1024  # a hand-off: 8 bytes, then at most the door's READ_BYTES read
+# a hand-off: 8 bytes, then the bytes read: under READ_BYTES before the last read, which adds at most
+# READ_BYTES (serve/doorcore.py `classify` hands a head on once READ_BYTES are read)
+MESSAGE_BYTES = 2 * READ_BYTES + 1024
 TAKE_BATCH = 64  # hand-offs taken per wake-up of the loop
 
 Headers = Sequence[tuple[bytes, bytes]]
@@ -136,7 +139,7 @@ class ProcessDoor:
         assert channel is not None and side is not None
         for _ in range(TAKE_BATCH):
             try:
-                message, fds, _flags, _addr = socket.recv_fds(channel, MESSAGE_BYTES, 4)
+                message, fds, flags, _addr = socket.recv_fds(channel, MESSAGE_BYTES, 4)
             except BlockingIOError:
                 return
             except OSError as err:
@@ -147,7 +150,10 @@ class ProcessDoor:
                 return
             for extra in fds[1:]:
                 socket.socket(fileno=extra).close()
-            if fds and len(message) >= HEAD_S.size:
+            if fds and flags & socket.MSG_TRUNC:  # never a connection with bytes missing
+                log.warning("probe door: a hand-off over %d bytes; the connection is closed", MESSAGE_BYTES)
+                socket.socket(fileno=fds[0]).close()
+            elif fds and len(message) >= HEAD_S.size:
                 (head_s,) = HEAD_S.unpack_from(message)
                 adopt(side, fds[0], message[HEAD_S.size :], head_s)
             elif fds:

@@ -115,6 +115,22 @@ def test_a_handed_over_connection_keeps_its_bytes_and_pipelined_requests() -> No
             assert status(read_response(piped)) == 200
 
 
+def test_a_long_unfinished_probe_head_is_handed_over_whole() -> None:
+    """A probe's request line with headers that never end within the door's reads: the bytes it read
+    (up to two reads' worth) reach the loop's parser, all of them, and the request is answered."""
+    with door_server(ready_state(), "uvloop", kind="process") as port, connect(port) as conn:
+        head = b"GET /ping HTTP/1.1\r\nHost: t\r\n" + b"".join(
+            b"X-Pad-%05d: %s\r\n" % (i, b"p" * 90) for i in range(160)
+        )
+        conn.sendall(head[:8191])  # one byte under a read: the next read fills it up
+        time.sleep(0.2)
+        conn.sendall(head[8191:] + b"Connection: close\r\n\r\n")
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+        assert status(data) == 200  # answered by the loop: every header arrived intact
+
+
 def test_the_header_deadline_counts_from_the_processs_accept() -> None:
     limits = ConnectionLimits(header_timeout_s=1.0)
     with (
