@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +44,18 @@ class Child:
 
 
 @contextlib.contextmanager
-def child(header_timeout_s: float = 5.0) -> Iterator[Child]:
+def child(header_timeout_s: float = 5.0, most_connections: int = 100) -> Iterator[Child]:
     board = ProbeBoard.create()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
+    listener.listen(1024)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     cfg = {
         "listen_fd": listener.fileno(),
         "channel_fd": theirs.fileno(),
         "board_fd": board.fd,
         "header_timeout_s": header_timeout_s,
-        "most_connections": 100,
+        "most_connections": most_connections,
         "keep_alive_s": 5.0,
         "log_format": "text",
     }
@@ -119,6 +119,42 @@ def test_another_request_arrives_as_the_connection_itself_with_its_bytes() -> No
                 assert conn.recv(100) == b"answered by the front"
                 conn.sendall(b"rest")
                 assert handed.recv(100) == b"rest"
+
+
+def test_hand_offs_the_front_cannot_take_yet_wait_and_probes_are_still_answered() -> None:
+    """The front's loop blocked: the Unix socket's buffer fills (a socket pair's sends are bounded by
+    the sender's buffer, some hundred hand-offs), the door keeps the rest and goes on answering probes;
+    once the front reads, every connection arrives, each still the client's."""
+    count = 600
+    with child(most_connections=2 * count) as c:
+        c.board.publish(ANSWERS, 0)
+        clients = [socket.create_connection(("127.0.0.1", c.port), timeout=10) for _ in range(count)]
+        try:
+            for i, conn in enumerate(clients):
+                conn.sendall(b"POST /n%d HTTP/1.1\r\n" % i)
+            time.sleep(0.5)
+            assert 0 < c.board.door_held() < count  # some in the socket's queue, the rest kept by the door
+            c.board.publish(ANSWERS, 0)  # fresh, as the front's publisher keeps them
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as prober:
+                prober.sendall(PING)
+                assert prober.recv(100) == ANSWERS[0]  # the door is not stuck behind them
+            taken = [_handed(c) for _ in range(count)]
+            for handed, _, preread in taken:
+                with handed:
+                    handed.sendall(preread)  # echo: the bytes go back to the client who sent them
+            for i, conn in enumerate(clients):
+                assert conn.recv(100) == b"POST /n%d HTTP/1.1\r\n" % i
+            _wait_for(lambda: c.board.door_held() == 0)
+        finally:
+            for conn in clients:
+                conn.close()
+
+
+def _wait_for(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def test_with_no_fresh_answers_a_probe_is_handed_to_the_front() -> None:
