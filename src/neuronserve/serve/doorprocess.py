@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -41,6 +42,7 @@ from collections.abc import Sequence
 
 from neuronserve import logsetup
 from neuronserve.front.state import ServerState
+from neuronserve.redact import is_secret_name
 from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.doorchild import HEAD_S
 from neuronserve.serve.doorcore import READ_BYTES
@@ -102,11 +104,22 @@ class ProcessDoor:
             "keep_alive_s": door.keep_alive_s,
             "log_format": logsetup.current_format(),
         }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
-            pass_fds=(sock.fileno(), theirs.fileno(), board.fd),
-            stdin=subprocess.DEVNULL,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
+                pass_fds=(sock.fileno(), theirs.fileno(), board.fd),
+                stdin=subprocess.DEVNULL,
+                env={k: v for k, v in os.environ.items() if not is_secret_name(k)},  # it needs none
+            )
+        except OSError as err:  # no process to be had (EMFILE, ENOMEM, EAGAIN): the thread door
+            log.warning(
+                "probe door: no process of its own (%s); a thread of the front answers the probes", err
+            )
+            ours.close()
+            theirs.close()
+            self.fallback = ProbeDoor(self.state, self.limits, self.keep_alive_s, self.extra_headers)
+            self.fallback.start(sock, side)
+            return
         theirs.close()
         ours.setblocking(False)
         self._channel = ours

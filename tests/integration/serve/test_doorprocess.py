@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,3 +203,35 @@ def test_the_door_process_ends_when_its_front_is_gone() -> None:
             proc.wait(5)
             idle.settimeout(5)
             assert idle.recv(100) == b""  # closed by the exiting door
+
+
+def test_the_door_process_gets_no_secret_from_the_fronts_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_not_for_the_door")
+    doors: list[Any] = []
+    with door_server(ready_state(), "uvloop", kind="process", doors=doors):
+        proc = _door(doors).proc
+        assert proc is not None
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes()
+    assert b"hf_not_for_the_door" not in environ and b"PATH=" in environ
+
+
+def test_no_process_to_be_had_leaves_the_thread_door(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Starting the door's process fails (EAGAIN: a pids limit reached, say): the front serves, and a
+    thread door answers the probes while the loop is blocked."""
+    from neuronserve.serve import doorprocess
+
+    def no_process(*_args: object, **_kwargs: object) -> object:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(doorprocess.subprocess, "Popen", no_process)
+    doors: list[Any] = []
+    with door_server(ready_state(), "uvloop", kind="process", doors=doors) as port, connect(port) as blocker:
+        (door,) = doors
+        _wait_until(lambda: door.fallback is not None)
+        blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
+        time.sleep(0.3)
+        ping, took = exchange(port, PING)
+        assert status(ping) == 200 and took < 0.5
+    assert "no process of its own" in caplog.text
