@@ -1,9 +1,11 @@
-"""The probe door (serve/probedoor.py) on a real socket in front of the real front (app, gate) on the
-server's own uvicorn (serve/frontstack.py QuietServer, serve/listener.py config), on uvloop and on
-asyncio's loop. A test-only route blocks the event loop with a synchronous sleep, as a saturated or
-wedged loop would: /ping and /live still answer at once, from the door, while a request the door
-hands over waits for the loop. The door's bytes are the loop's; a handed-over connection keeps its
-bytes and its header deadline; the door's connections count against the connection bound."""
+"""The probe door, as a thread (serve/probedoor.py) and as a process of its own (serve/doorprocess.py:
+each test runs both kinds where both must hold), on a real socket in front of the real front (app,
+gate) on the server's own uvicorn (serve/frontstack.py QuietServer, serve/listener.py config), on
+uvloop and on asyncio's loop. A test-only route blocks the event loop with a synchronous sleep, as a
+saturated or wedged loop would: /ping and /live still answer at once, from the door, while a request
+the door hands over waits for the loop. The door's bytes are the loop's; a handed-over connection
+keeps its bytes (a long head too) and its header deadline; the door's connections count against the
+connection bound. What only the process kind adds: test_doorprocess.py."""
 
 from __future__ import annotations
 
@@ -26,12 +28,15 @@ from tests.support.doorserver import (
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits
 
+KINDS = ("thread", "process")
+
 pytestmark = pytest.mark.integration  # uvicorn on a real port
 
 
 @pytest.mark.parametrize("loop", LOOPS)
-def test_probes_answer_while_the_loop_is_blocked_and_other_requests_wait_for_it(loop: str) -> None:
-    with door_server(ready_state(), loop) as port, connect(port) as blocker, connect(port) as kept:
+@pytest.mark.parametrize("kind", KINDS)
+def test_probes_answer_while_the_loop_is_blocked_and_other_requests_wait_for_it(loop: str, kind: str) -> None:
+    with door_server(ready_state(), loop, kind=kind) as port, connect(port) as blocker, connect(port) as kept:
         blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
         time.sleep(0.3)  # the loop sleeps now
         ping, took = exchange(port, PING)
@@ -59,11 +64,12 @@ def test_without_the_door_a_probe_waits_for_the_blocked_loop() -> None:
 
 @pytest.mark.parametrize("phase", ["READY", "LOADING"])
 @pytest.mark.parametrize("path", [b"/ping", b"/live"])
-def test_the_door_answers_the_bytes_the_loop_answers(phase: str, path: bytes) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_door_answers_the_bytes_the_loop_answers(phase: str, path: bytes, kind: str) -> None:
     state = ready_state(lambda: 100.0) if phase == "READY" else ServerState(lambda: 100.0)
     if phase == "LOADING":
         state.move(Phase.LOADING)
-    with door_server(state, "uvloop") as port:
+    with door_server(state, "uvloop", kind=kind) as port:
         head = b"GET " + path + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
         by_door, _ = exchange(port, head + b"\r\n")
         by_loop, _ = exchange(port, head + b"Content-Length: 0\r\n\r\n")  # a body header: handed over
@@ -72,8 +78,9 @@ def test_the_door_answers_the_bytes_the_loop_answers(phase: str, path: bytes) ->
     assert b"\r\ndate: " in by_door and b"\r\nserver: uvicorn\r\n" in by_door
 
 
-def test_a_handed_over_connection_keeps_its_bytes_and_pipelined_requests() -> None:
-    with door_server(ready_state(), "uvloop") as port, connect(port) as conn:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_handed_over_connection_keeps_its_bytes_and_pipelined_requests(kind: str) -> None:
+    with door_server(ready_state(), "uvloop", kind=kind) as port, connect(port) as conn:
         conn.sendall(b"GE")  # undecided: the door reads on
         time.sleep(0.2)
         conn.sendall(b"T /ping?x=1 HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -88,9 +95,14 @@ def test_a_handed_over_connection_keeps_its_bytes_and_pipelined_requests() -> No
             assert status(read_response(piped)) == 200
 
 
-def test_the_header_deadline_counts_from_the_doors_accept() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_header_deadline_counts_from_the_doors_accept(kind: str) -> None:
     limits = ConnectionLimits(header_timeout_s=1.0)
-    with door_server(ready_state(), "uvloop", limits) as port, connect(port) as slow, connect(port) as late:
+    with (
+        door_server(ready_state(), "uvloop", limits, kind=kind) as port,
+        connect(port) as slow,
+        connect(port) as late,
+    ):
         t0 = time.monotonic()
         slow.sendall(b"GET /pi")  # a probe's beginning, never finished: the door closes it
         time.sleep(0.6)
@@ -99,9 +111,10 @@ def test_the_header_deadline_counts_from_the_doors_accept() -> None:
         assert slow.recv(100) == b"" and time.monotonic() - t0 < 1.5
 
 
-def test_the_doors_connections_count_against_the_bound() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_doors_connections_count_against_the_bound(kind: str) -> None:
     limits = ConnectionLimits(max_connections=1)
-    with door_server(ready_state(), "uvloop", limits) as port:
+    with door_server(ready_state(), "uvloop", limits, kind=kind) as port:
         held = [connect(port) for _ in range(1 + PING_RESERVE)]  # idle: all with the door
         try:
             time.sleep(0.3)
@@ -116,6 +129,23 @@ def test_the_doors_connections_count_against_the_bound() -> None:
         finally:
             for conn in held:
                 conn.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_long_unfinished_probe_head_is_handed_over_whole(kind: str) -> None:
+    """A probe's request line with headers that never end within the door's reads: the bytes it read
+    (up to two reads' worth) reach the loop's parser, all of them, and the request is answered."""
+    with door_server(ready_state(), "uvloop", kind=kind) as port, connect(port) as conn:
+        head = b"GET /ping HTTP/1.1\r\nHost: t\r\n" + b"".join(
+            b"X-Pad-%05d: %s\r\n" % (i, b"p" * 90) for i in range(160)
+        )
+        conn.sendall(head[:8191])  # one byte under a read: the next read fills it up
+        time.sleep(0.2)
+        conn.sendall(head[8191:] + b"Connection: close\r\n\r\n")
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+        assert status(data) == 200  # answered by the loop: every header arrived intact
 
 
 def test_a_failed_accept_pauses_accepting_for_a_second_then_serves(monkeypatch: pytest.MonkeyPatch) -> None:
