@@ -38,7 +38,6 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
 
 from neuronserve import logsetup
 from neuronserve.front.state import ServerState
@@ -47,7 +46,7 @@ from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.doorchild import HEAD_S
 from neuronserve.serve.doorcore import READ_BYTES
 from neuronserve.serve.probeboard import ANSWERS, ProbeBoard
-from neuronserve.serve.probedoor import DoorLoop, ProbeDoor, adopt, door_limits, probe_bytes
+from neuronserve.serve.probedoor import DoorLoop, Headers, ProbeDoor, adopt, door_limits, probe_bytes
 
 log = logging.getLogger("neuronserve.serve")
 
@@ -57,8 +56,6 @@ STOP_WAIT_S = 5.0
 # READ_BYTES (serve/doorcore.py `classify` hands a head on once READ_BYTES are read)
 MESSAGE_BYTES = 2 * READ_BYTES + 1024
 TAKE_BATCH = 64  # hand-offs taken per wake-up of the loop
-
-Headers = Sequence[tuple[bytes, bytes]]
 
 
 class ProcessDoor:
@@ -117,8 +114,7 @@ class ProcessDoor:
             )
             ours.close()
             theirs.close()
-            self.fallback = ProbeDoor(self.state, self.limits, self.keep_alive_s, self.extra_headers)
-            self.fallback.start(sock, side)
+            self._thread_door()
             return
         theirs.close()
         ours.setblocking(False)
@@ -173,8 +169,6 @@ class ProcessDoor:
                 socket.socket(fileno=fds[0]).close()
 
     def _door_gone(self) -> None:
-        side, sock = self._side, self._sock
-        assert side is not None and sock is not None
         self._close_channel()
         if self._stop.is_set():
             return
@@ -183,6 +177,12 @@ class ProcessDoor:
             "probe door: its process ended (exit %s); a thread of the front answers the probes from now on",
             code,
         )
+        self._thread_door()
+
+    def _thread_door(self) -> None:
+        """The thread door on the same listening socket, in place of the process (not started, or gone)."""
+        side, sock = self._side, self._sock
+        assert side is not None and sock is not None
         self.fallback = ProbeDoor(self.state, self.limits, self.keep_alive_s, self.extra_headers)
         self.fallback.start(sock, side)
 

@@ -57,7 +57,17 @@ from neuronserve.serve.doorcore import (
     drain_pipe,
 )
 
-__all__ = ["OTHER", "READ_BYTES", "WAIT", "DoorLoop", "Probe", "ProbeDoor", "classify", "response_bytes"]
+__all__ = [
+    "OTHER",
+    "READ_BYTES",
+    "WAIT",
+    "DoorLoop",
+    "Headers",
+    "Probe",
+    "ProbeDoor",
+    "classify",
+    "response_bytes",
+]
 
 log = logging.getLogger("neuronserve.serve")
 

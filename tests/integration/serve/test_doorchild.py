@@ -14,11 +14,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.support.workers import wait_for
 
 from neuronserve.serve import shortslice
 from neuronserve.serve.doorchild import HEAD_S
@@ -144,17 +145,10 @@ def test_hand_offs_the_front_cannot_take_yet_wait_and_probes_are_still_answered(
                     handed.sendall(preread)  # echo: the bytes go back to the client who sent them
             for i, conn in enumerate(clients):
                 assert conn.recv(100) == b"POST /n%d HTTP/1.1\r\n" % i
-            _wait_for(lambda: c.board.door_held() == 0)
+            wait_for(lambda: c.board.door_held() == 0, 5.0, "every hand-off taken")
         finally:
             for conn in clients:
                 conn.close()
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_with_no_fresh_answers_a_probe_is_handed_to_the_front() -> None:

@@ -23,6 +23,7 @@ from tests.support.doorserver import (
     ready_state,
     status,
 )
+from tests.support.workers import wait_for
 
 from neuronserve.front.state import Phase
 from neuronserve.serve.doorprocess import PUBLISH_S, ProcessDoor
@@ -32,18 +33,11 @@ pytestmark = pytest.mark.integration  # uvicorn and the door's process on a real
 KEEP = PING.replace(b"close", b"keep-alive")
 
 
-def _wait_until(check: Any, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def _door(doors: list[Any]) -> ProcessDoor:
     """The server's door, once started (uvicorn says "started" before QuietServer starts the door)."""
     (door,) = doors
     assert isinstance(door, ProcessDoor)
-    _wait_until(lambda: door.proc is not None)
+    wait_for(lambda: door.proc is not None, 5.0, "the door process to start")
     return door
 
 
@@ -79,7 +73,7 @@ def test_a_killed_door_process_leaves_a_thread_door_and_refuses_no_connection(
         for _ in range(5):
             ping, _ = exchange(port, PING)
             assert status(ping) == 200
-        _wait_until(lambda: door.fallback is not None)
+        wait_for(lambda: door.fallback is not None, 5.0, "the thread door")
         with connect(port) as conn:
             conn.sendall(b"GET /info HTTP/1.1\r\nHost: t\r\n\r\n")
             assert status(read_response(conn)) == 200
@@ -95,7 +89,7 @@ def test_the_door_process_ends_when_its_front_is_gone() -> None:
         proc = door.proc
         assert proc is not None
         with connect(port) as idle:
-            _wait_until(lambda: door.held() == 1)
+            wait_for(lambda: door.held() == 1, 5.0, "the door to hold the connection")
             channel = door._channel  # as if the front died: only the kernel closes its end
             assert channel is not None
             channel.shutdown(socket.SHUT_RDWR)
@@ -128,7 +122,7 @@ def test_no_process_to_be_had_leaves_the_thread_door(
     doors: list[Any] = []
     with door_server(ready_state(), "uvloop", kind="process", doors=doors) as port, connect(port) as blocker:
         (door,) = doors
-        _wait_until(lambda: door.fallback is not None)
+        wait_for(lambda: door.fallback is not None, 5.0, "the thread door")
         blocker.sendall(b"GET /test-only/block HTTP/1.1\r\nHost: t\r\n\r\n")
         time.sleep(0.3)
         ping, took = exchange(port, PING)
