@@ -162,6 +162,13 @@ class Board:
     def seq(self) -> int:
         return int(struct.unpack_from("Q", self.map, _SEQ)[0])
 
+    def basis_span(self) -> tuple[int, int, int]:
+        """(descriptor, offset, size) of the bytes a worker's /ping and /live answers follow: the phase,
+        health and liveness bytes and the snapshot's sequence number. The probe door's process reads
+        them at each probe and answers from its published bytes only while they are unchanged
+        (serve/probeboard.py, its basis)."""
+        return self.fd, _PHASE, _SEQ + 8 - _PHASE
+
     @contextlib.contextmanager
     def _snapshot_held(self) -> Iterator[None]:
         with self._snapshot_mutex, self._snapshot_lock:

@@ -91,8 +91,9 @@ class ServerState:
         self.stage_stall_s = 0.0
         self._advanced = self._since  # when staging last advanced (a new step or more bytes)
         self._failed_check = "engine"  # the /live check a FAILED phase is reported under
-        # Called after each phase move (the supervisor publishes it to its front workers at once).
-        self.on_change: Callable[[], object] = _fine
+        # Called after each phase move and each change of the engine's health: the supervisor publishes
+        # it to its front workers at once, the probe door's process gets the new answers at once.
+        self._listeners: list[Callable[[], object]] = []
 
     @property
     def phase(self) -> Phase:
@@ -114,8 +115,23 @@ class ServerState:
             if to != Phase.READY:
                 self._healthy = False
         log.info("phase %s -> %s after %.1f s%s", old, to, took, f": {detail}" if detail else "")
-        self.on_change()
+        self._changed()
         return True
+
+    def on_change(self, listener: Callable[[], object]) -> None:
+        """Call `listener` after every change of what /ping answers (a phase move, the engine's health),
+        in the thread that made it."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    def shared_span(self) -> tuple[int, int, int] | None:
+        """Shared bytes another process writes that this state's answers follow (a front worker's
+        board, statemirror.py); None: the state is this process's own, and every change of it is told
+        to the listeners."""
+        return None
 
     def set_progress(self, progress: Progress) -> None:
         """Called every few seconds while a step runs (stage/progress.py); the same step at the same
@@ -126,7 +142,9 @@ class ServerState:
         self._progress = progress
 
     def set_engine_health(self, healthy: bool) -> None:
-        self._healthy = healthy
+        if healthy != self._healthy:
+            self._healthy = healthy
+            self._changed()
 
     def ready(self) -> bool:
         """True only when /ping may answer 200: READY and the engine's last health check passed."""

@@ -18,8 +18,10 @@ kept and sent when the socket is writable again: a connection is never dropped f
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
+import mmap
 import os
 import selectors
 import signal
@@ -38,14 +40,33 @@ HEAD_S = struct.Struct("<d")  # a hand-off message: the header deadline left, th
 
 
 class ChildDoor(DoorCore):
-    def __init__(self, limits: DoorLimits, board: ProbeBoard, channel: socket.socket) -> None:
+    def __init__(
+        self,
+        limits: DoorLimits,
+        board: ProbeBoard,
+        channel: socket.socket,
+        basis: tuple[int, int, int] | None = None,
+        wake_fd: int | None = None,
+    ) -> None:
         super().__init__(limits)
         self.board = board
         self.channel = channel
         self._waiting: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._wake = wake_fd
+        self._basis_at = 0
+        self._basis: mmap.mmap | None = None
+        if basis is not None:  # the bytes the answers follow (serve/probeboard.py): read at each probe
+            fd, self._basis_at, size = basis
+            self._basis = mmap.mmap(fd, self._basis_at + size, access=mmap.ACCESS_READ)
+            os.close(fd)
 
     def response(self, probe: Probe) -> bytes | None:
-        return self.board.answer(probe.path, probe.close)
+        now = b"" if self._basis is None else self._basis[self._basis_at :]
+        answer = self.board.answer(probe.path, probe.close, now)
+        if answer is None and self._wake is not None:  # the loop answers this one; fresh bytes for the next
+            with contextlib.suppress(OSError):  # full: a wake-up is pending already; or the front is gone
+                os.write(self._wake, b"w")
+        return answer
 
     def give(self, fd: int, preread: bytes, head_s: float) -> None:
         self._waiting.append((fd, HEAD_S.pack(head_s) + preread))
@@ -108,7 +129,9 @@ def main(argv: list[str]) -> int:
     board = ProbeBoard(cfg["board_fd"])
     channel = socket.socket(fileno=cfg["channel_fd"])
     channel.setblocking(False)
-    door = ChildDoor(limits, board, channel)
+    basis = cfg.get("basis")
+    span = None if basis is None else (basis[0], basis[1], basis[2])
+    door = ChildDoor(limits, board, channel, span, cfg.get("wake_fd"))
     os.set_blocking(cfg["listen_fd"], False)
     door.listen(cfg["listen_fd"])
     door.watch(channel.fileno(), door.channel_event)

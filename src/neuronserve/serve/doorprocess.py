@@ -12,13 +12,20 @@ What runs where:
   whole probe heads with the bytes published here, and sends every other connection back over a Unix
   socket (the descriptor, the bytes read so far, the header deadline left), which this side adopts
   into uvicorn's protocol exactly as the thread door does (serve/probedoor.py `adopt`);
-- a publishing thread here builds /ping's and /live's answers from the front's state every
-  PUBLISH_S (the route's own bytes: serve/probedoor.py `probe_bytes`), with the loop's connection
-  count, into shared memory (serve/probeboard.py). So the door answers what the front's state was at
-  most PUBLISH_S ago (plus a wait for the GIL): a phase change reaches the door's answers within
-  that; the routes on the loop answer from the state as it is. A front that stops publishing (its
-  whole process stuck) has its probes handed to the loop after probeboard.STALE_S, which answers them
-  when it can, as without a door.
+- this side builds /ping's and /live's answers from the front's state (the route's own bytes:
+  serve/probedoor.py `probe_bytes`), with the loop's connection count, into shared memory
+  (serve/probeboard.py): at once in the thread that changes what they answer (a phase move, the
+  engine's health: front/state.py `on_change`), and every PUBLISH_S from a publishing thread, for
+  what changes without telling (the date header, the loop's connection count, an engine death seen
+  by a waitpid, the clocks behind /live's verdicts);
+- a front worker's state is the supervisor's, which changes in another process (front/statemirror.py):
+  its answers are published with the board's bytes they followed (their basis), and the door's
+  process uses them only while those bytes are unchanged, else it hands the probe to the worker's
+  loop, which reads the board as it is. So two workers never disagree about a phase, engine health
+  or liveness the supervisor wrote: once one answered from the new bytes, every door finds its own
+  answers' basis changed (tests/integration/serve/test_worker.py, the fatal engine death);
+- a front that stops publishing (its whole process stuck) has its probes handed to the loop after
+  probeboard.STALE_S, which answers them when it can, as without a door.
 - the connection bound counts the door's connections (published by the door) with the loop's.
 
 If the door's process exits while the front runs (killed, say), the front logs it and carries on
@@ -33,7 +40,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import mmap
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -80,16 +89,29 @@ class ProcessDoor:
         self._channel: socket.socket | None = None
         self._stop = threading.Event()
         self._publisher: threading.Thread | None = None
+        # one publication at a time, built and written whole: a round of the publishing thread that
+        # built its answers before a change cannot write them after the change's own
+        self._publishing = threading.Lock()
+        self._span = state.shared_span()
+        self._basis: mmap.mmap | None = None
+        # the door's process writes a byte here when it found no answer it may use (a basis changed):
+        # the publishing thread wakes and publishes at once, not at its next round
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def held(self) -> int:
         if self.fallback is not None:
             return self.fallback.held()
+        # after stop, the page is gone: a connection the loop adopts during its shutdown counts its own
         return self.board.door_held() if self.board is not None else 0
 
     def start(self, sock: socket.socket, side: DoorLoop) -> None:
         self._sock, self._side = sock, side
         self.board = board = ProbeBoard.create()
+        if self._span is not None:
+            fd, at, size = self._span
+            self._basis = mmap.mmap(fd, at + size, access=mmap.ACCESS_READ)
         self.publish()
+        self.state.on_change(self._changed)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         door = door_limits(self.limits, self.keep_alive_s)
         cfg = {
@@ -100,11 +122,15 @@ class ProcessDoor:
             "most_connections": door.most_connections,
             "keep_alive_s": door.keep_alive_s,
             "log_format": logsetup.current_format(),
+            "basis": self._span,
+            "wake_fd": self._wake_w,
         }
+        fds = [sock.fileno(), theirs.fileno(), board.fd, self._wake_w]
+        fds += [] if self._span is None else [self._span[0]]
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
-                pass_fds=(sock.fileno(), theirs.fileno(), board.fd),
+                pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 env={k: v for k, v in os.environ.items() if not is_secret_name(k)},  # it needs none
             )
@@ -125,18 +151,37 @@ class ProcessDoor:
         log.info("probe door: process %d answers /ping and /live", self.proc.pid)
 
     def publish(self) -> None:
-        """The probes' answers now, and the loop's connection count, for the door's process."""
+        """The probes' answers now, the basis they follow and the loop's connection count, for the door's
+        process. The basis is read before the answers are built: bytes changed meanwhile make the
+        door hand probes to the loop until the next publication, never answer from older bytes."""
         side, board = self._side, self.board
         assert side is not None and board is not None
-        default = side.default_headers()
-        answers = [
-            probe_bytes(self.state, path, default, self.extra_headers, close) for path, close in ANSWERS
-        ]
-        if not board.publish(answers, side.connections()):
-            log.warning("probe door: the probes' answers do not fit the shared page; the loop answers them")
+        with self._publishing:
+            if self._stop.is_set():
+                return
+            basis = b"" if self._basis is None or self._span is None else self._basis[self._span[1] :]
+            default = side.default_headers()
+            answers = [
+                probe_bytes(self.state, path, default, self.extra_headers, close) for path, close in ANSWERS
+            ]
+            if not board.publish(answers, side.connections(), basis):
+                log.warning(
+                    "probe door: the probes' answers do not fit the shared page; the loop answers them"
+                )
+
+    def _changed(self) -> None:
+        """The state changed what the probes answer: publish now, in the thread that changed it."""
+        try:
+            self.publish()
+        except Exception:  # the state mid-change: the publishing thread's next round publishes
+            log.debug("probe door: answers not published at a change", exc_info=True)
 
     def _publish_loop(self) -> None:
-        while not self._stop.wait(PUBLISH_S):
+        while not self._stop.is_set():
+            woken, _, _ = select.select([self._wake_r], [], [], PUBLISH_S)
+            if woken:
+                with contextlib.suppress(OSError):
+                    os.read(self._wake_r, 4096)
             try:
                 self.publish()
             except Exception:  # the state mid-change: the next round publishes
@@ -198,7 +243,10 @@ class ProcessDoor:
 
     def stop(self) -> None:
         """Stop accepting; the door's process closes what it holds and exits; the listening socket closed."""
-        self._stop.set()
+        with self._publishing:
+            self._stop.set()  # no publication after this (a phase move at shutdown would find no page)
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"s")
         if self._publisher is not None:
             self._publisher.join(5.0)
         self._close_channel()
@@ -217,3 +265,9 @@ class ProcessDoor:
             self._sock.close()
         if self.board is not None:
             self.board.close()
+            self.board = None
+        if self._basis is not None:
+            self._basis.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)

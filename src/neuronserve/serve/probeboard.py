@@ -12,7 +12,15 @@ Layout of one memfd (inherited by the door's process):
   door);
 - 8: u32, the connections the front's loop holds (the front writes it with each publication);
 - 12: u32, the connections the door's process holds (it writes it; the front's protocol counts them);
-- 16: four u32 lengths, then from 64 the four answers' bytes, in ANSWERS' order.
+- 16: four u32 lengths;
+- 32: u32, the length of the basis, then from 36 the basis (at most BASIS_BYTES): the bytes of another
+  shared file the answers were built from, as the front read them before building them (with front
+  workers: the supervisor's phase, health and liveness bytes and its snapshot's sequence number on
+  the board, front/board.py `Board.basis_span`). The door's process reads those bytes again when a
+  probe comes and uses the answers only when they are still the same: a change the supervisor made
+  after the front built them sends the probe to the front's loop, which answers from the state as
+  it is;
+- from 64 the four answers' bytes, in ANSWERS' order.
 
 Each field has one writer. The answers are written and read under a lock on a byte of the file
 (front/board.py FileLock: the kernel drops it if its holder dies), so a reader never takes one
@@ -34,7 +42,8 @@ ANSWERS = (("/ping", False), ("/ping", True), ("/live", False), ("/live", True))
 SIZE = 64 * 1024
 BLOB_AT = 64
 STALE_S = 2.0  # published every PUBLISH_S (doorprocess.py); older than this, the front is stuck
-_BEAT, _FRONT, _DOOR, _LENS = 0, 8, 12, 16
+BASIS_BYTES = 24
+_BEAT, _FRONT, _DOOR, _LENS, _BASIS = 0, 8, 12, 16, 32
 _LENGTHS = struct.Struct("<4I")
 _U32 = struct.Struct("<I")
 _F64 = struct.Struct("<d")
@@ -58,15 +67,17 @@ class ProbeBoard:
         os.close(self.fd)
 
     # the front's side
-    def publish(self, answers: list[bytes], front_connections: int) -> bool:
-        """Write the four answers (ANSWERS' order) and the loop's connection count; False when they do
-        not fit (then nothing is written, and the door's process soon finds the answers stale)."""
+    def publish(self, answers: list[bytes], front_connections: int, basis: bytes = b"") -> bool:
+        """Write the four answers (ANSWERS' order), the basis they were built from and the loop's
+        connection count; False when they do not fit (then nothing is written, and the door's process
+        soon finds the answers stale)."""
         blob = b"".join(answers)
-        if BLOB_AT + len(blob) > SIZE:
+        if BLOB_AT + len(blob) > SIZE or len(basis) > BASIS_BYTES:
             return False
         with self._mutex, self._lock:
             self.map[BLOB_AT : BLOB_AT + len(blob)] = blob
             put(self.map, _LENGTHS, _LENS, *(len(a) for a in answers))
+            put(self.map, f"<I{len(basis)}s", _BASIS, len(basis), basis)
             put(self.map, _U32, _FRONT, front_connections)
             put(self.map, _F64, _BEAT, time.monotonic())
         return True
@@ -75,11 +86,15 @@ class ProbeBoard:
         return int(_U32.unpack_from(self.map, _DOOR)[0])
 
     # the door's side
-    def answer(self, path: str, close: bool) -> bytes | None:
-        """The published answer to `path`; None when none is published or it is older than STALE_S."""
+    def answer(self, path: str, close: bool, basis: bytes = b"") -> bytes | None:
+        """The published answer to `path`; None when none is published, it is older than STALE_S, or
+        it was built from another basis than `basis` (the watched bytes as they are now)."""
         index = ANSWERS.index((path, close))
         with self._mutex, self._lock:
             if time.monotonic() - _F64.unpack_from(self.map, _BEAT)[0] > STALE_S:
+                return None
+            (size,) = _U32.unpack_from(self.map, _BASIS)
+            if self.map[_BASIS + 4 : _BASIS + 4 + size] != basis:
                 return None
             lengths = _LENGTHS.unpack_from(self.map, _LENS)
             if not all(lengths):

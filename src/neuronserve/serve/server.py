@@ -129,7 +129,8 @@ async def _with_workers(plan: LaunchPlan, environ: Mapping[str, str], workers: W
             alive = r.proc is not None and r.proc.returncode() is None
             board.set_replica(r.index, RPHASES.index(r.phase), r.healthy, alive, r.restarts)
 
-    state.on_change = supervisor.on_tick = tick
+    supervisor.on_tick = tick
+    state.on_change(tick)
     tick()
     _on_signals(supervisor)
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from tests.support.workers import wait_for
 
+from neuronserve.front.board import Board
 from neuronserve.serve import shortslice
 from neuronserve.serve.doorchild import HEAD_S
 from neuronserve.serve.probeboard import ProbeBoard
@@ -45,7 +46,9 @@ class Child:
 
 
 @contextlib.contextmanager
-def child(header_timeout_s: float = 5.0, most_connections: int = 100) -> Iterator[Child]:
+def child(
+    header_timeout_s: float = 5.0, most_connections: int = 100, basis: tuple[int, int, int] | None = None
+) -> Iterator[Child]:
     board = ProbeBoard.create()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -59,10 +62,12 @@ def child(header_timeout_s: float = 5.0, most_connections: int = 100) -> Iterato
         "most_connections": most_connections,
         "keep_alive_s": 5.0,
         "log_format": "text",
+        "basis": basis,
     }
+    fds = (listener.fileno(), theirs.fileno(), board.fd) + (() if basis is None else (basis[0],))
     proc = subprocess.Popen(
         [sys.executable, "-m", "neuronserve.serve.doorchild", json.dumps(cfg)],
-        pass_fds=(listener.fileno(), theirs.fileno(), board.fd),
+        pass_fds=fds,
     )
     theirs.close()
     port = listener.getsockname()[1]
@@ -157,6 +162,38 @@ def test_with_no_fresh_answers_a_probe_is_handed_to_the_front() -> None:
         handed, _, preread = _handed(c)
         handed.close()
         assert preread == PING
+
+
+def test_a_probe_is_answered_only_while_the_watched_bytes_are_the_published_basis() -> None:
+    """A front worker's answers follow the supervisor's bytes on its board: changed after the worker
+    published, the probe goes to the worker's loop; the same again, the door answers."""
+    board = Board.create(1, 1, 0)
+    try:
+        board.set_flags(4, True, True)
+        fd, at, size = board.basis_span()
+        basis = bytes(board.map[at : at + size])
+        with child(basis=(fd, at, size)) as c:
+            c.board.publish(ANSWERS, 0, basis)
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+                conn.sendall(PING)
+                assert conn.recv(100) == ANSWERS[0]
+                board.set_flags(4, True, False)  # the engine died: the supervisor wrote it
+                conn.sendall(PING)
+                handed, _, preread = _handed(c)
+                handed.close()
+                assert preread == PING
+            board.set_flags(4, True, True)
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+                conn.sendall(PING)
+                assert conn.recv(100) == ANSWERS[0]
+            board.publish({"detail": "a new snapshot"})  # its sequence number is in the basis too
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+                conn.sendall(PING)
+                handed, _, _ = _handed(c)
+                handed.close()
+    finally:
+        board.close()
+        os.close(board.fd)
 
 
 def test_sigterm_is_the_fronts_and_the_channels_end_ends_the_process() -> None:

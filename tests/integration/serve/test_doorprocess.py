@@ -1,6 +1,7 @@
 """What the probe door as a process of its own (serve/doorprocess.py, serve/doorchild.py) adds to the
 guarantees both door kinds keep (test_probedoor.py runs those for both): it is a process of its own
-that ends with the server, its answers follow the state within the publishing period, a door process
+that ends with the server, its answers follow a change of the state at once (and what changes
+without telling within the publishing period), a door process
 that dies (or cannot be started) leaves a thread door in its place with no connection refused, it
 ends when its front is gone, and it holds none of the front's secrets."""
 
@@ -25,7 +26,10 @@ from tests.support.doorserver import (
 )
 from tests.support.workers import wait_for
 
+from neuronserve.front.board import Board
 from neuronserve.front.state import Phase
+from neuronserve.front.statemirror import MirroredState, publish
+from neuronserve.serve import doorprocess
 from neuronserve.serve.doorprocess import PUBLISH_S, ProcessDoor
 
 pytestmark = pytest.mark.integration  # uvicorn and the door's process on a real port
@@ -48,16 +52,75 @@ def test_the_door_is_a_process_of_its_own_that_ends_with_the_server() -> None:
         assert proc is not None and proc.pid != os.getpid() and proc.poll() is None
         assert status(exchange(port, PING)[0]) == 200
     assert proc.poll() is not None
+    # a connection the loop adopts during its shutdown still counts the door's: none, not an error
+    assert doors[0].held() == 0
 
 
-def test_a_phase_change_reaches_the_process_within_the_publishing_period() -> None:
+def test_a_phase_change_and_the_engines_health_reach_the_process_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Published by the change itself, not the next round: with the publishing thread all but off
+    (a round a minute), /ping follows the health and the phase the moment they change."""
+    monkeypatch.setattr(doorprocess, "PUBLISH_S", 60.0)
     state = ready_state()
     with door_server(state, "uvloop", kind="process") as port:
         assert status(exchange(port, PING)[0]) == 200
+        state.set_engine_health(False)
+        unhealthy, _ = exchange(port, PING)
+        assert status(unhealthy) == 503 and b"health check failing" in unhealthy
+        state.set_engine_health(True)
+        assert status(exchange(port, PING)[0]) == 200
         state.move(Phase.DRAINING)
-        time.sleep(3 * PUBLISH_S)
         drained, _ = exchange(port, PING)
         assert status(drained) == 503 and b"DRAINING" in drained
+
+
+def test_what_changes_without_telling_reaches_the_process_within_the_publishing_period() -> None:
+    """An engine death seen only by a waitpid (the state's `engine_alive`) is published by the next
+    round of the publishing thread."""
+    state = ready_state()
+    alive = [True]
+    state.engine_alive = lambda: alive[0]
+    with door_server(state, "uvloop", kind="process") as port:
+        assert status(exchange(port, PING)[0]) == 200
+        alive[0] = False
+        time.sleep(3 * PUBLISH_S)
+        dead, _ = exchange(port, PING)
+        assert status(dead) == 503 and b"the engine process exited" in dead
+
+
+def test_a_front_workers_door_answers_from_the_supervisors_bytes_as_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A front worker's state is the supervisor's board (front/statemirror.py): once the supervisor
+    wrote that the engine is unhealthy, the door's published 200 is not used (the worker's loop answers
+    503), and the door's process wakes the publisher, whose 503 it then answers itself, long before
+    the next round (a round a minute here)."""
+    monkeypatch.setattr(doorprocess, "PUBLISH_S", 60.0)
+    board = Board.create(1, 1, 0)
+    supervisor = ready_state()
+    publish(board, supervisor, None)
+    doors: list[Any] = []
+    try:
+        with door_server(MirroredState(board), "uvloop", kind="process", doors=doors) as port:
+            door = _door(doors)
+            assert status(exchange(port, PING)[0]) == 200
+            supervisor.set_engine_health(False)
+            publish(board, supervisor, None)
+            unhealthy, _ = exchange(port, PING)
+            assert status(unhealthy) == 503 and b"health check failing" in unhealthy
+
+            def republished() -> bool:
+                assert door.board is not None
+                _fd, at, size = board.basis_span()
+                answer = door.board.answer("/ping", True, bytes(board.map[at : at + size]))
+                return answer is not None and answer.startswith(b"HTTP/1.1 503")
+
+            wait_for(republished, 2.0, "the door's process to wake the publisher")
+            assert status(exchange(port, PING)[0]) == 503
+    finally:
+        board.close()
+        os.close(board.fd)
 
 
 def test_a_killed_door_process_leaves_a_thread_door_and_refuses_no_connection(

@@ -17,7 +17,7 @@ def _pair(clock: Clock) -> tuple[ServerState, MirroredState, Board]:
     board = Board.create(workers=1, replicas=1, sessions=0)
     supervisor = ServerState(clock=clock)
     supervisor.stage_stall_s = 30.0
-    supervisor.on_change = lambda: publish(board, supervisor, None)
+    supervisor.on_change(lambda: publish(board, supervisor, None))
     mirror = MirroredState(board, clock=clock)
     mirror.stage_stall_s = 30.0
     return supervisor, mirror, board

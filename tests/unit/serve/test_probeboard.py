@@ -44,6 +44,22 @@ def test_answers_too_large_are_not_published_and_the_last_ones_stay() -> None:
         board.close()
 
 
+def test_answers_are_given_only_for_the_basis_they_were_built_from() -> None:
+    """Published with the watched bytes they followed: asked with other bytes (the supervisor changed
+    them since), there is no answer, and the front's loop answers from the state as it is."""
+    board = ProbeBoard.create()
+    try:
+        assert board.publish(ANSWERS_A, 0, basis=b"\x04\x01\x01" + bytes(13))
+        assert board.answer("/ping", False, b"\x04\x01\x01" + bytes(13)) == ANSWERS_A[0]
+        assert board.answer("/ping", False, b"\x04\x01\x00" + bytes(13)) is None  # the engine died
+        assert board.answer("/ping", False) is None  # no basis is not the published one either
+        assert board.publish(ANSWERS_A, 0)  # none: a state of the process's own
+        assert board.answer("/live", True) == ANSWERS_A[3]
+        assert not board.publish(ANSWERS_A, 0, basis=bytes(probeboard.BASIS_BYTES + 1))
+    finally:
+        board.close()
+
+
 def test_answers_older_than_stale_s_are_none(monkeypatch: pytest.MonkeyPatch) -> None:
     board = ProbeBoard.create()
     now = [1000.0]
