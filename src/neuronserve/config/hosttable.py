@@ -218,13 +218,13 @@ _OWN_VARS: tuple[Var, ...] = (
     Var(
         "NEURONSERVE_PROBE_DOOR",
         "",
-        "thread",
+        "process",
         NS,
-        "Where the probe door runs when NEURONSERVE_PROBE_THREAD is true: thread (a thread of the front "
-        "process: answers from the state as it is) or process (a small process of its own, sharing no "
-        "GIL with the busy event loop: /ping p99 under load about half the thread's, but its answers "
-        "lag the state by up to 50 ms, so with front workers two doors can disagree that long; "
-        "docs/PERFORMANCE.md) (read by the front server at start)",
+        "Where the probe door runs when NEURONSERVE_PROBE_THREAD is true: process (a small process of its "
+        "own beside each front process, sharing no GIL with the busy event loop: /ping p99 under load "
+        "about half the thread's, docs/PERFORMANCE.md; answers built by the front at each change of its "
+        "state, and from the board's bytes as they are with front workers) or thread (a thread of the "
+        "front process, no extra process) (read by the front server at start)",
         p.choice("thread", "process"),
     ),
     Var(

@@ -52,7 +52,7 @@ class FrontConfig:
     loop_stall_s: float
     stage_stall_s: float
     probe_thread: bool
-    probe_door: str = "thread"  # NEURONSERVE_PROBE_DOOR: where the door runs when probe_thread is on
+    probe_door: str = "process"  # NEURONSERVE_PROBE_DOOR: where the door runs when probe_thread is on
 
 
 def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[str, str]) -> FrontConfig:

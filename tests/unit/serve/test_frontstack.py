@@ -99,8 +99,8 @@ def test_the_door_is_built_when_on_and_left_out_when_off_or_unavailable(
         )
         return stack.door
 
-    assert gilheld.AVAILABLE and type(door({})).__name__ == "ProbeDoor"
-    assert type(door({"NEURONSERVE_PROBE_DOOR": "process"})).__name__ == "ProcessDoor"
+    assert gilheld.AVAILABLE and type(door({})).__name__ == "ProcessDoor"
+    assert type(door({"NEURONSERVE_PROBE_DOOR": "thread"})).__name__ == "ProbeDoor"
     assert type(door({"NEURONSERVE_PROBE_DOOR": "Thread"})).__name__ == "ProbeDoor"
     assert door({"NEURONSERVE_PROBE_THREAD": "false", "NEURONSERVE_PROBE_DOOR": "process"}) is None
     monkeypatch.setattr(gilheld, "AVAILABLE", False)
