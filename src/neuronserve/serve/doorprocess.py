@@ -94,9 +94,9 @@ class ProcessDoor:
         self._publishing = threading.Lock()
         self._span = state.shared_span()
         self._basis: mmap.mmap | None = None
-        # the door's process writes a byte here when it found no answer it may use (a basis changed):
-        # the publishing thread wakes and publishes at once, not at its next round
-        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # made at start: the door's process writes a byte to the pipe when it found no answer it may
+        # use (a basis changed); the publishing thread wakes and publishes at once, not at its next round
+        self._wake: tuple[int, int] | None = None
 
     def held(self) -> int:
         if self.fallback is not None:
@@ -107,6 +107,8 @@ class ProcessDoor:
     def start(self, sock: socket.socket, side: DoorLoop) -> None:
         self._sock, self._side = sock, side
         self.board = board = ProbeBoard.create()
+        self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        wake_w = self._wake[1]
         if self._span is not None:
             fd, at, size = self._span
             self._basis = mmap.mmap(fd, at + size, access=mmap.ACCESS_READ)
@@ -123,9 +125,9 @@ class ProcessDoor:
             "keep_alive_s": door.keep_alive_s,
             "log_format": logsetup.current_format(),
             "basis": self._span,
-            "wake_fd": self._wake_w,
+            "wake_fd": wake_w,
         }
-        fds = [sock.fileno(), theirs.fileno(), board.fd, self._wake_w]
+        fds = [sock.fileno(), theirs.fileno(), board.fd, wake_w]
         fds += [] if self._span is None else [self._span[0]]
         try:
             self.proc = subprocess.Popen(
@@ -177,11 +179,13 @@ class ProcessDoor:
             log.debug("probe door: answers not published at a change", exc_info=True)
 
     def _publish_loop(self) -> None:
+        assert self._wake is not None
+        wake_r = self._wake[0]
         while not self._stop.is_set():
-            woken, _, _ = select.select([self._wake_r], [], [], PUBLISH_S)
+            woken, _, _ = select.select([wake_r], [], [], PUBLISH_S)
             if woken:
                 with contextlib.suppress(OSError):
-                    os.read(self._wake_r, 4096)
+                    os.read(wake_r, 4096)
             try:
                 self.publish()
             except Exception:  # the state mid-change: the next round publishes
@@ -245,8 +249,9 @@ class ProcessDoor:
         """Stop accepting; the door's process closes what it holds and exits; the listening socket closed."""
         with self._publishing:
             self._stop.set()  # no publication after this (a phase move at shutdown would find no page)
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"s")
+        if self._wake is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._wake[1], b"s")  # the publishing thread's wait ends now
         if self._publisher is not None:
             self._publisher.join(5.0)
         self._close_channel()
@@ -268,6 +273,7 @@ class ProcessDoor:
             self.board = None
         if self._basis is not None:
             self._basis.close()
-        for fd in (self._wake_r, self._wake_w):
+        for fd in self._wake or ():
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._wake = None
