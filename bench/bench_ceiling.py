@@ -60,11 +60,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--py-spy", help="py-spy's path (default: on PATH, the venv, or scripts/bench-deps')")
     p.add_argument("--profile-out", type=Path, help="keep the raw profile here")
     p.add_argument("--workers-sweep", help="NEURONSERVE_FRONT_WORKERS values, e.g. 1,2,4,8")
+    p.add_argument(
+        "--front-workers",
+        type=int,
+        help="NEURONSERVE_FRONT_WORKERS of the serve in the ceiling run (default: its own, 1)",
+    )
     args = p.parse_args(argv)
     if args.duration < 1 or args.connections < 1 or args.threads < 1 or args.rounds < 1:
         p.error("--duration, --connections, --threads and --rounds must be at least 1")
     if args.engine_procs < 1:
         p.error("--engine-procs must be at least 1")
+    if args.front_workers is not None and args.front_workers < 1:
+        p.error("--front-workers must be at least 1")
     kinds.select(args.only)  # an unknown kind stops here, before any server starts
     if args.workers_sweep is not None:
         counts = [x.strip() for x in args.workers_sweep.split(",")]
@@ -108,7 +115,7 @@ def ceiling(args: argparse.Namespace, wrk_path: str, tmp: Path) -> dict[str, Any
         group = [k for k in selected if k.dialect == dialect]
         if not group:
             continue
-        server = serve.start(tmp, f"serve-{dialect}", options(args, dialect))
+        server = serve.start(tmp, f"serve-{dialect}", options(args, dialect, workers=args.front_workers))
         try:
             for kind in group:
                 done += rounds.abba(kind, server, load(args, wrk_path), tmp, args.rounds)
