@@ -79,7 +79,8 @@ class ServerState:
         self.device: str = ""  # neuron | cpu, for TGI's /info
         self.stack: dict[str, str] = {}  # the plan's stack lane, for /info and /version
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
-        # death at once, without waiting for the supervisor's next poll.
+        # death without waiting for the supervisor's next poll: at once from the routes and the thread
+        # door, within one publishing round (50 ms) from the door's process (serve/doorprocess.py).
         self.engine_alive: Callable[[], bool] = lambda: True
         # Set with several replicas: each one's phase, listed in the 503 body (and enough_ready above).
         self.replicas: Callable[[], list[dict[str, Any]]] | None = None
