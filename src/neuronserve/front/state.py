@@ -82,6 +82,9 @@ class ServerState:
         # death without waiting for the supervisor's next poll: at once from the routes and the thread
         # door, within one publishing round (50 ms) from the door's process (serve/doorprocess.py).
         self.engine_alive: Callable[[], bool] = lambda: True
+        # The engines' main processes still running, whose exit changes what /ping answers: the probe
+        # door's process follows them (serve/doorprocess.py, serve/engineexits.py).
+        self.engine_pids: Callable[[], list[int]] = list
         # Set with several replicas: each one's phase, listed in the 503 body (and enough_ready above).
         self.replicas: Callable[[], list[dict[str, Any]]] | None = None
         # Liveness (/live), set by serve/: the loop watchdog's verdict and the supervisor's (its poll

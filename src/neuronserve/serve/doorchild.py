@@ -32,6 +32,7 @@ import sys
 from neuronserve import logsetup
 from neuronserve.serve import shortslice
 from neuronserve.serve.doorcore import DoorCore, DoorLimits, Probe
+from neuronserve.serve.engineexits import EngineExits
 from neuronserve.serve.probeboard import ProbeBoard
 
 log = logging.getLogger("neuronserve.serve")
@@ -53,6 +54,7 @@ class ChildDoor(DoorCore):
         self.channel = channel
         self._waiting: collections.deque[tuple[int, bytes]] = collections.deque()
         self._wake = wake_fd
+        self._engines = EngineExits()
         self._basis_at = 0
         self._basis: mmap.mmap | None = None
         if basis is not None:  # the bytes the answers follow (serve/probeboard.py): read at each probe
@@ -62,7 +64,9 @@ class ChildDoor(DoorCore):
 
     def response(self, probe: Probe) -> bytes | None:
         now = b"" if self._basis is None else self._basis[self._basis_at :]
-        answer = self.board.answer(probe.path, probe.close, now)
+        answer, engines = self.board.read(probe.path, probe.close, now)
+        if answer is not None and engines and self._engines.gone(engines):
+            answer = None  # built while an engine now gone was alive: the loop sees its death
         if answer is None and self._wake is not None:  # the loop answers this one; fresh bytes for the next
             with contextlib.suppress(OSError):  # full: a wake-up is pending already; or the front is gone
                 os.write(self._wake, b"w")

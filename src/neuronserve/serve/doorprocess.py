@@ -15,9 +15,13 @@ What runs where:
 - this side builds /ping's and /live's answers from the front's state (the route's own bytes:
   serve/probedoor.py `probe_bytes`), with the loop's connection count, into shared memory
   (serve/probeboard.py): at once in the thread that changes what they answer (a phase move, the
-  engine's health: front/state.py `on_change`), and every PUBLISH_S from a publishing thread, for
-  what changes without telling (the date header, the loop's connection count, an engine death seen
-  by a waitpid, the clocks behind /live's verdicts);
+  engine's health: front/state.py `on_change`), at once when an engine's main process exits (the
+  publishing thread waits on their pidfds: the routes see that death through a waitpid at once, and
+  the door must not answer 200 meanwhile), and every PUBLISH_S, for what changes without telling
+  (the date header, the loop's connection count, the clocks behind /live's verdicts);
+- the answers are published with the engines' pids they were built with alive; the door's process
+  follows those processes (pidfds, serve/engineexits.py) and hands a probe to the loop once one has
+  exited, so the door never answers from before an engine's death that the routes already see;
 - a front worker's state is the supervisor's, which changes in another process (front/statemirror.py):
   its answers are published with the board's bytes they followed (their basis), and the door's
   process uses them only while those bytes are unchanged, else it hands the probe to the worker's
@@ -54,6 +58,7 @@ from neuronserve.redact import is_secret_name
 from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.doorchild import HEAD_S
 from neuronserve.serve.doorcore import READ_BYTES
+from neuronserve.serve.engineexits import EngineExits
 from neuronserve.serve.probeboard import ANSWERS, ProbeBoard
 from neuronserve.serve.probedoor import DoorLoop, Headers, ProbeDoor, adopt, door_limits, probe_bytes
 
@@ -162,11 +167,12 @@ class ProcessDoor:
             if self._stop.is_set():
                 return
             basis = b"" if self._basis is None or self._span is None else self._basis[self._span[1] :]
+            engines = self.state.engine_pids()  # alive now; read before the answers, as the basis
             default = side.default_headers()
             answers = [
                 probe_bytes(self.state, path, default, self.extra_headers, close) for path, close in ANSWERS
             ]
-            if not board.publish(answers, side.connections(), basis):
+            if not board.publish(answers, side.connections(), basis, engines):
                 log.warning(
                     "probe door: the probes' answers do not fit the shared page; the loop answers them"
                 )
@@ -181,15 +187,21 @@ class ProcessDoor:
     def _publish_loop(self) -> None:
         assert self._wake is not None
         wake_r = self._wake[0]
-        while not self._stop.is_set():
-            woken, _, _ = select.select([wake_r], [], [], PUBLISH_S)
-            if woken:
-                with contextlib.suppress(OSError):
-                    os.read(wake_r, 4096)
-            try:
-                self.publish()
-            except Exception:  # the state mid-change: the next round publishes
-                log.debug("probe door: answers not published this round", exc_info=True)
+        engines = EngineExits()
+        try:
+            while not self._stop.is_set():
+                engines.follow(self.state.engine_pids())
+                woken, _, _ = select.select([wake_r, *engines.fds()], [], [], PUBLISH_S)
+                if wake_r in woken:
+                    with contextlib.suppress(OSError):
+                        os.read(wake_r, 4096)
+                engines.exited(woken)
+                try:
+                    self.publish()
+                except Exception:  # the state mid-change: the next round publishes
+                    log.debug("probe door: answers not published this round", exc_info=True)
+        finally:
+            engines.close()
 
     def _take(self) -> None:
         """In the loop: adopt the connections the door's process sent; at the channel's end, fall back."""

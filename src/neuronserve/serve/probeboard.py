@@ -20,7 +20,11 @@ Layout of one memfd (inherited by the door's process):
   probe comes and uses the answers only when they are still the same: a change the supervisor made
   after the front built them sends the probe to the front's loop, which answers from the state as
   it is;
-- from 64 the four answers' bytes, in ANSWERS' order.
+- 64: u32, how many engine processes the answers were built with alive, then their pids (u32 each,
+  at most MAX_ENGINES): the door's process watches them (pidfds) and uses the answers only while
+  none of them has exited; an exit sends the probe to the front's loop, which sees the death at once
+  (a waitpid), as the routes and the thread door do;
+- from BLOB_AT the four answers' bytes, in ANSWERS' order.
 
 Each field has one writer. The answers are written and read under a lock on a byte of the file
 (front/board.py FileLock: the kernel drops it if its holder dies), so a reader never takes one
@@ -35,12 +39,15 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Sequence
 
 from neuronserve.front.board import FileLock, put
 
 ANSWERS = (("/ping", False), ("/ping", True), ("/live", False), ("/live", True))  # (path, close)
 SIZE = 64 * 1024
-BLOB_AT = 64
+MAX_ENGINES = 200  # a trn2.48xlarge runs at most 64 replicas (one per core)
+_ENGINES = 64
+BLOB_AT = _ENGINES + 4 + 4 * MAX_ENGINES
 STALE_S = 2.0  # published every PUBLISH_S (doorprocess.py); older than this, the front is stuck
 BASIS_BYTES = 24
 _BEAT, _FRONT, _DOOR, _LENS, _BASIS = 0, 8, 12, 16, 32
@@ -67,17 +74,21 @@ class ProbeBoard:
         os.close(self.fd)
 
     # the front's side
-    def publish(self, answers: list[bytes], front_connections: int, basis: bytes = b"") -> bool:
-        """Write the four answers (ANSWERS' order), the basis they were built from and the loop's
-        connection count; False when they do not fit (then nothing is written, and the door's process
-        soon finds the answers stale)."""
+    def publish(
+        self, answers: list[bytes], front_connections: int, basis: bytes = b"", engines: Sequence[int] = ()
+    ) -> bool:
+        """Write the four answers (ANSWERS' order), the basis they were built from, the engines they
+        were built with alive (the first MAX_ENGINES) and the loop's connection count; False when they
+        do not fit (then nothing is written, and the door's process soon finds the answers stale)."""
         blob = b"".join(answers)
         if BLOB_AT + len(blob) > SIZE or len(basis) > BASIS_BYTES:
             return False
+        pids = list(engines)[:MAX_ENGINES]
         with self._mutex, self._lock:
             self.map[BLOB_AT : BLOB_AT + len(blob)] = blob
             put(self.map, _LENGTHS, _LENS, *(len(a) for a in answers))
             put(self.map, f"<I{len(basis)}s", _BASIS, len(basis), basis)
+            put(self.map, f"<I{len(pids)}I", _ENGINES, len(pids), *pids)
             put(self.map, _U32, _FRONT, front_connections)
             put(self.map, _F64, _BEAT, time.monotonic())
         return True
@@ -89,18 +100,24 @@ class ProbeBoard:
     def answer(self, path: str, close: bool, basis: bytes = b"") -> bytes | None:
         """The published answer to `path`; None when none is published, it is older than STALE_S, or
         it was built from another basis than `basis` (the watched bytes as they are now)."""
+        return self.read(path, close, basis)[0]
+
+    def read(self, path: str, close: bool, basis: bytes = b"") -> tuple[bytes | None, tuple[int, ...]]:
+        """`answer`, with the engines (pids) it was built with alive, read under the same lock."""
         index = ANSWERS.index((path, close))
         with self._mutex, self._lock:
+            (count,) = _U32.unpack_from(self.map, _ENGINES)
+            engines = struct.unpack_from(f"<{count}I", self.map, _ENGINES + 4)
             if time.monotonic() - _F64.unpack_from(self.map, _BEAT)[0] > STALE_S:
-                return None
+                return None, engines
             (size,) = _U32.unpack_from(self.map, _BASIS)
             if self.map[_BASIS + 4 : _BASIS + 4 + size] != basis:
-                return None
+                return None, engines
             lengths = _LENGTHS.unpack_from(self.map, _LENS)
             if not all(lengths):
-                return None
+                return None, engines
             at = BLOB_AT + sum(lengths[:index])
-            return bytes(self.map[at : at + lengths[index]])
+            return bytes(self.map[at : at + lengths[index]]), engines
 
     def front_connections(self) -> int:
         return int(_U32.unpack_from(self.map, _FRONT)[0])

@@ -196,6 +196,31 @@ def test_a_probe_is_answered_only_while_the_watched_bytes_are_the_published_basi
         os.close(board.fd)
 
 
+def test_a_probe_built_while_an_engine_now_gone_was_alive_goes_to_the_front() -> None:
+    """The answers name the engine processes they were built with alive: once one has exited, the
+    door hands the probe to the front (whose waitpid sees the death), before any new publication."""
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with child() as c:
+            c.board.publish(ANSWERS, 0, engines=[engine.pid])
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+                conn.sendall(PING)
+                assert conn.recv(100) == ANSWERS[0]
+                engine.kill()
+                engine.wait()
+                conn.sendall(PING)
+                handed, _, preread = _handed(c)
+                handed.close()
+                assert preread == PING
+            c.board.publish(ANSWERS, 0)  # published again without it: answered
+            with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
+                conn.sendall(PING)
+                assert conn.recv(100) == ANSWERS[0]
+    finally:
+        engine.kill()
+        engine.wait()
+
+
 def test_sigterm_is_the_fronts_and_the_channels_end_ends_the_process() -> None:
     with child() as c:
         c.board.publish(ANSWERS, 0)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,27 @@ def test_a_phase_change_and_the_engines_health_reach_the_process_at_once(
         state.move(Phase.DRAINING)
         drained, _ = exchange(port, PING)
         assert status(drained) == 503 and b"DRAINING" in drained
+
+
+def test_an_engine_exit_reaches_the_process_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's main process exits: the routes see it at once (a waitpid), and so does the door's
+    process, whose publisher waits on the engine's pidfd, not for its next round (a minute here)."""
+    monkeypatch.setattr(doorprocess, "PUBLISH_S", 60.0)
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    state = ready_state()
+    state.engine_alive = lambda: engine.poll() is None
+    state.engine_pids = lambda: [engine.pid]
+    try:
+        with door_server(state, "uvloop", kind="process") as port:
+            assert status(exchange(port, PING)[0]) == 200
+            engine.kill()
+            started = time.monotonic()
+            wait_for(lambda: status(exchange(port, PING)[0]) == 503, 1.0, "/ping 503 from the door")
+            dead, _ = exchange(port, PING)
+            assert b"the engine process exited" in dead and time.monotonic() - started < 1.0  # STALE_S: 2
+    finally:
+        engine.kill()
+        engine.wait()
 
 
 def test_what_changes_without_telling_reaches_the_process_within_the_publishing_period() -> None:
