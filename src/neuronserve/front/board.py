@@ -169,6 +169,10 @@ class Board:
         (serve/probeboard.py, its basis)."""
         return self.fd, _PHASE, _SEQ + 8 - _PHASE
 
+    def basis(self) -> bytes:
+        """Those bytes as they are now."""
+        return bytes(self.map[_PHASE : _SEQ + 8])
+
     @contextlib.contextmanager
     def _snapshot_held(self) -> Iterator[None]:
         with self._snapshot_mutex, self._snapshot_lock:

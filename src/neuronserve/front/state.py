@@ -137,6 +137,10 @@ class ServerState:
         to the listeners."""
         return None
 
+    def shared_basis(self) -> bytes:
+        """The bytes of `shared_span` as they are now (empty when there is none)."""
+        return b""
+
     def set_progress(self, progress: Progress) -> None:
         """Called every few seconds while a step runs (stage/progress.py); the same step at the same
         byte count is no advance."""

@@ -59,6 +59,9 @@ class MirroredState(ServerState):
     def shared_span(self) -> tuple[int, int, int] | None:
         return self._board.basis_span()
 
+    def shared_basis(self) -> bytes:
+        return self._board.basis()
+
     def ready(self) -> bool:
         code, healthy, alive = self._board.flags()
         return PHASES[code] == Phase.READY and healthy and alive

@@ -44,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import mmap
 import os
 import select
 import socket
@@ -98,7 +97,6 @@ class ProcessDoor:
         # built its answers before a change cannot write them after the change's own
         self._publishing = threading.Lock()
         self._span = state.shared_span()
-        self._basis: mmap.mmap | None = None
         # made at start: the door's process writes a byte to the pipe when it found no answer it may
         # use (a basis changed); the publishing thread wakes and publishes at once, not at its next round
         self._wake: tuple[int, int] | None = None
@@ -114,9 +112,6 @@ class ProcessDoor:
         self.board = board = ProbeBoard.create()
         self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         wake_w = self._wake[1]
-        if self._span is not None:
-            fd, at, size = self._span
-            self._basis = mmap.mmap(fd, at + size, access=mmap.ACCESS_READ)
         self.publish()
         self.state.on_change(self._changed)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -157,16 +152,17 @@ class ProcessDoor:
         self._publisher.start()
         log.info("probe door: process %d answers /ping and /live", self.proc.pid)
 
-    def publish(self) -> None:
+    def publish(self) -> list[int]:
         """The probes' answers now, the basis they follow and the loop's connection count, for the door's
-        process. The basis is read before the answers are built: bytes changed meanwhile make the
-        door hand probes to the loop until the next publication, never answer from older bytes."""
+        process; returns the engines' pids published with them. The basis is read before the answers
+        are built: bytes changed meanwhile make the door hand probes to the loop until the next
+        publication, never answer from older bytes."""
         side, board = self._side, self.board
         assert side is not None and board is not None
         with self._publishing:
             if self._stop.is_set():
-                return
-            basis = b"" if self._basis is None or self._span is None else self._basis[self._span[1] :]
+                return []
+            basis = self.state.shared_basis()
             engines = self.state.engine_pids()  # alive now; read before the answers, as the basis
             default = side.default_headers()
             answers = [
@@ -176,6 +172,7 @@ class ProcessDoor:
                 log.warning(
                     "probe door: the probes' answers do not fit the shared page; the loop answers them"
                 )
+            return engines
 
     def _changed(self) -> None:
         """The state changed what the probes answer: publish now, in the thread that changed it."""
@@ -188,16 +185,17 @@ class ProcessDoor:
         assert self._wake is not None
         wake_r = self._wake[0]
         engines = EngineExits()
+        published: list[int] = []  # the engines the last publication was built with alive
         try:
             while not self._stop.is_set():
-                engines.follow(self.state.engine_pids())
+                engines.follow(published)
                 woken, _, _ = select.select([wake_r, *engines.fds()], [], [], PUBLISH_S)
                 if wake_r in woken:
                     with contextlib.suppress(OSError):
                         os.read(wake_r, 4096)
                 engines.exited(woken)
                 try:
-                    self.publish()
+                    published = self.publish()
                 except Exception:  # the state mid-change: the next round publishes
                     log.debug("probe door: answers not published this round", exc_info=True)
         finally:
@@ -283,8 +281,6 @@ class ProcessDoor:
         if self.board is not None:
             self.board.close()
             self.board = None
-        if self._basis is not None:
-            self._basis.close()
         for fd in self._wake or ():
             with contextlib.suppress(OSError):
                 os.close(fd)

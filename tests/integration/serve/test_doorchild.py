@@ -170,10 +170,8 @@ def test_a_probe_is_answered_only_while_the_watched_bytes_are_the_published_basi
     board = Board.create(1, 1, 0)
     try:
         board.set_flags(4, True, True)
-        fd, at, size = board.basis_span()
-        basis = bytes(board.map[at : at + size])
-        with child(basis=(fd, at, size)) as c:
-            c.board.publish(ANSWERS, 0, basis)
+        with child(basis=board.basis_span()) as c:
+            c.board.publish(ANSWERS, 0, board.basis())
             with socket.create_connection(("127.0.0.1", c.port), timeout=10) as conn:
                 conn.sendall(PING)
                 assert conn.recv(100) == ANSWERS[0]

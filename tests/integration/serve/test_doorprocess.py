@@ -135,8 +135,7 @@ def test_a_front_workers_door_answers_from_the_supervisors_bytes_as_they_are(
 
             def republished() -> bool:
                 assert door.board is not None
-                _fd, at, size = board.basis_span()
-                answer = door.board.answer("/ping", True, bytes(board.map[at : at + size]))
+                answer = door.board.answer("/ping", True, board.basis())
                 return answer is not None and answer.startswith(b"HTTP/1.1 503")
 
             wait_for(republished, 2.0, "the door's process to wake the publisher")
