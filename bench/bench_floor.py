@@ -8,13 +8,14 @@ pays (two parses and the two connections' reads and writes, nothing else); `asgi
 front's connection guards and engine client and nothing of its own; `gate`, that inside the front's
 real Gate; `gen`, the gate with the front's Generator behind it (TGI-body kinds only); `one`, the
 gate's and the generate flow's steps for a non-streamed TGI body written as one coroutine on
-uvicorn (tgi-plain only). Rounds go direct, raw, asgi, gate, gen, one, front and back, with wrk as
+uvicorn (tgi-plain only); `oneraw`, the same steps below uvicorn, on a protocol of its own (tgi-plain
+only). Rounds go direct, raw, asgi, gate, gen, one, oneraw, front and back, with wrk as
 the client. What a layer costs is the step
 from one side to the next; docs/PERFORMANCE.md ("How far the front is from the floor") has the
 figures.
 
-The raw, asgi and gate relays are given the engine's own body and path (the direct side's); gen, one
-and the front the client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
+The raw, asgi and gate relays are given the engine's own body and path (the direct side's); gen,
+one, oneraw and the front the client's (bench/ceiling/kinds.py), as in bench_ceiling.py.
 
     PYTHONPATH=src:. python bench/bench_floor.py [--only tgi-plain,openai-plain,openai-stream]
         [--duration 5] [--rounds 1] [--engine-step-ms 0] [--json FILE]
@@ -41,16 +42,26 @@ from bench.ceiling import calibrate, kinds, procs, rounds, serve, wrk
 from tests.support.server import free_port
 
 RELAY = Path(__file__).resolve().parent / "ceiling" / "floor_relay.py"
-SIDES = ("direct", "raw", "asgi", "gate", "gen", "one", "front")  # the engine alone, the relays, the front
-CLIENT_SIDES = ("gen", "one", "front")  # given the client's body and path; the others the engine's
+SIDES = (
+    "direct",
+    "raw",
+    "asgi",
+    "gate",
+    "gen",
+    "one",
+    "oneraw",
+    "front",
+)  # the engine alone, the relays, the front
+CLIENT_SIDES = ("gen", "one", "oneraw", "front")  # given the client's body and path; the others the engine's
 Relays = dict[str, tuple[subprocess.Popen[bytes], int]]  # mode -> (process, port)
 
 
 def sides(kind: kinds.Kind) -> tuple[str, ...]:
-    """`gen` serves only the generate schema: the kinds whose client sends a TGI body; `one` only the
-    non-streamed one."""
+    """`gen` serves only the generate schema: the kinds whose client sends a TGI body; `one` and
+    `oneraw` only the non-streamed one."""
     tgi = kind.name.startswith("tgi-")
-    return tuple(s for s in SIDES if (s != "gen" or tgi) and (s != "one" or (tgi and not kind.stream)))
+    plain_tgi = tgi and not kind.stream
+    return tuple(s for s in SIDES if (s != "gen" or tgi) and (s not in ("one", "oneraw") or plain_tgi))
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -8,6 +8,10 @@ times), and prints the relay's CPU per request for each. The difference between 
 the steps left out cost. docs/PERFORMANCE.md ("A request path in one piece, measured") has the figures.
 
     PYTHONPATH=src:. python bench/bench_steps.py [--variants ",log,watcher,metrics"] [--rounds 2]
+        [--mode one|oneraw]
+
+`--mode oneraw`: the same steps below uvicorn (floor_relay.py `oneraw`, whose disconnect is noticed by
+the connection: no watcher to leave out).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", default=",log,watcher,metrics", help="FLOOR_ONE_SKIP values, comma-separated"
     )
     p.add_argument("--rounds", type=int, default=2, help="cycles (default 2)")
+    p.add_argument("--mode", choices=("one", "oneraw"), default="one", help="the relay (default one)")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per round (default 5)")
     args = p.parse_args(argv)
     variants = [v.replace("+", ",") for v in args.variants.split(",")]  # `log+watcher`: both left out
@@ -53,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             bench_floor.wait_listening(engine, engine_port, "the synthetic engine")
             for v in variants:
-                relays[v] = bench_floor.start_relay(engine_port, "one", tmp, "m", skip=v)
+                relays[v] = bench_floor.start_relay(engine_port, args.mode, tmp, "m", skip=v)
             lua = wrk.script(tmp, "one", BODY)
             spent = dict.fromkeys(variants, 0.0)
             done = dict.fromkeys(variants, 0)

@@ -41,9 +41,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from collections import deque
+from email.utils import formatdate
 from typing import Any
 
 import httptools
@@ -201,35 +203,85 @@ def gen_app(engine_port: int, model: str) -> Any:
 SKIP = frozenset(os.environ.get("FLOOR_ONE_SKIP", "").split(","))
 
 
-def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one piece, on purpose)
-    """A non-streamed TGI body to `/invocations` served in one coroutine: what the estimate in
-    docs/PERFORMANCE.md ("How far the front is from the floor") calls a request path written as one
+class OnePiece:
+    """The steps the gate and the generate flow take for a non-streamed TGI body to `/invocations`, with
+    the front's own functions and objects, in the front's order; shared by the `one` relay (on uvicorn)
+    and the `oneraw` relay (below uvicorn). Not a front: no other route, body or error path."""
+
+    def __init__(self, engine_port: int, model: str) -> None:
+        # The gate relay's READY state, limiter, metrics and access log; its _measure and _log are
+        # called here, it is never called as an app.
+        self.helper = gated(lambda *_: None)
+        self.state, self.limiter = self.helper.state, self.helper.limiter
+        self.pool = EnginePool(256, wait_s=60.0, connect_s=5.0, read_s=60.0)
+        self.base = f"http://127.0.0.1:{engine_port}"
+        self.model = model
+        self.support = RequestSupport()
+        self.framing = Framing(TGI_INVOCATIONS, listed=True)
+        self.texts: dict[int, str] = {}
+
+    def admit(self, scope: dict[str, Any]) -> None:
+        """The id decided, the allowlist and the phase checked (before the body is read)."""
+        request_id(scope)
+        assert routes.is_allowed(scope["path"], True) and self.state.phase == Phase.READY
+
+    def take_slot(self) -> None:
+        assert self.state.phase == Phase.READY and self.limiter.try_acquire(1)
+
+    async def answer(self, scope: dict[str, Any], raw: bytes) -> bytes:
+        """The TGI answer's bytes for the request body `raw` (the engine called once)."""
+        support, rid = self.support, request_id(scope)
+        body = schema.parse_body(raw)
+        kind, _ = schema.classify(body)
+        assert kind == "tgi", kind
+        scope[SCHEMA_KEY] = kind
+        prompt = genparams.check_inputs(body)
+        assert isinstance(prompt, str)
+        req = genparams.translate(body, prompt, self.model, support.lora_adapters)
+        check_generate(body.get("parameters") or {}, support)
+        if not support.logprobs:
+            req.engine.pop("logprobs", None)
+        assert not request_cost.over_limit(req.n, 32, "inputs x best_of/n") and not req.stream
+        headers = {"content-type": "application/json", "x-request-id": engine_id(rid)}
+        answer = await self.pool.request(
+            self.base, "POST", "/v1/completions", headers, json.dumps(req.engine).encode()
+        )
+        data = await answer.read()
+        answer.release()
+        assert answer.status == 200, data[:200]
+        out = schema.loads(data)
+        seqs = completion_reader.sequences(req, out, self.texts)
+        if out.get("usage"):
+            scope[TOKENS_KEY] = counts(out["usage"])
+        return COMPACT([self.framing.dialect.response(req, seqs)]).encode("utf-8")
+
+    def finish(self, scope: dict[str, Any], status: int, start: float, first_byte: float | None) -> None:
+        """The slot given back, the request measured and logged (each step skippable: SKIP)."""
+        self.limiter.release(1)
+        if "metrics" not in SKIP:
+            self.helper._measure(scope, scope["path"], status, start, first_byte)
+        if "log" not in SKIP:
+            self.helper._log(scope, status, start)
+
+
+def one_piece_app(engine_port: int, model: str) -> Any:
+    """A non-streamed TGI body to `/invocations` served in one coroutine on uvicorn: what the estimate
+    in docs/PERFORMANCE.md ("How far the front is from the floor") calls a request path written as one
     piece, measured instead of estimated.
 
-    Every step the gate and the generate flow take for such a request, with the front's own functions
-    and objects, in the front's order, but with no ASGI layer between them and no Starlette request or
-    response: the request id, the allowlist and phase checks, the body read under its deadline timer,
-    the limiter's slot, a disconnect watcher task that cancels the request, the body's parse and
-    classification, validation and translation (genparams, support), the sequence limit, the engine
-    call through the front's engine pool with the engine's own request id, the answer's parse, the
-    sequences and the TGI answer (completion_reader, the dialect) encoded as the front encodes it, the
-    token counts, the request metrics and the access line. Its answer is byte for byte the front's
-    (tests/integration/test_bench_floor.py). Not a front: no other route, body or error path."""
-    # The gate relay's READY state, limiter, metrics and access log; its _measure and _log are called
-    # here, it is never called as an app.
-    helper = gated(lambda *_: None)
-    state, limiter = helper.state, helper.limiter
-    pool = EnginePool(256, wait_s=60.0, connect_s=5.0, read_s=60.0)
-    base = f"http://127.0.0.1:{engine_port}"
-    support = RequestSupport()
-    framing = Framing(TGI_INVOCATIONS, listed=True)
-    texts: dict[int, str] = {}
+    Every step the gate and the generate flow take for such a request (OnePiece), with no ASGI layer
+    between them and no Starlette request or response: the request id, the allowlist and phase checks,
+    the body read under its deadline timer, the limiter's slot, a disconnect watcher task that cancels
+    the request, the body's parse and classification, validation and translation (genparams,
+    support), the sequence limit, the engine call through the front's engine pool with the engine's
+    own request id, the answer's parse, the sequences and the TGI answer (completion_reader, the
+    dialect) encoded as the front encodes it, the token counts, the request metrics and the access
+    line. Its answer is byte for byte the front's (tests/integration/test_bench_floor.py)."""
+    one = OnePiece(engine_port, model)
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: PLR0915
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         start = time.perf_counter()
-        rid = request_id(scope)
-        path = scope["path"]
-        assert routes.is_allowed(path, True) and state.phase == Phase.READY
+        one.admit(scope)
         task = asyncio.current_task()
         assert task is not None
         deadline = task.get_loop().call_later(BODY_TIMEOUT_S, task.cancel)
@@ -243,7 +295,7 @@ def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one pi
         finally:
             deadline.cancel()
         raw = b"".join(parts)
-        assert state.phase == Phase.READY and limiter.try_acquire(1)
+        one.take_slot()
         complete = False
 
         async def watch() -> None:
@@ -256,33 +308,11 @@ def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one pi
         status = 500
         first_byte = None
         try:
-            body = schema.parse_body(raw)
-            kind, _ = schema.classify(body)
-            assert kind == "tgi", kind
-            scope[SCHEMA_KEY] = kind
-            prompt = genparams.check_inputs(body)
-            assert isinstance(prompt, str)
-            req = genparams.translate(body, prompt, model, support.lora_adapters)
-            check_generate(body.get("parameters") or {}, support)
-            if not support.logprobs:
-                req.engine.pop("logprobs", None)
-            assert not request_cost.over_limit(req.n, 32, "inputs x best_of/n") and not req.stream
-            headers = {"content-type": "application/json", "x-request-id": engine_id(rid)}
-            answer = await pool.request(
-                base, "POST", "/v1/completions", headers, json.dumps(req.engine).encode()
-            )
-            data = await answer.read()
-            answer.release()
-            assert answer.status == 200, data[:200]
-            out = schema.loads(data)
-            seqs = completion_reader.sequences(req, out, texts)
-            if out.get("usage"):
-                scope[TOKENS_KEY] = counts(out["usage"])
-            content = COMPACT([framing.dialect.response(req, seqs)]).encode("utf-8")
+            content = await one.answer(scope, raw)
             head = [
                 (b"content-length", str(len(content)).encode()),
                 (b"content-type", b"application/json"),
-                (b"x-request-id", rid.encode("latin-1")),
+                (b"x-request-id", request_id(scope).encode("latin-1")),
             ]
             status = 200
             await send({"type": "http.response.start", "status": 200, "headers": head})
@@ -292,13 +322,188 @@ def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one pi
         finally:
             if watcher is not None:
                 watcher.cancel()
-            limiter.release(1)
-            if "metrics" not in SKIP:
-                helper._measure(scope, path, status, start, first_byte)
-            if "log" not in SKIP:
-                helper._log(scope, status, start)
+            one.finish(scope, status, start, first_byte)
 
     return app
+
+
+class OneRaw(asyncio.Protocol):
+    """`oneraw`: the one piece below uvicorn. One client connection on uvloop, parsed with httptools,
+    with what the front's connection layer guarantees done here in the cheapest way this relay knows
+    (a header deadline and a header size count per request, a body deadline, the keep-alive idle
+    timer, pipelined requests queued with reading paused, a disconnect cancelling the request's task
+    from `connection_lost` instead of a watcher task), and the answer written in one transport write
+    with the headers uvicorn adds (date, server). Not a front: a request that is not a TGI body to
+    `/invocations` fails an assertion, and a refusal is a closed connection, not an answer."""
+
+    KEEP_ALIVE_S = 5.0
+    HEADER_TIMEOUT_S = 10.0
+    MAX_HEADER_BYTES = 64 * 1024
+    _date = b""
+    _date_at = 0.0
+
+    def __init__(self, one: OnePiece) -> None:
+        self.one = one
+        self.loop = asyncio.get_running_loop()
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.scope: dict[str, Any] = {}
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.parts: list[bytes] = []
+        self.head_bytes = 0
+        self.in_body = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.waiting: deque[tuple[dict[str, Any], bytes, bool]] = deque()
+        self.answered = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.timer = self.loop.call_later(self.HEADER_TIMEOUT_S, self._expire)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timer()
+        if self.task is not None and not self.answered:
+            self.task.cancel()  # the client left: the request's work is cancelled, as the gate does
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        if not self.in_body:  # bytes before a head's end count against the header limit
+            self.head_bytes += len(data)
+            if self.head_bytes > self.MAX_HEADER_BYTES:
+                self._close()
+                return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._close()
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = []
+        self.parts = []
+        self._stop_timer()
+        self.timer = self.loop.call_later(self.HEADER_TIMEOUT_S, self._expire)
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        self.in_body = True
+        self.head_bytes = 0
+        path = httptools.parse_url(self.url).path
+        self.scope = {
+            "type": "http",
+            "method": self.parser.get_method().decode("ascii"),
+            "path": path.decode("ascii"),
+            "raw_path": path,
+            "headers": self.headers,
+            "start": time.perf_counter(),
+        }
+        self.one.admit(self.scope)
+        self._stop_timer()
+        self.timer = self.loop.call_later(BODY_TIMEOUT_S, self._expire)  # the body's deadline
+
+    def on_body(self, body: bytes) -> None:
+        self.parts.append(body)
+
+    def on_message_complete(self) -> None:
+        self.in_body = False
+        self._stop_timer()
+        raw = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        self.parts = []
+        keep = self.parser.should_keep_alive()
+        if self.task is not None:  # pipelined behind one in flight: queued, reading paused
+            self.waiting.append((self.scope, raw, keep))
+            if self.transport is not None:
+                self.transport.pause_reading()
+            return
+        self._start(self.scope, raw, keep)
+
+    def _start(self, scope: dict[str, Any], raw: bytes, keep: bool) -> None:
+        self.answered = False
+        self.task = self.loop.create_task(self._serve(scope, raw, keep))
+
+    async def _serve(self, scope: dict[str, Any], raw: bytes, keep: bool) -> None:
+        one = self.one
+        start = scope["start"]
+        one.take_slot()
+        status = 500
+        first_byte = None
+        try:
+            content = await one.answer(scope, raw)
+            status = 200
+            first_byte = time.perf_counter()
+            head = b"HTTP/1.1 200 OK\r\ndate: %s\r\nserver: uvicorn\r\ncontent-length: %d\r\n" % (
+                self._now(),
+                len(content),
+            )
+            head += b"content-type: application/json\r\nx-request-id: %s\r\n" % (
+                request_id(scope).encode("latin-1")
+            )
+            if not keep:
+                head += b"connection: close\r\n"
+            self.answered = True
+            if self.transport is not None:
+                self.transport.write(head + b"\r\n" + content)
+        finally:
+            one.finish(scope, status, start, first_byte)
+            self.task = None
+            self._next(keep)
+
+    def _next(self, keep: bool) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        if not keep:
+            transport.close()
+        elif self.waiting:
+            transport.resume_reading()
+            self._start(*self.waiting.popleft())
+        else:
+            self.timer = self.loop.call_later(self.KEEP_ALIVE_S, self._expire)
+
+    def _now(self) -> bytes:
+        """The date header's value, formatted once a second (as uvicorn's server does)."""
+        now = time.time()
+        if now - OneRaw._date_at >= 1.0:
+            OneRaw._date = formatdate(now, usegmt=True).encode()
+            OneRaw._date_at = now
+        return OneRaw._date
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _expire(self) -> None:
+        self.timer = None
+        if self.task is None:
+            self._close()
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+def serve_oneraw(listen_port: int, engine_port: int, model: str) -> None:
+    uvloop.install()
+
+    async def run() -> None:
+        one = OnePiece(engine_port, model)
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: OneRaw(one), "127.0.0.1", listen_port, backlog=2048)
+        stop = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)  # a clean exit: the batched access lines written
+        print(f"floor relay (oneraw) on {listen_port} -> {engine_port}", flush=True)
+        await stop.wait()
+        server.close()
+
+    asyncio.run(run())
 
 
 def gated(app: Any) -> Gate:
@@ -325,7 +530,9 @@ def serve_asgi(listen_port: int, engine_port: int, mode: str, model: str = "") -
 
 
 if __name__ == "__main__":
-    if sys.argv[3:4] in (["asgi"], ["gate"], ["gen"], ["one"]):
+    if sys.argv[3:4] == ["oneraw"]:
+        serve_oneraw(int(sys.argv[1]), int(sys.argv[2]), *sys.argv[4:5])
+    elif sys.argv[3:4] in (["asgi"], ["gate"], ["gen"], ["one"]):
         serve_asgi(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     else:
         uvloop.install()

@@ -73,13 +73,15 @@ def test_the_generate_relay_answers_a_tgi_body_as_the_front_does(server: serve.S
     assert log.count("POST /invocations status=200") == len(tgi_kinds)
 
 
+@pytest.mark.parametrize("mode", ["one", "oneraw"])
 def test_the_one_piece_relay_answers_a_tgi_body_as_the_front_does(
-    server: serve.Serve, tmp_path: Path
+    server: serve.Serve, tmp_path: Path, mode: str
 ) -> None:
-    """`one` takes the gate's and the generate flow's steps in one coroutine: for a non-streamed TGI
-    body, the front's answer byte for byte, twice on one connection, and an access line for each."""
-    proc, port = bench_floor.start_relay(server.engine_port, "one", tmp_path, server.model)
-    (kind,) = [k for k in KINDS.values() if "one" in bench_floor.sides(k)]
+    """`one` takes the gate's and the generate flow's steps in one coroutine (`oneraw`: the same below
+    uvicorn): for a non-streamed TGI body, the front's answer byte for byte, twice, and an access line
+    for each."""
+    proc, port = bench_floor.start_relay(server.engine_port, mode, tmp_path, server.model)
+    (kind,) = [k for k in KINDS.values() if mode in bench_floor.sides(k)]
     assert kind.name == "tgi-plain"
     try:
         body = kind.front_body(server.model)
@@ -91,6 +93,6 @@ def test_the_one_piece_relay_answers_a_tgi_body_as_the_front_does(
     finally:
         proc.terminate()
         proc.wait()
-    log = (tmp_path / "relay-one.log").read_text()
+    log = (tmp_path / f"relay-{mode}.log").read_text()
     assert log.count("POST /invocations status=200") == 2
     assert "tokens_in=" in log and "tokens_out=16" in log
