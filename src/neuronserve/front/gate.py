@@ -30,7 +30,7 @@ from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
 from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.logsetup import field
+from neuronserve.logsetup import field, info_line
 
 __all__ = [
     "BODY_KEY",
@@ -289,24 +289,20 @@ class Gate:
         path = scope.get("path", "")
         raw = scope.get("raw_path")
         method = scope.get("method")
-        log.info(
-            "%s %s status=%d latency_ms=%.1f tokens_in=%s tokens_out=%s request_id=%s",
-            field(str(method)),
-            field(raw if raw else path),
-            status,
-            latency_ms,
-            _count(tokens[0]),
-            _count(tokens[1]),
-            rid,
-            extra={
-                "request_id": rid,
-                "route": route_label(path),
-                "method": method,
-                "status": status,
-                "latency_ms": round(latency_ms, 1),
-                "tokens": {"prompt": tokens[0], "completion": tokens[1]},
-            },
+        message = (
+            f"{field(str(method))} {field(raw if raw else path)} status={status:d} "
+            f"latency_ms={latency_ms:.1f} tokens_in={_count(tokens[0])} tokens_out={_count(tokens[1])} "
+            f"request_id={rid}"
         )
+        extra = {
+            "request_id": rid,
+            "route": route_label(path),
+            "method": method,
+            "status": status,
+            "latency_ms": round(latency_ms, 1),
+            "tokens": {"prompt": tokens[0], "completion": tokens[1]},
+        }
+        info_line(log, message, extra)  # as log.info would write it, without its record (logsetup)
 
 
 def _count(value: Any) -> str:
