@@ -14,6 +14,14 @@ later `receive()` calls are answered from the same watcher, so the ASGI `receive
 twice at once. One task per request that has a body; when the gate has read the whole body already,
 it starts with the request (a stream's chunks are sent without any listener of their own:
 front/streaming.py).
+
+Under the front's own connections (serve/connections.py) there is no watcher task: the connection
+puts a `Departure` in each request's scope (DEPARTURE_KEY) and fires it from `connection_lost`, the
+moment uvicorn would deliver `http.disconnect`; the gate's request registers its cancel there
+(`run_cancelling_on_departure`). Same outcome, without a task, its wake-ups and its cancel per
+request (the watcher task was about 10 µs of a request's CPU: docs/PERFORMANCE.md, "A request path in
+one piece, measured"). Other servers (tests' in-process transports, the benchmarks' relays) give no
+Departure, and get the watcher.
 """
 
 from __future__ import annotations
@@ -28,6 +36,34 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
 CLIENT_CLOSED = 499  # nginx's "client closed request": the status logged and counted for these
+DEPARTURE_KEY = "neuronserve.departure"  # the connection's Departure, in the scope of each request on it
+
+
+class Departure:
+    """One client connection's going away, told to whoever waits on it (no task, no future): made
+    by the connection, fired from its `connection_lost`; a callback added after that runs at once."""
+
+    __slots__ = ("_callbacks", "gone")
+
+    def __init__(self) -> None:
+        self.gone = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_gone(self, callback: Callable[[], None]) -> None:
+        if self.gone:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def forget(self, callback: Callable[[], None]) -> None:
+        if callback in self._callbacks:  # (not when fired already)
+            self._callbacks.remove(callback)
+
+    def fire(self) -> None:
+        self.gone = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 class Sent(Protocol):
@@ -115,4 +151,47 @@ async def run_cancelling_on_disconnect(
     finally:
         if watcher is not None:
             watcher.cancel()
+    return False
+
+
+async def run_cancelling_on_departure(
+    app: ASGIApp,
+    scope: MutableMapping[str, Any],
+    receive: Receive,
+    send: Send,
+    *,
+    body: Message,
+    sent: Sent,
+    task: asyncio.Task[Any],
+    departure: Departure,
+) -> bool:
+    """run_cancelling_on_disconnect's outcome told by the connection's `departure` instead of a
+    watcher task: True when the client went away before the response's end and the app was
+    cancelled because of it. `body` is the whole body, already read: the app's first receive() gets
+    it, later ones go to the server's receive (only `http.disconnect` can come)."""
+    cancelled = False
+    pending: Message | None = body
+
+    def leave() -> None:
+        nonlocal cancelled
+        if not sent.complete and not cancelled:
+            cancelled = True
+            task.cancel()
+
+    async def receive_after_body() -> Message:
+        nonlocal pending
+        if pending is not None:
+            message, pending = pending, None
+            return message
+        return await receive()
+
+    departure.on_gone(leave)
+    try:
+        await app(scope, receive_after_body, send)
+    except asyncio.CancelledError:
+        if cancelled and task.uncancel() == 0:
+            return True
+        raise
+    finally:
+        departure.forget(leave)
     return False

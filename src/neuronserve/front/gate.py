@@ -22,7 +22,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from neuronserve.front import routes
-from neuronserve.front.disconnect import CLIENT_CLOSED, run_cancelling_on_disconnect
+from neuronserve.front.disconnect import (
+    CLIENT_CLOSED,
+    DEPARTURE_KEY,
+    run_cancelling_on_departure,
+    run_cancelling_on_disconnect,
+)
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
 from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
@@ -172,10 +177,23 @@ class Gate:
         if not body["more_body"]:
             scope[BODY_KEY] = body["body"]
         gone = False
+        departure = None if body["more_body"] else scope.get(DEPARTURE_KEY)
         try:
-            gone = await run_cancelling_on_disconnect(
-                self.app, scope, receive, exchange.send, body=body, sent=exchange, task=task
-            )
+            if departure is not None:  # the front's own connection tells of the client's going
+                gone = await run_cancelling_on_departure(
+                    self.app,
+                    scope,
+                    receive,
+                    exchange.send,
+                    body=body,
+                    sent=exchange,
+                    task=task,
+                    departure=departure,
+                )
+            else:
+                gone = await run_cancelling_on_disconnect(
+                    self.app, scope, receive, exchange.send, body=body, sent=exchange, task=task
+                )
         finally:
             self.limiter.release(charge.weight)
             code = CLIENT_CLOSED if gone else (exchange.status or 500)

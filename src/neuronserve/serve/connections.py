@@ -34,6 +34,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from neuronserve.front.disconnect import DEPARTURE_KEY, Departure
 from neuronserve.front.errors import error_bytes
 from neuronserve.serve.corking import CorkedTransport
 
@@ -129,6 +130,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._in_head = False  # between a request's first byte and the end of its headers
         self._head_bytes = 0  # bytes received while in the head (counted before parsing)
         self._head_size = 0  # the URL's and headers' bytes as parsed
+        self.departure = Departure()  # fired when the client goes: the gate's requests cancel on it
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # every write of the connection through one queue, joined per turn of the loop (corking.py)
@@ -147,6 +149,7 @@ class _GuardedProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
         super().connection_lost(exc)
+        self.departure.fire()  # after uvicorn marked its cycle: a receive() now says http.disconnect
 
     def _start_head(self) -> None:
         self._in_head = True
@@ -189,6 +192,7 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self.scope[DEPARTURE_KEY] = self.departure  # type: ignore[literal-required]
         self._start_head()
 
     def on_url(self, url: bytes) -> None:

@@ -1,6 +1,9 @@
 """A client that leaves mid-request: the front drops its engine request (the engine sees its connection
 close) and its in-flight count returns to 0. Real uvicorn, real sockets, a stand-in engine that
 records when its connection closes; the real-vLLM version is tests/integration/test_disconnect.py.
+
+Each case runs twice: on plain uvicorn (the gate's watcher task hears the disconnect) and on the
+front's own connections (serve/connections.py: the connection's Departure tells the gate, no task).
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ from neuronserve.front.gate import Gate
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
+from neuronserve.serve import listener
+from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.types import ServeOptions
 
 pytestmark = pytest.mark.integration  # the front served by uvicorn on a real socket
 
 
-async def _scenario(stream: bool) -> tuple[float, int, str]:
+SERVERS = ["uvicorn", "front"]
+
+
+async def _scenario(stream: bool, server_kind: str) -> tuple[float, int, str]:
     closed = asyncio.Event()
 
     async def slow(request: web.Request) -> web.StreamResponse:
@@ -60,7 +68,11 @@ async def _scenario(stream: bool) -> tuple[float, int, str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     front_port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(gate, lifespan="off", log_config=None, access_log=False))
+    if server_kind == "front":
+        config = listener.uvicorn_config(gate, opts, ConnectionLimits())
+    else:
+        config = uvicorn.Config(gate, lifespan="off", log_config=None, access_log=False)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
@@ -96,12 +108,14 @@ async def _scenario(stream: bool) -> tuple[float, int, str]:
         await runner.cleanup()
 
 
-def test_plain_request_is_dropped_at_the_engine_when_the_client_leaves() -> None:
-    took, in_flight, text = asyncio.run(_scenario(stream=False))
+@pytest.mark.parametrize("server_kind", SERVERS)
+def test_plain_request_is_dropped_at_the_engine_when_the_client_leaves(server_kind: str) -> None:
+    took, in_flight, text = asyncio.run(_scenario(stream=False, server_kind=server_kind))
     assert took < 2.0 and in_flight == 0
     assert 'neuronserve_requests_total{route="/invocations",schema="completion",status="499"} 1.0' in text
 
 
-def test_stream_is_dropped_at_the_engine_when_the_client_leaves() -> None:
-    took, in_flight, _ = asyncio.run(_scenario(stream=True))
+@pytest.mark.parametrize("server_kind", SERVERS)
+def test_stream_is_dropped_at_the_engine_when_the_client_leaves(server_kind: str) -> None:
+    took, in_flight, _ = asyncio.run(_scenario(stream=True, server_kind=server_kind))
     assert took < 2.0 and in_flight == 0
