@@ -1,7 +1,8 @@
 """What each guarantee costs in a request path written as one piece (not a test, not run by CI).
 
 bench/ceiling/floor_relay.py `one` serves a non-streamed TGI body in one coroutine with every step the
-front takes for it; FLOOR_ONE_SKIP leaves steps out (`watcher`: the disconnect watcher task,
+front takes for it; FLOOR_ONE_SKIP leaves steps out (`watcher`: the disconnect watch (a Departure
+callback on the front's connections, the watcher task before they had one),
 `metrics`: the request metrics, `log`: the access line). This starts the synthetic engine and one such
 relay per variant, then runs wrk against each in turn (the variants in order, then reversed, `--rounds`
 times), and prints the relay's CPU per request for each. The difference between two variants is what

@@ -55,6 +55,7 @@ import uvloop
 from neuronserve import logsetup
 from neuronserve.front import completion_reader, genparams, request_cost, routes, schema
 from neuronserve.front.dialect import TGI_INVOCATIONS, Framing
+from neuronserve.front.disconnect import DEPARTURE_KEY
 from neuronserve.front.enginepool import EnginePool
 from neuronserve.front.gate import BODY_TIMEOUT_S, SCHEMA_KEY, TOKENS_KEY, Gate, request_id
 from neuronserve.front.generate import Generator
@@ -264,19 +265,20 @@ class OnePiece:
             self.helper._log(scope, status, start)
 
 
-def one_piece_app(engine_port: int, model: str) -> Any:
+def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one piece, on purpose)
     """A non-streamed TGI body to `/invocations` served in one coroutine on uvicorn: what the estimate
     in docs/PERFORMANCE.md ("How far the front is from the floor") calls a request path written as one
     piece, measured instead of estimated.
 
     Every step the gate and the generate flow take for such a request (OnePiece), with no ASGI layer
     between them and no Starlette request or response: the request id, the allowlist and phase checks,
-    the body read under its deadline timer, the limiter's slot, a disconnect watcher task that cancels
-    the request, the body's parse and classification, validation and translation (genparams,
-    support), the sequence limit, the engine call through the front's engine pool with the engine's
-    own request id, the answer's parse, the sequences and the TGI answer (completion_reader, the
-    dialect) encoded as the front encodes it, the token counts, the request metrics and the access
-    line. Its answer is byte for byte the front's (tests/integration/test_bench_floor.py)."""
+    the body read under its deadline timer, the limiter's slot, the request cancelled when its client
+    leaves (told by the front's connection: front/disconnect.py's Departure, as the gate does), the
+    body's parse and classification, validation and translation (genparams, support), the sequence
+    limit, the engine call through the front's engine pool with the engine's own request id, the
+    answer's parse, the sequences and the TGI answer (completion_reader, the dialect) encoded as the
+    front encodes it, the token counts, the request metrics and the access line. Its answer is byte
+    for byte the front's (tests/integration/test_bench_floor.py)."""
     one = OnePiece(engine_port, model)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -304,7 +306,17 @@ def one_piece_app(engine_port: int, model: str) -> Any:
             if not complete:
                 task.cancel()
 
-        watcher = task.get_loop().create_task(watch()) if "watcher" not in SKIP else None
+        departure = scope.get(DEPARTURE_KEY)  # the front's connections tell of a disconnect themselves
+
+        def leave() -> None:
+            if not complete:
+                task.cancel()
+
+        watcher = None
+        if departure is not None and "watcher" not in SKIP:
+            departure.on_gone(leave)
+        elif "watcher" not in SKIP:
+            watcher = task.get_loop().create_task(watch())
         status = 500
         first_byte = None
         try:
@@ -322,6 +334,8 @@ def one_piece_app(engine_port: int, model: str) -> Any:
         finally:
             if watcher is not None:
                 watcher.cancel()
+            if departure is not None:
+                departure.forget(leave)
             one.finish(scope, status, start, first_byte)
 
     return app
