@@ -80,7 +80,7 @@ class ServerState:
         self.stack: dict[str, str] = {}  # the plan's stack lane, for /info and /version
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
         # death without waiting for the supervisor's next poll: at once from the routes and the thread
-        # door, within one publishing round (50 ms) from the door's process (serve/doorprocess.py).
+        # door; the door's process sees it through the engines' pidfds (engine_pids below).
         self.engine_alive: Callable[[], bool] = lambda: True
         # The engines' main processes still running, whose exit changes what /ping answers: the probe
         # door's process follows them (serve/doorprocess.py, serve/engineexits.py).

@@ -97,13 +97,10 @@ class ProbeBoard:
         return int(_U32.unpack_from(self.map, _DOOR)[0])
 
     # the door's side
-    def answer(self, path: str, close: bool, basis: bytes = b"") -> bytes | None:
-        """The published answer to `path`; None when none is published, it is older than STALE_S, or
-        it was built from another basis than `basis` (the watched bytes as they are now)."""
-        return self.read(path, close, basis)[0]
-
     def read(self, path: str, close: bool, basis: bytes = b"") -> tuple[bytes | None, tuple[int, ...]]:
-        """`answer`, with the engines (pids) it was built with alive, read under the same lock."""
+        """The published answer to `path`, with the engines (pids) it was built with alive, read under
+        one lock; the answer is None when none is published, it is older than STALE_S, or it was built
+        from another basis than `basis` (the watched bytes as they are now)."""
         index = ANSWERS.index((path, close))
         with self._mutex, self._lock:
             (count,) = _U32.unpack_from(self.map, _ENGINES)

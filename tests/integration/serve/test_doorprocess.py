@@ -135,7 +135,7 @@ def test_a_front_workers_door_answers_from_the_supervisors_bytes_as_they_are(
 
             def republished() -> bool:
                 assert door.board is not None
-                answer = door.board.answer("/ping", True, board.basis())
+                answer = door.board.read("/ping", True, board.basis())[0]
                 return answer is not None and answer.startswith(b"HTTP/1.1 503")
 
             wait_for(republished, 2.0, "the door's process to wake the publisher")

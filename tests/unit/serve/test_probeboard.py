@@ -23,10 +23,10 @@ ANSWERS_A = [
 def test_published_answers_are_read_back_by_path_and_close() -> None:
     board = ProbeBoard.create()
     try:
-        assert board.answer("/ping", False) is None  # nothing published yet
+        assert board.read("/ping", False)[0] is None  # nothing published yet
         assert board.publish(ANSWERS_A, front_connections=7)
         for (path, close), expected in zip(ANSWERS, ANSWERS_A, strict=True):
-            assert board.answer(path, close) == expected
+            assert board.read(path, close)[0] == expected
         assert board.front_connections() == 7
         board.set_door_held(3)
         assert board.door_held() == 3
@@ -39,7 +39,7 @@ def test_answers_too_large_are_not_published_and_the_last_ones_stay() -> None:
     try:
         assert board.publish(ANSWERS_A, 1)
         assert not board.publish([b"x" * SIZE, b"", b"", b""], 2)
-        assert board.answer("/live", True) == ANSWERS_A[3] and board.front_connections() == 1
+        assert board.read("/live", True)[0] == ANSWERS_A[3] and board.front_connections() == 1
     finally:
         board.close()
 
@@ -50,11 +50,11 @@ def test_answers_are_given_only_for_the_basis_they_were_built_from() -> None:
     board = ProbeBoard.create()
     try:
         assert board.publish(ANSWERS_A, 0, basis=b"\x04\x01\x01" + bytes(13))
-        assert board.answer("/ping", False, b"\x04\x01\x01" + bytes(13)) == ANSWERS_A[0]
-        assert board.answer("/ping", False, b"\x04\x01\x00" + bytes(13)) is None  # the engine died
-        assert board.answer("/ping", False) is None  # no basis is not the published one either
+        assert board.read("/ping", False, b"\x04\x01\x01" + bytes(13))[0] == ANSWERS_A[0]
+        assert board.read("/ping", False, b"\x04\x01\x00" + bytes(13))[0] is None  # the engine died
+        assert board.read("/ping", False)[0] is None  # no basis is not the published one either
         assert board.publish(ANSWERS_A, 0)  # none: a state of the process's own
-        assert board.answer("/live", True) == ANSWERS_A[3]
+        assert board.read("/live", True)[0] == ANSWERS_A[3]
         assert not board.publish(ANSWERS_A, 0, basis=bytes(probeboard.BASIS_BYTES + 1))
     finally:
         board.close()
@@ -67,9 +67,9 @@ def test_answers_older_than_stale_s_are_none(monkeypatch: pytest.MonkeyPatch) ->
     try:
         board.publish(ANSWERS_A, 0)
         now[0] += probeboard.STALE_S - 0.1
-        assert board.answer("/ping", False) == ANSWERS_A[0]
+        assert board.read("/ping", False)[0] == ANSWERS_A[0]
         now[0] += 0.2
-        assert board.answer("/ping", False) is None  # the front stopped publishing: the loop answers
+        assert board.read("/ping", False)[0] is None  # the front stopped publishing: the loop answers
     finally:
         board.close()
 
@@ -81,7 +81,7 @@ board = ProbeBoard(int(sys.argv[1]))
 allowed = {sys.argv[2].encode(), sys.argv[3].encode()}
 seen = bad = 0
 for _ in range(20000):
-    got = board.answer("/live", False)
+    got = board.read("/live", False)[0]
     if got is not None:
         seen += 1
         bad += got not in allowed
