@@ -276,25 +276,20 @@ def info_line(logger: logging.Logger, message: str, extra: Mapping[str, Any]) ->
     handler someone added) gets the record through logging as before."""
     handler = _sole_batch_handler(logger)
     formatter = handler.formatter if handler is not None else None
-    kind = type(formatter)
-    if handler is None or kind not in (TextFormatter, JsonFormatter):
-        logger.info("%s", message, extra=dict(extra))
-        return
-    now = time.time()
-    if kind is TextFormatter:
-        assert isinstance(formatter, TextFormatter)
-        if formatter._fmt != TEXT_FORMAT or formatter.datefmt is not None:
-            logger.info("%s", message, extra=dict(extra))
-            return
-        stamp = formatter.formatTime(_Stamp(now))  # type: ignore[arg-type]
+    if type(formatter) is TextFormatter and formatter._fmt == TEXT_FORMAT and formatter.datefmt is None:
+        stamp = formatter.formatTime(_Stamp(time.time()))  # type: ignore[arg-type]
         text = f"{stamp} INFO {logger.name}: {escape(message)}"
-    else:
-        obj: dict[str, Any] = {"time": _iso(now), "level": "INFO", "logger": logger.name}
+    elif type(formatter) is JsonFormatter:  # (exactly ours: a subclass may write otherwise)
+        obj: dict[str, Any] = {"time": _iso(time.time()), "level": "INFO", "logger": logger.name}
         obj["message"] = escape(message)
         for name in EXTRA_FIELDS:
             if name in extra:
                 obj[name] = _escape_value(extra[name])
         text = json.dumps(obj, default=str)
+    else:  # not the serve's own set-up: logging's way
+        logger.info("%s", message, extra=dict(extra))
+        return
+    assert handler is not None  # (a formatter was found on it)
     handler.acquire()
     try:
         handler.keep(text + handler.terminator)
