@@ -100,6 +100,25 @@ def current_route() -> RequestRoute | None:
     return _ROUTE.get()
 
 
+def enter_route() -> RequestRoute:
+    """A fresh RequestRoute for the request running in this context (its task's own copy)."""
+    route = RequestRoute()
+    _ROUTE.set(route)
+    return route
+
+
+def replica_tag(route: RequestRoute) -> tuple[bytes, bytes] | None:
+    """The `X-Neuronserve-Replica` header of the answer: the replica picked last, or the pinned one."""
+    replica = route.picks[-1] if route.picks else route.pinned
+    return None if replica is None else (REPLICA_HEADER, str(replica.index).encode())
+
+
+def leave_route(route: RequestRoute) -> None:
+    """Give back every replica count the request still holds (at the end of its response)."""
+    for replica in list(route.picks):
+        route.release(replica)
+
+
 def routable(r: Replica) -> bool:
     """READY with a live process. A failing health check alone does not stop traffic to a replica
     (a saturated engine answers /health late); among routable replicas the healthy ones are preferred."""
@@ -217,16 +236,13 @@ class ReplicaScope:
 
         async def send_tagged(message: Message) -> None:
             if message["type"] == "http.response.start":
-                replica = route.picks[-1] if route.picks else route.pinned
-                if replica is not None:
-                    headers = list(message.get("headers", ()))
-                    headers.append((REPLICA_HEADER, str(replica.index).encode()))
-                    message = {**message, "headers": headers}
+                tag = replica_tag(route)
+                if tag is not None:
+                    message = {**message, "headers": [*message.get("headers", ()), tag]}
             await send(message)
 
         try:
             await self.app(scope, receive, send_tagged)
         finally:
-            for replica in list(route.picks):
-                route.release(replica)
+            leave_route(route)
             _ROUTE.reset(token)
