@@ -228,6 +228,18 @@ _OWN_VARS: tuple[Var, ...] = (
         p.choice("thread", "process"),
     ),
     Var(
+        "NEURONSERVE_FAST_PATH",
+        "",
+        True,
+        NS,
+        "true: a plain (not streamed) POST to /invocations, /generate or / whose whole body comes with "
+        "its head is served from the front's connection, without uvicorn's request cycle and the ASGI "
+        "layers (the same handler, limits, ids, metrics and access line; about a fifth less front CPU "
+        "per request, docs/PERFORMANCE.md); false: every request takes uvicorn's cycle and the gate "
+        "(read by the front server at start)",
+        p.boolean,
+    ),
+    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "data-parallel-size",
         None,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +38,13 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from neuronserve.front.disconnect import DEPARTURE_KEY, Departure
 from neuronserve.front.errors import error_bytes
 from neuronserve.serve.corking import CorkedTransport
+from neuronserve.serve.fastpath import Exchange, FastPath
 
 log = logging.getLogger("neuronserve.front")
 
 PING_RESERVE = 32  # connections beyond max_connections that may still ask /ping or /live
 PING_PATHS = frozenset({b"/ping", b"/live"})
+NOT_FAST = frozenset({b"transfer-encoding", b"expect", b"upgrade"})  # heads the fast path leaves to uvicorn
 HEADER_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 MAX_CONNECTIONS = 1024
@@ -91,9 +94,12 @@ def _none_held() -> int:
     return 0
 
 
-def protocol_class(limits: ConnectionLimits, held: Callable[[], int] | None = None) -> type[asyncio.Protocol]:
+def protocol_class(
+    limits: ConnectionLimits, held: Callable[[], int] | None = None, fast: FastPath | None = None
+) -> type[asyncio.Protocol]:
     """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection);
-    `held`: the connections open outside the loop (serve/probedoor.py), counted with its own."""
+    `held`: the connections open outside the loop (serve/probedoor.py), counted with its own; `fast`:
+    the fast path for plain generate requests (serve/fastpath.py), None for none."""
     too_large = (
         f"the request line and headers are over {limits.max_header_bytes} bytes "
         "(NEURONSERVE_MAX_HEADER_BYTES)"
@@ -109,6 +115,7 @@ def protocol_class(limits: ConnectionLimits, held: Callable[[], int] | None = No
         TOO_LARGE_APP = staticmethod(_refusing_app(431, too_large))
         BUSY_APP = staticmethod(_refusing_app(503, busy, retry=True))
         HELD = staticmethod(held or _none_held)
+        FAST = fast
 
     return Guarded
 
@@ -119,6 +126,7 @@ class _GuardedProtocol(HttpToolsProtocol):
     TOO_LARGE_APP: staticmethod[[Scope, Any, Any], Any]
     BUSY_APP: staticmethod[[Scope, Any, Any], Any]
     HELD: staticmethod[[], int]
+    FAST: FastPath | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -131,6 +139,10 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_bytes = 0  # bytes received while in the head (counted before parsing)
         self._head_size = 0  # the URL's and headers' bytes as parsed
         self.departure = Departure()  # fired when the client goes: the gate's requests cancel on it
+        # a request the fast path took at its head, while its body arrives (in the same read)
+        self._fast_parts: list[bytes] | None = None
+        self._fast_start = 0.0
+        self._fast_keep = True
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # every write of the connection through one queue, joined per turn of the loop (corking.py)
@@ -177,6 +189,10 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
+        if self._fast_parts is not None:  # the body did not come whole with its head: uvicorn's cycle
+            parts, self._fast_parts = self._fast_parts, None
+            if not self.transport.is_closing():
+                self._to_cycle(parts, complete=False)
         if self._in_head and not self.transport.is_closing():
             self._head_bytes += len(data)
             if self._head_bytes > self.LIMITS.max_header_bytes:
@@ -214,7 +230,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         ):
             app = self.BUSY_APP
         if app is None:
-            super().on_headers_complete()
+            if self.FAST is None or not self._fast_takes(self.FAST):
+                super().on_headers_complete()
             return
         # uvicorn's own cycle answers the refusal (the body, if any, is never read: connection: close)
         served, self.app = self.app, app
@@ -222,3 +239,95 @@ class _GuardedProtocol(HttpToolsProtocol):
             super().on_headers_complete()
         finally:
             self.app = served
+
+    # The fast path (serve/fastpath.py): a plain generate request answered without uvicorn's cycle.
+
+    def _fast_takes(self, fast: FastPath) -> bool:
+        """At the end of a head: whether the fast path takes this request (its body is then collected
+        here; serve/fastpath.py says what it takes). Else uvicorn's cycle, as if there were no path."""
+        parser = self.parser
+        if parser.get_method() != b"POST" or parser.get_http_version() != "1.1":
+            return False
+        cycle = self.cycle
+        if (cycle is not None and not cycle.response_complete) or self.access_log or self.root_path:
+            return False
+        url = httptools.parse_url(self.url)
+        path = url.path
+        if path not in fast.handlers or self.limit_concurrency is not None:
+            return False
+        length = None
+        for name, value in self.headers:
+            if name == b"content-length":
+                if length is not None:
+                    return False
+                length = value
+            elif name in NOT_FAST:
+                return False
+        if length is None or not length.isdigit() or int(length) > fast.max_body or not fast.open():
+            return False
+        scope = self.scope
+        scope["method"] = "POST"
+        scope["path"] = path.decode("ascii")
+        scope["raw_path"] = path
+        scope["query_string"] = url.query or b""
+        self._fast_parts = []
+        self._fast_start = time.perf_counter()
+        self._fast_keep = parser.should_keep_alive()
+        return True
+
+    def on_body(self, body: bytes) -> None:
+        if self._fast_parts is not None:
+            self._fast_parts.append(body)
+        else:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        parts = self._fast_parts
+        if parts is None:
+            super().on_message_complete()
+            return
+        self._fast_parts = None
+        fast = self.FAST
+        assert fast is not None
+        raw = parts[0] if len(parts) == 1 else b"".join(parts)
+        if b"stream" in raw or not fast.admit():  # a stream, or a refusal: the gate's
+            self._to_cycle(parts, complete=True)
+            return
+        scope: Scope = self.scope  # type: ignore[assignment]
+        exchange = Exchange(scope, raw, self._fast_keep, self._fast_start)
+        self.cycle = exchange  # type: ignore[assignment]  # (what uvicorn reads there, serve/fastpath.py)
+        task = self.loop.create_task(fast.serve(self, exchange, self.departure))
+        task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(lambda _: fast.unstarted(exchange))
+        self.tasks.add(task)
+
+    def _to_cycle(self, parts: list[bytes], *, complete: bool) -> None:
+        """The request the fast path took, handed to uvicorn's cycle with what was read of it."""
+        HttpToolsProtocol.on_headers_complete(self)
+        for part in parts:
+            HttpToolsProtocol.on_body(self, part)
+        if complete:
+            HttpToolsProtocol.on_message_complete(self)
+
+    # serve/fastpath.py's Connection
+
+    def default_headers(self) -> list[tuple[bytes, bytes]]:
+        return self.server_state.default_headers
+
+    def write(self, data: bytes) -> None:
+        self.transport.write(data)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    async def drained(self) -> None:
+        if self.flow.write_paused:
+            await self.flow.drain()
+
+    def finished(self, exchange: Exchange) -> None:
+        if not exchange.response_complete:  # failed or left half-answered: the connection cannot go on
+            exchange.response_complete = True
+            exchange.keep_alive = False
+        if not exchange.keep_alive:
+            self.transport.close()
+        self.on_response_complete()

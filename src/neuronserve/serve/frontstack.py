@@ -32,6 +32,7 @@ from neuronserve.front.state import ServerState
 from neuronserve.serve import gilheld, listener
 from neuronserve.serve.connections import ConnectionLimits
 from neuronserve.serve.doorprocess import ProcessDoor
+from neuronserve.serve.fastpath import FastPath
 from neuronserve.serve.probedoor import DoorLoop, ProbeDoor
 from neuronserve.serve.watchdog import LoopWatchdog
 from neuronserve.types import RequestSupport, ServeOptions
@@ -53,6 +54,7 @@ class FrontConfig:
     stage_stall_s: float
     probe_thread: bool
     probe_door: str = "process"  # NEURONSERVE_PROBE_DOOR: where the door runs when probe_thread is on
+    fast_path: bool = True  # NEURONSERVE_FAST_PATH: plain generate requests below uvicorn's cycle
 
 
 def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[str, str]) -> FrontConfig:
@@ -68,6 +70,7 @@ def front_config(opts: ServeOptions, support: RequestSupport, environ: Mapping[s
         VARS["NEURONSERVE_LIVE_STAGE_STALL_S"].read(environ),
         VARS["NEURONSERVE_PROBE_THREAD"].read(environ),
         VARS["NEURONSERVE_PROBE_DOOR"].read(environ),
+        VARS["NEURONSERVE_FAST_PATH"].read(environ),
     )
 
 
@@ -95,7 +98,8 @@ def build_front(
     connections = pool_size(opts.max_concurrency, opts.engine_connections)
     first = (worker or 0) % len(fleet.replicas)
     client = Router(fleet, opts.request_timeout_s, connections, counts, first)
-    app: Any = create_app(state, opts, client, metrics=metrics, support=cfg.support)
+    hot = create_app(state, opts, client, metrics=metrics, support=cfg.support)
+    app: Any = hot
     payload = int(opts.max_payload_mb * 1024 * 1024)
     if store is not None:
         app = SessionScope(app, store, client, fleet, payload)
@@ -120,7 +124,10 @@ def build_front(
         door = kind(state, cfg.limits, listener.KEEP_ALIVE_S, tags)
     elif cfg.probe_thread:
         log.warning("no probe door (this Python has no ctypes or no accept4): the event loop answers /ping")
-    config = listener.uvicorn_config(served, opts, cfg.limits, door.held if door else None)
+    # The fast path serves the hot routes' handlers itself; a session store wraps them (SessionScope),
+    # so with sessions every request takes the usual path.
+    fast = FastPath(gate, hot.hot, tags) if cfg.fast_path and store is None else None
+    config = listener.uvicorn_config(served, opts, cfg.limits, door.held if door else None, fast)
     return FrontStack(gate, client, watchdog, config, door)
 
 

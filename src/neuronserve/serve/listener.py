@@ -18,6 +18,7 @@ import uvicorn
 
 from neuronserve.config.table import VARS
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits, protocol_class
+from neuronserve.serve.fastpath import FastPath
 from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.serve")
@@ -70,10 +71,15 @@ def fit_to_files(limits: ConnectionLimits, soft_limit: int) -> ConnectionLimits:
 
 
 def uvicorn_config(
-    app: Any, opts: ServeOptions, limits: ConnectionLimits, held: Callable[[], int] | None = None
+    app: Any,
+    opts: ServeOptions,
+    limits: ConnectionLimits,
+    held: Callable[[], int] | None = None,
+    fast: FastPath | None = None,
 ) -> uvicorn.Config:
     """The server's config: httptools with the connection guards (serve/connections.py; `held`, the
-    probe door's connections, counted with the loop's), no access log of uvicorn's own (the gate writes
+    probe door's connections, counted with the loop's; `fast`, the fast path for plain generate
+    requests, serve/fastpath.py), no access log of uvicorn's own (the gate writes
     one line per request), no lifespan.
 
     No proxy-headers layer: uvicorn wraps the app in ProxyHeadersMiddleware by default
@@ -85,7 +91,7 @@ def uvicorn_config(
         app,
         host=opts.host,
         port=opts.port,
-        http=protocol_class(limits, held),
+        http=protocol_class(limits, held, fast),
         lifespan="off",
         access_log=False,
         proxy_headers=False,
