@@ -54,6 +54,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("thread", "process"),
         help="NEURONSERVE_PROBE_DOOR of the serve (default: its own)",
     )
+    p.add_argument(
+        "--fast-path", choices=("on", "off"), help="NEURONSERVE_FAST_PATH of the serve (default: its own, on)"
+    )
     p.add_argument("--engine-step-ms", type=float, default=0.0, help="engine step (default 0: no pause)")
     p.add_argument("--engine-nice", type=int, help="NEURONSERVE_ENGINE_NICE (default: serve's own)")
     p.add_argument("--profile", choices=("py-spy", "cprofile"), help="profile the front under one kind")
@@ -97,6 +100,7 @@ def options(args: argparse.Namespace, dialect: str, **extra: Any) -> serve.Optio
         engine_access_log=args.engine_access_log == "on",
         probe_thread=args.probe_thread == "on",
         probe_door=args.probe_door,
+        fast_path=None if args.fast_path is None else args.fast_path == "on",
         engine_nice=args.engine_nice,
         engine_step_s=args.engine_step_ms / 1000.0,
         **extra,

@@ -41,6 +41,7 @@ class Options:
     engine_nice: int | None = None  # NEURONSERVE_ENGINE_NICE (the default when None)
     probe_thread: bool = True  # NEURONSERVE_PROBE_THREAD: /ping and /live from the probe door
     probe_door: str | None = None  # NEURONSERVE_PROBE_DOOR (not set when None): thread or process
+    fast_path: bool | None = None  # NEURONSERVE_FAST_PATH (not set when None)
     cprofile_out: Path | None = None  # run the front under bench/ceiling/profiled_serve.py
 
 
@@ -95,6 +96,8 @@ def environment(tmp: Path, port: int, engine_port: int, opts: Options) -> dict[s
     )
     if opts.probe_door is not None:
         env["NEURONSERVE_PROBE_DOOR"] = opts.probe_door
+    if opts.fast_path is not None:
+        env["NEURONSERVE_FAST_PATH"] = str(opts.fast_path).lower()
     if opts.workers is not None:
         env["NEURONSERVE_FRONT_WORKERS"] = str(opts.workers)
     if opts.engine_nice is not None:
