@@ -175,3 +175,12 @@ def test_admission_takes_a_slot_only_when_ready_and_free() -> None:
     assert fast.gate.limiter.in_flight == 1
     state.move(Phase.DRAINING)
     assert not fast.open()
+
+
+def test_the_first_content_length_counts_as_in_uvicorn() -> None:
+    headers = [(b"content-length", b"5"), (b"content-length", b"7")]
+    scope = {"type": "http", "headers": [(b"x-request-id", b"client-1")]}
+    exchange = Exchange(scope, b"", True, 0.0)
+    expected, _ = _uvicorn_head(200, [*headers, (b"x-request-id", b"client-1"), *TAGS], True)
+    assert _fast().head(DEFAULTS, exchange, RequestRoute(), 200, headers) == expected
+    assert exchange.left == 5 and not exchange.chunked
