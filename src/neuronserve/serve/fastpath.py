@@ -28,6 +28,15 @@ byte: tests/integration/serve/test_fastpath.py). A response that is not one body
 engine that the body did not announce) is written by an ASGI `send` here, chunked as uvicorn writes
 it, with its flow control.
 
+What it relies on of uvicorn (uvicorn/protocols/http/httptools_impl.py, 0.54.0; the same in the
+versions pyproject.toml allows): the protocol reads its `cycle` in connection_lost (l. 116: sets
+`disconnected`, `message_event`), on_headers_complete (l. 248: queues a pipelined request while
+`response_complete` is false), on_response_complete (l. 327: starts the next one or arms the
+keep-alive timer) and shutdown (l. 349: clears `keep_alive`); the head is written as
+RequestResponseCycle.send writes it (l. 463: default headers first, names and values checked
+against HEADER_RE / HEADER_VALUE_RE, lower-cased names, `connection: close` and chunked framing
+added), which tests/unit/serve/test_fastpath.py checks against that very method for any headers.
+
 NEURONSERVE_FAST_PATH=false turns it off (every request takes uvicorn's cycle and the gate).
 """
 
