@@ -69,7 +69,30 @@ class Departure:
 class Sent(Protocol):
     """What the caller's own `send` wrapper knows: whether the last body message went out."""
 
-    complete: bool
+    @property
+    def complete(self) -> bool: ...
+
+
+class CancelOnLeave:
+    """The one rule of all three ways a request hears its client leave (the watcher task, the
+    connection's Departure, the fast path): called when the client goes, it cancels `task` unless
+    the answer is complete (`sent`) or it cancelled already; after a CancelledError, `caused` says
+    whether that was this cancel alone (one from elsewhere is not the caller's to swallow)."""
+
+    __slots__ = ("cancelled", "sent", "task")
+
+    def __init__(self, task: asyncio.Task[Any], sent: Sent) -> None:
+        self.task = task
+        self.sent = sent
+        self.cancelled = False
+
+    def __call__(self) -> None:
+        if not self.sent.complete and not self.cancelled:
+            self.cancelled = True
+            self.task.cancel()
+
+    def caused(self) -> bool:
+        return self.cancelled and self.task.uncancel() == 0
 
 
 class _Tracked:
@@ -109,19 +132,16 @@ async def run_cancelling_on_disconnect(
         sent, send = tracked, tracked.send
     loop = task.get_loop()
     gone: asyncio.Future[None] | None = None  # made when the app waits on the disconnect
-    cancelled = False
+    leave = CancelOnLeave(task, sent)
     watcher: asyncio.Task[None] | None = None
     pending = body
 
     async def watch() -> None:
-        nonlocal cancelled
         while (await receive())["type"] != "http.disconnect":
             pass
         if gone is not None and not gone.done():
             gone.set_result(None)
-        if not sent.complete:
-            cancelled = True
-            task.cancel()
+        leave()
 
     async def receive_wrapped() -> Message:
         nonlocal watcher, pending, gone
@@ -145,7 +165,7 @@ async def run_cancelling_on_disconnect(
     try:
         await app(scope, receive_wrapped, send)
     except asyncio.CancelledError:
-        if cancelled and task.uncancel() == 0:
+        if leave.caused():
             return True
         raise
     finally:
@@ -169,14 +189,8 @@ async def run_cancelling_on_departure(
     watcher task: True when the client went away before the response's end and the app was
     cancelled because of it. `body` is the whole body, already read: the app's first receive() gets
     it, later ones go to the server's receive (only `http.disconnect` can come)."""
-    cancelled = False
+    leave = CancelOnLeave(task, sent)
     pending: Message | None = body
-
-    def leave() -> None:
-        nonlocal cancelled
-        if not sent.complete and not cancelled:
-            cancelled = True
-            task.cancel()
 
     async def receive_after_body() -> Message:
         nonlocal pending
@@ -189,7 +203,7 @@ async def run_cancelling_on_departure(
     try:
         await app(scope, receive_after_body, send)
     except asyncio.CancelledError:
-        if cancelled and task.uncancel() == 0:
+        if leave.caused():
             return True
         raise
     finally:

@@ -55,7 +55,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
 
-from neuronserve.front.disconnect import CLIENT_CLOSED, Departure
+from neuronserve.front.disconnect import CLIENT_CLOSED, CancelOnLeave, Departure
 from neuronserve.front.gate import BODY_KEY, Gate, request_id
 from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.router import enter_route, leave_route, replica_tag
@@ -117,6 +117,11 @@ class Exchange:
         self.chunked = False
         self.left = 0  # a counted body's bytes still to come
 
+    @property
+    def complete(self) -> bool:
+        """The answer is all written (disconnect.Sent: a client leaving now cancels nothing)."""
+        return self.response_complete
+
 
 class FastPath:
     """The fast path's shared part, one per front process: the gate whose state, limiter, metrics and
@@ -163,14 +168,7 @@ class FastPath:
         charge = scope[CHARGE_KEY] = Charge(gate)
         scope[BODY_KEY] = exchange.body
         route = enter_route()
-        cancelled = False
-
-        def leave() -> None:
-            nonlocal cancelled
-            if not exchange.response_complete and not cancelled:
-                cancelled = True
-                task.cancel()
-
+        leave = CancelOnLeave(task, exchange)
         receive = _Receive(exchange, departure)
         departure.on_gone(leave)
         gone = False
@@ -181,7 +179,7 @@ class FastPath:
             else:
                 self.write_whole(conn, exchange, route, response)
         except asyncio.CancelledError:
-            if not (cancelled and task.uncancel() == 0):
+            if not leave.caused():
                 raise
             gone = True
         except Exception as err:  # as uvicorn's cycle: logged; a 500 if nothing was written, else closed
