@@ -38,7 +38,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from neuronserve.front.disconnect import DEPARTURE_KEY, Departure
 from neuronserve.front.errors import error_bytes
 from neuronserve.serve.corking import CorkedTransport
-from neuronserve.serve.fastpath import Exchange, FastPath
+from neuronserve.serve.exchange import Exchange
+from neuronserve.serve.fastpath import FastPath
 
 log = logging.getLogger("neuronserve.front")
 
@@ -295,7 +296,7 @@ class _GuardedProtocol(HttpToolsProtocol):
             return
         scope: Scope = self.scope  # type: ignore[assignment]
         exchange = Exchange(scope, raw, self._fast_keep, self._fast_start)
-        self.cycle = exchange  # type: ignore[assignment]  # (what uvicorn reads there, serve/fastpath.py)
+        self.cycle = exchange  # type: ignore[assignment]  # (what uvicorn reads there, serve/exchange.py)
         task = self.loop.create_task(fast.serve(self, exchange, self.departure))
         task.add_done_callback(self.tasks.discard)
         task.add_done_callback(lambda _: fast.unstarted(exchange))
@@ -309,7 +310,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         if complete:
             HttpToolsProtocol.on_message_complete(self)
 
-    # serve/fastpath.py's Connection
+    # serve/exchange.py's Connection
 
     def default_headers(self) -> list[tuple[bytes, bytes]]:
         return self.server_state.default_headers

@@ -1,4 +1,5 @@
-"""The fast path's parts (serve/fastpath.py): its answer head is the one uvicorn's own cycle writes for
+"""The fast path's parts (serve/fastpath.py, its answer writer serve/fastanswer.py, its exchange
+serve/exchange.py): its answer head is the one uvicorn's own cycle writes for
 the headers the usual path would hand it, for any headers (hypothesis against uvicorn's
 RequestResponseCycle itself); its `receive`; its slot accounting. The whole path against the usual
 one, through real sockets: tests/integration/serve/test_fastpath.py."""
@@ -19,7 +20,9 @@ from neuronserve.front.disconnect import Departure
 from neuronserve.front.gate import Gate
 from neuronserve.front.router import RequestRoute
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.serve.fastpath import PATHS, Exchange, FastPath, _Receive
+from neuronserve.serve.exchange import Exchange
+from neuronserve.serve.fastanswer import AnswerWriter
+from neuronserve.serve.fastpath import PATHS, FastPath, _Receive
 
 DEFAULTS = [(b"date", b"Sat, 28 Nov 2026 14:00:00 GMT"), (b"server", b"uvicorn")]
 TAGS = ((b"x-neuronserve-worker", b"2"),)
@@ -132,10 +135,10 @@ def test_the_head_is_the_one_uvicorn_writes_for_the_usual_paths_headers(
         expected, expected_keep = _uvicorn_head(status, usual, keep_alive)
     except RuntimeError:  # a bad name or value: refused too (which one is named first may differ)
         with pytest.raises(RuntimeError, match="Invalid HTTP header"):
-            _fast().head(DEFAULTS, Exchange(scope, b"", keep_alive, 0.0), route, status, headers)
+            AnswerWriter(TAGS).head(DEFAULTS, Exchange(scope, b"", keep_alive, 0.0), route, status, headers)
         return
     exchange = Exchange(scope, b"", keep_alive, 0.0)
-    fast = _fast()
+    fast = AnswerWriter(TAGS)
     assert fast.head(DEFAULTS, exchange, route, status, headers) == expected
     assert exchange.keep_alive == expected_keep
     # the remembered names change nothing the second time
@@ -182,5 +185,5 @@ def test_the_first_content_length_counts_as_in_uvicorn() -> None:
     scope = {"type": "http", "headers": [(b"x-request-id", b"client-1")]}
     exchange = Exchange(scope, b"", True, 0.0)
     expected, _ = _uvicorn_head(200, [*headers, (b"x-request-id", b"client-1"), *TAGS], True)
-    assert _fast().head(DEFAULTS, exchange, RequestRoute(), 200, headers) == expected
+    assert AnswerWriter(TAGS).head(DEFAULTS, exchange, RequestRoute(), 200, headers) == expected
     assert exchange.left == 5 and not exchange.chunked
