@@ -44,7 +44,7 @@ def test_each_relay_gives_every_kind_what_the_engine_gives(
         assert procs.cpu_of(proc.pid) > 0
     finally:
         proc.terminate()
-        proc.wait()  # (its access lines are written by its exit at the latest: logsetup.BatchHandler)
+        proc.wait()  # (its access lines are written by its exit at the latest: logbatch.BatchHandler)
     if mode == "gate":  # the gate really ran: one access line per request, as the serve writes it
         log = (tmp_path / "relay-gate.log").read_text()
         assert log.count("POST /v1/completions status=200") == 2 * sum(

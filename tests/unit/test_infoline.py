@@ -1,4 +1,4 @@
-"""logsetup.info_line: the access line written without a LogRecord is the line logging writes, byte for
+"""logbatch.info_line: the access line written without a LogRecord is the line logging writes, byte for
 byte, in both formats; anything but the serve's own set-up gets the record through logging."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronserve import logsetup
+from neuronserve import logbatch, logsetup
 
 LOGGER = logging.getLogger("neuronserve.access")
 
@@ -44,7 +44,7 @@ def _both(message: str, extra: dict[str, Any], fmt: str) -> tuple[str, str]:
         frozen.setattr(time, "time", lambda: now)  # the record's clock and info_line's
         LOGGER.info("%s", message, extra=dict(extra))
         logged = out.getvalue()
-        logsetup.info_line(LOGGER, message, extra)
+        logbatch.info_line(LOGGER, message, extra)
     return logged, out.getvalue()[len(logged) :]
 
 
@@ -96,7 +96,7 @@ def test_another_handler_gets_the_record(monkeypatch: pytest.MonkeyPatch) -> Non
     out = _sink("text", monkeypatch)
     kept = _Kept()
     logging.getLogger().addHandler(kept)
-    logsetup.info_line(LOGGER, "GET /x status=200", {"request_id": "r9", "status": 200})
+    logbatch.info_line(LOGGER, "GET /x status=200", {"request_id": "r9", "status": 200})
     assert [(r.getMessage(), r.__dict__["request_id"]) for r in kept.records] == [("GET /x status=200", "r9")]
     assert out.getvalue().count("GET /x status=200") == 1
 
@@ -104,11 +104,11 @@ def test_another_handler_gets_the_record(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_filter_or_a_level_is_obeyed(monkeypatch: pytest.MonkeyPatch) -> None:
     out = _sink("text", monkeypatch)
     LOGGER.addFilter(lambda record: "secret" not in record.getMessage())
-    logsetup.info_line(LOGGER, "GET /secret status=200", {})
-    logsetup.info_line(LOGGER, "GET /open status=200", {})
+    logbatch.info_line(LOGGER, "GET /secret status=200", {})
+    logbatch.info_line(LOGGER, "GET /open status=200", {})
     LOGGER.filters.clear()
     LOGGER.setLevel(logging.WARNING)
-    logsetup.info_line(LOGGER, "GET /quiet status=200", {})
+    logbatch.info_line(LOGGER, "GET /quiet status=200", {})
     assert out.getvalue().count("status=200") == 1 and "/open" in out.getvalue()
 
 
@@ -119,19 +119,12 @@ def test_lines_keep_their_order_with_logging_lines_in_a_batch(monkeypatch: pytes
     async def main() -> str:
         for i in range(3):
             logging.getLogger("neuronserve.front").info("before %d", i)
-            logsetup.info_line(LOGGER, f"access {i}", {})
+            logbatch.info_line(LOGGER, f"access {i}", {})
         held = out.getvalue()  # nothing written yet: batched
-        await asyncio.sleep(logsetup.FLUSH_S * 3)
+        await asyncio.sleep(logbatch.FLUSH_S * 3)
         return held
 
     held = asyncio.run(main())
     assert held == ""
     lines = [line.split(": ", 1)[1] for line in out.getvalue().splitlines()]
     assert lines == ["before 0", "access 0", "before 1", "access 1", "before 2", "access 2"]
-
-
-def test_field_remembers_at_most_its_bound() -> None:
-    for i in range(logsetup._FIELDS_MAX * 3):
-        assert logsetup.field(f"/p{i} x") == f"/p{i}%20x"
-    assert len(logsetup._FIELDS) <= logsetup._FIELDS_MAX
-    assert logsetup.field(b"/a b") == "/a%20b" and logsetup.field("/a b") == "/a%20b"

@@ -1,4 +1,4 @@
-"""logsetup.BatchHandler: INFO lines logged on an event loop go out together, one write at most
+"""logbatch.BatchHandler: INFO lines logged on an event loop go out together, one write at most
 FLUSH_S after the first; warnings, lines from threads without a loop and lines outside any loop go
 out at once, with what was kept before them, in order."""
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from neuronserve import logsetup
+from neuronserve import logbatch, logsetup
 
 
 class Sink:
@@ -36,7 +36,7 @@ class Sink:
 @pytest.fixture
 def logged() -> Iterator[tuple[logging.Logger, Sink]]:
     sink = Sink()
-    handler = logsetup.BatchHandler(sink)
+    handler = logbatch.BatchHandler(sink)
     handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     log = logging.getLogger("neuronserve.test_turn")
     log.propagate = False
@@ -56,7 +56,7 @@ def test_lines_logged_on_the_loop_are_written_together(logged: tuple[logging.Log
             await asyncio.sleep(0)  # other turns of the loop run: the lines are still kept
         kept = list(sink.writes)
         log.info("request 3")
-        await asyncio.sleep(logsetup.FLUSH_S * 3)  # the timer ran
+        await asyncio.sleep(logbatch.FLUSH_S * 3)  # the timer ran
         written = list(sink.writes)
         return kept, written
 
@@ -73,7 +73,7 @@ def test_a_warning_goes_out_at_once_with_the_lines_before_it(logged: tuple[loggi
         log.warning("trouble")
         at_warning = list(sink.lines)
         log.info("after")
-        await asyncio.sleep(logsetup.FLUSH_S * 3)
+        await asyncio.sleep(logbatch.FLUSH_S * 3)
         return at_warning
 
     assert asyncio.run(main()) == ["INFO first", "WARNING trouble"]
@@ -112,12 +112,12 @@ def test_more_than_the_cap_is_written_before_the_timer(logged: tuple[logging.Log
     log, sink = logged
 
     async def main() -> int:
-        for _ in range(logsetup.MAX_BUFFERED // 100 + 10):
+        for _ in range(logbatch.MAX_BUFFERED // 100 + 10):
             log.info("x" * 100)
         return len(sink.writes)
 
     assert asyncio.run(main()) >= 1
-    assert max(len(w) for w in sink.writes) <= logsetup.MAX_BUFFERED + 200
+    assert max(len(w) for w in sink.writes) <= logbatch.MAX_BUFFERED + 200
 
 
 def test_shutdown_flushes_what_is_kept(logged: tuple[logging.Logger, Sink]) -> None:
@@ -157,7 +157,7 @@ def test_a_loop_closed_before_its_timer_ran_holds_nothing_back(logged: tuple[log
 
     async def main() -> int:
         log.info("new loop")
-        await asyncio.sleep(logsetup.FLUSH_S * 3)
+        await asyncio.sleep(logbatch.FLUSH_S * 3)
         return len(sink.writes)
 
     assert asyncio.run(main()) == 2  # kept, then written by the new loop's timer

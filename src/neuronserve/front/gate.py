@@ -35,7 +35,8 @@ from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
 from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.logsetup import field, info_line
+from neuronserve.logbatch import info_line
+from neuronserve.logtext import field
 
 __all__ = [
     "BODY_KEY",
@@ -297,7 +298,7 @@ class Gate:
     def _log(self, scope: Scope, status: int, start: float) -> None:
         """The one access line: `METHOD PATH status= latency_ms= tokens_in= tokens_out= request_id=`.
 
-        The method and path are the client's, written by logsetup.field: the path as the client
+        The method and path are the client's, written by logtext.field: the path as the client
         encoded it, and `=`, spaces, quotes and anything else that could end this field or start
         another percent-encoded, so a query for `status=` or `request_id=` finds only the real
         fields. The id is from the safe set (requestid.py); the token counts are the engine's numbers."""
@@ -320,7 +321,7 @@ class Gate:
             "latency_ms": round(latency_ms, 1),
             "tokens": {"prompt": tokens[0], "completion": tokens[1]},
         }
-        info_line(log, message, extra)  # as log.info would write it, without its record (logsetup)
+        info_line(log, message, extra)  # as log.info would write it, without its record (logbatch.py)
 
 
 def _count(value: Any) -> str:

@@ -33,7 +33,7 @@ from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, Scrapes
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.support import check_openai as check_support
-from neuronserve.logsetup import field
+from neuronserve.logtext import field
 from neuronserve.types import RequestSupport, ServeOptions
 
 log = logging.getLogger("neuronserve.front")

@@ -20,7 +20,7 @@ import re
 from collections.abc import MutableMapping
 from typing import Any
 
-from neuronserve.logsetup import field
+from neuronserve.logtext import field
 
 log = logging.getLogger("neuronserve.front")
 
