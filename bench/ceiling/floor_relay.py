@@ -57,7 +57,8 @@ from neuronserve.front import completion_reader, genparams, request_cost, routes
 from neuronserve.front.dialect import TGI_INVOCATIONS, Framing
 from neuronserve.front.disconnect import DEPARTURE_KEY
 from neuronserve.front.enginepool import EnginePool
-from neuronserve.front.gate import BODY_TIMEOUT_S, SCHEMA_KEY, TOKENS_KEY, Gate, request_id
+from neuronserve.front.gate import BODY_TIMEOUT_S, Gate, request_id
+from neuronserve.front.requestrecord import SCHEMA_KEY, TOKENS_KEY
 from neuronserve.front.generate import Generator
 from neuronserve.front.jsonbits import COMPACT
 from neuronserve.front.metrics import FrontMetrics
@@ -260,9 +261,9 @@ class OnePiece:
         """The slot given back, the request measured and logged (each step skippable: SKIP)."""
         self.limiter.release(1)
         if "metrics" not in SKIP:
-            self.helper._measure(scope, scope["path"], status, start, first_byte)
+            self.helper.record.measure(scope, scope["path"], status, start, first_byte)
         if "log" not in SKIP:
-            self.helper._log(scope, status, start)
+            self.helper.record.log(scope, status, start)
 
 
 def one_piece_app(engine_port: int, model: str) -> Any:  # noqa: PLR0915 (one piece, on purpose)

@@ -134,9 +134,9 @@ def info_line(logger: logging.Logger, message: str, extra: Mapping[str, Any]) ->
 
     Why: the access line, one per request, went through the logging module's record, filters,
     handler and formatter machinery; measured in process at about 9 µs of text line of which the
-    machinery was most (cProfile of Gate._log: the record's __init__ and makeRecord 0.8 of 3.1 s,
-    handle and callHandlers 1.2). Anything else (a test's capture handler, a filter, a level, a
-    handler someone added) gets the record through logging as before."""
+    machinery was most (cProfile of Gate._log, now RequestRecord.log: the record's __init__ and
+    makeRecord 0.8 of 3.1 s, handle and callHandlers 1.2). Anything else (a test's capture handler,
+    a filter, a level, a handler someone added) gets the record through logging as before."""
     handler = _sole_batch_handler(logger)
     formatter = handler.formatter if handler is not None else None
     if type(formatter) is TextFormatter and formatter._fmt == TEXT_FORMAT and formatter.datefmt is None:

@@ -1,6 +1,7 @@
 """Pure-ASGI gate in front of every route but /ping and /metrics: route allowlist, phase check,
 body read (bounded in time and size), concurrency limit, in-flight count (for draining), the front's
-request metrics, request ids and the one log line per request.
+request metrics, request ids and the one log line per request (those two written by
+front/requestrecord.py).
 
 Why pure ASGI (not BaseHTTPMiddleware): it adds no task per request, so streamed responses flow
 through untouched and the gate costs microseconds.
@@ -16,7 +17,6 @@ body to the app as one message. A body over the limit is handed over unfinished:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -30,20 +30,16 @@ from neuronserve.front.disconnect import (
 )
 from neuronserve.front.errors import FrontError, NotFound, NotReady, Overloaded, error_bytes
 from neuronserve.front.limiter import Limiter
-from neuronserve.front.metrics import FrontMetrics, reason_for, route_label
+from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.request_cost import CHARGE_KEY, Charge
 from neuronserve.front.requestid import REQUEST_ID_KEY, request_id  # the handlers import both from here
-from neuronserve.front.routes import GENERATE_ROUTES, UNGATED
+from neuronserve.front.requestrecord import RequestRecord
+from neuronserve.front.routes import UNGATED
 from neuronserve.front.state import Phase, ServerState
-from neuronserve.logbatch import info_line
-from neuronserve.logtext import field
 
 __all__ = [
     "BODY_KEY",
-    "REJECTED_KEY",
     "REQUEST_ID_KEY",
-    "SCHEMA_KEY",
-    "TOKENS_KEY",
     "Gate",
     "declared_over",
     "request_id",
@@ -55,22 +51,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-log = logging.getLogger("neuronserve.access")
-
-TOKENS_KEY = "neuronserve.tokens"  # handlers put (prompt_tokens, completion_tokens) here
-SCHEMA_KEY = "neuronserve.schema"  # handlers put the request's schema here (chat, completion, tgi, ...)
-REJECTED_KEY = "neuronserve.rejected"  # the app's FrontError handler puts the refused status here
 BODY_KEY = "neuronserve.body"  # the whole body the gate read (handlers.body_of), when it is whole
 BODY_TIMEOUT_S = 30.0  # NEURONSERVE_BODY_TIMEOUT_S's default
 MAX_BODY_BYTES = 6 * 1024 * 1024  # SAGEMAKER_MAX_PAYLOAD_IN_MB's default
-
-
-def _default_schema(path: str) -> str:
-    if path.startswith("/v1/"):
-        return "openai"
-    if path in GENERATE_ROUTES:
-        return "tgi"
-    return "none"
 
 
 class _Exchange:
@@ -121,6 +104,7 @@ class Gate:
         self.max_concurrency = max_concurrency
         self.limiter = limiter if limiter is not None else Limiter(max_concurrency)
         self.metrics = metrics
+        self.record = RequestRecord(metrics)  # the request metrics and the access line
         self.expose_engine_routes = expose_engine_routes
         self.body_timeout_s = body_timeout_s
         self.max_body_bytes = max_body_bytes
@@ -198,24 +182,13 @@ class Gate:
         finally:
             self.limiter.release(charge.weight)
             code = CLIENT_CLOSED if gone else (exchange.status or 500)
-            self._measure(scope, scope.get("path", ""), code, start, exchange.first_byte)
-            self._log(scope, code, start)
+            self.record.measure(scope, scope.get("path", ""), code, start, exchange.first_byte)
+            self.record.log(scope, code, start)
 
     def refused_over_limit(self) -> None:
         """A request refused when its sequences did not fit (work.Charge): counted as the limit's."""
         if self.metrics is not None:
             self.metrics.reject("limit")
-
-    def _measure(self, scope: Scope, path: str, code: int, start: float, first_byte: float | None) -> None:
-        if self.metrics is None:
-            return
-        rejected = scope.get(REJECTED_KEY)
-        refused = reason_for(rejected) if rejected else None
-        if refused:
-            self.metrics.reject(refused)
-        ttfb = None if first_byte is None else first_byte - start
-        schema = scope.get(SCHEMA_KEY) or _default_schema(path)
-        self.metrics.observe(path, schema, code, ttfb, time.perf_counter() - start)
 
     async def _not_ready(self, scope: Scope, send: Send, start: float) -> None:
         phase = self.state.phase
@@ -256,7 +229,7 @@ class Gate:
             while more and size <= self.max_body_bytes:
                 message = await receive()
                 if message["type"] != "http.request":  # http.disconnect: nobody to answer
-                    self._log(scope, CLIENT_CLOSED, start)
+                    self.record.log(scope, CLIENT_CLOSED, start)
                     return None
                 chunk = message.get("body", b"")
                 if chunk:
@@ -279,56 +252,14 @@ class Gate:
             "(NEURONSERVE_BODY_TIMEOUT_S); the connection is closed"
         )
         await _reject(send, 408, message, request_id(scope).encode("latin-1"), close=True)
-        self._count(scope, 408, start, "bad_request")
-        self._log(scope, 408, start)
-
-    def _count(self, scope: Scope, status: int, start: float, reason: str) -> None:
-        if self.metrics is not None:
-            self.metrics.reject(reason)
-            took = time.perf_counter() - start
-            path = scope.get("path", "")
-            self.metrics.observe(path, _default_schema(path), status, took, took)
+        self.record.refused(scope, 408, start, "bad_request")
+        self.record.log(scope, 408, start)
 
     async def _refuse(self, scope: Scope, send: Send, start: float, err: FrontError, *, reason: str) -> None:
         status = err.status
         await _reject(send, status, err.message, request_id(scope).encode("latin-1"))
-        self._count(scope, status, start, reason)
-        self._log(scope, status, start)
-
-    def _log(self, scope: Scope, status: int, start: float) -> None:
-        """The one access line: `METHOD PATH status= latency_ms= tokens_in= tokens_out= request_id=`.
-
-        The method and path are the client's, written by logtext.field: the path as the client
-        encoded it, and `=`, spaces, quotes and anything else that could end this field or start
-        another percent-encoded, so a query for `status=` or `request_id=` finds only the real
-        fields. The id is from the safe set (requestid.py); the token counts are the engine's numbers."""
-        rid = request_id(scope)
-        tokens = scope.get(TOKENS_KEY) or (None, None)
-        latency_ms = (time.perf_counter() - start) * 1000.0
-        path = scope.get("path", "")
-        raw = scope.get("raw_path")
-        method = scope.get("method")
-        message = (
-            f"{field(str(method))} {field(raw if raw else path)} status={status:d} "
-            f"latency_ms={latency_ms:.1f} tokens_in={_count(tokens[0])} tokens_out={_count(tokens[1])} "
-            f"request_id={rid}"
-        )
-        extra = {
-            "request_id": rid,
-            "route": route_label(path),
-            "method": method,
-            "status": status,
-            "latency_ms": round(latency_ms, 1),
-            "tokens": {"prompt": tokens[0], "completion": tokens[1]},
-        }
-        info_line(log, message, extra)  # as log.info would write it, without its record (logbatch.py)
-
-
-def _count(value: Any) -> str:
-    """A token count for the text line: the number, `-` when unknown, anything else as a field."""
-    if value is None:
-        return "-"
-    return str(value) if type(value) is int else field(str(value))
+        self.record.refused(scope, status, start, reason)
+        self.record.log(scope, status, start)
 
 
 def declared_over(scope: Scope, limit: int) -> bool:

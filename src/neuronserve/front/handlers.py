@@ -27,10 +27,11 @@ from neuronserve.front.errors import (
     PayloadTooLarge,
     error_body,
 )
-from neuronserve.front.gate import BODY_KEY, REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY, request_id
+from neuronserve.front.gate import BODY_KEY, request_id
 from neuronserve.front.generate import Generator
 from neuronserve.front.genparams import MAX_BEST_OF, MAX_CLIENT_BATCH, MAX_STOP_SEQUENCES
 from neuronserve.front.metrics import CONTENT_TYPE, FrontMetrics, Scrapes
+from neuronserve.front.requestrecord import REJECTED_KEY, SCHEMA_KEY, TOKENS_KEY
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.support import check_openai as check_support
 from neuronserve.logtext import field

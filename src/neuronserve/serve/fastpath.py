@@ -134,8 +134,8 @@ class FastPath:
             leave_route(route)
             gate.limiter.release(charge.weight)
             code = CLIENT_CLOSED if gone else (exchange.status or 500)
-            gate._measure(scope, scope["path"], code, exchange.start, exchange.first_byte)
-            gate._log(scope, code, exchange.start)
+            gate.record.measure(scope, scope["path"], code, exchange.start, exchange.first_byte)
+            gate.record.log(scope, code, exchange.start)
             conn.finished(exchange)
 
 
