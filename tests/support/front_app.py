@@ -30,6 +30,7 @@ from neuronserve.front.state import Phase, ServerState
 from neuronserve.types import RequestSupport, ServeOptions
 
 Answer = Callable[[dict[str, Any]], Any]
+Stream = Callable[[dict[str, Any]], list[Any]]
 
 
 @dataclass
@@ -83,13 +84,16 @@ async def running_front(
     sessions: SessionStore | None = None,
     support: RequestSupport | None = None,
     answers: dict[str, Answer] | None = None,
+    streams: dict[str, Stream] | None = None,
     listen: bool = False,
     **opts: object,
 ) -> AsyncIterator[Front]:
     """`engine_delay_s`: the stand-in engine holds every /v1/* answer that long (requests in flight).
     `sessions`: the sticky-session wrapper in front of the app, over this store. `support`: the
     plan's request support the app enforces. `answers`: path -> the stand-in's JSON answer to a body.
-    `listen`: the front also on a real port (`Front.url`), for clients that need one."""
+    `streams`: path -> the SSE events (each a JSON-able object, or the raw `[DONE]`) the stand-in
+    streams for a body asking `stream`, one write each. `listen`: the front also on a real port
+    (`Front.url`), for clients that need one."""
     seen: list[tuple[str, str]] = []
     bodies: list[Any] = []
     ids: list[str] = []
@@ -106,6 +110,14 @@ async def running_front(
             await asyncio.sleep(engine_delay_s)
         if request.path == "/metrics":
             return web.Response(text="vllm:num_requests_running 0.0\n", content_type="text/plain")
+        if streams and request.path in streams and isinstance(body, dict) and body.get("stream"):
+            resp = web.StreamResponse(headers={"content-type": "text/event-stream; charset=utf-8"})
+            await resp.prepare(request)
+            for event in streams[request.path](body):
+                data = event if isinstance(event, str) else json.dumps(event)
+                await resp.write(f"data: {data}\n\n".encode())
+            await resp.write_eof()
+            return resp
         if answers and request.path in answers:
             return web.json_response(answers[request.path](body if isinstance(body, dict) else {}))
         if request.method == "POST" and request.path == "/v1/completions":

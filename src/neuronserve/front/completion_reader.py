@@ -148,6 +148,31 @@ def id_tokens(choice: dict[str, Any], text: str, texts: dict[int, str]) -> list[
     return [Tok(i, part, None) for i, part in zip(ids, parts, strict=True)]
 
 
+def merged_ids(choice: dict[str, Any]) -> list[int]:
+    """The generated ids of a stream chunk that carries several tokens and no logprobs, else [].
+
+    Why a chunk carries several: vLLM merges a request's deltas when its output loop falls behind
+    the engine (vllm/v1/engine/output_processor.py, RequestOutputCollector.put: l. 41-50 in 0.11.0,
+    l. 69-79 in 0.32.0), so under load one chunk may hold two or more tokens; the TGI and LMI
+    streams still owe one event per token, and their count."""
+    if choice.get("logprobs"):
+        return []
+    ids = choice.get("token_ids") or []
+    if len(ids) < 2:
+        return []
+    return [int(i) for i in ids if type(i) is int]
+
+
+def merged_tokens(choice: dict[str, Any], text: str, texts: dict[int, str], final: bool) -> list[Tok]:
+    """One token per id of a merged chunk (merged_ids), texts from the engine's /detokenize (`texts`)
+    joining to the chunk's text (id_tokens); at the stream's end (`final`) an empty last token is the
+    end-of-sequence token, special, as an empty final chunk of its own is."""
+    toks = id_tokens(choice, text, texts)
+    if final and toks and not toks[-1].text:
+        toks[-1].special = True
+    return toks
+
+
 def top_tokens(choice: dict[str, Any], texts: dict[int, str]) -> list[list[Tok]]:
     out = []
     for entry in (choice.get("logprobs") or {}).get("top_logprobs") or []:
@@ -230,12 +255,17 @@ class StreamReader:
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         choices = chunk.get("choices") or []
-        return (choices[0], ids_to_resolve(choices[0])) if choices else (None, set())
+        if not choices:
+            return None, set()
+        choice = choices[0]
+        needed = ids_to_resolve(choice)
+        merged = merged_ids(choice)  # several tokens in one chunk: their texts are needed too
+        return choice, needed.union(merged) if merged else needed
 
     def events(self, choice: dict[str, Any], texts: dict[int, str]) -> list[Event]:
         piece = choice.get("text") or ""
         reason = choice.get("finish_reason")
-        if not choice.get("logprobs"):
+        if not choice.get("logprobs") and len(choice.get("token_ids") or ()) < 2:
             return self._plain(choice, piece, reason)
         return self._general(choice, piece, reason, texts)
 
@@ -245,6 +275,8 @@ class StreamReader:
         toks = tokens(choice, piece, texts)
         if not piece and not toks and reason is None:
             return []
+        if not toks and merged_ids(choice):
+            toks = merged_tokens(choice, piece, texts, reason is not None)
         if not toks:  # an empty final chunk stands for the end-of-sequence token (special)
             ids = choice.get("token_ids") or []
             toks = [Tok(ids[0] if len(ids) == 1 else -1, piece, None, special=not piece)]
@@ -262,8 +294,8 @@ class StreamReader:
         return out
 
     def _plain(self, choice: dict[str, Any], piece: str, reason: Any) -> list[Event]:
-        """`events` of a chunk without logprobs (every chunk of most streams), without the general
-        path's per-token alignment: one token, its id when the engine gave exactly one."""
+        """`events` of a chunk without logprobs and at most one id (every chunk of most streams),
+        without the general path's per-token alignment: one token."""
         if not piece and reason is None:
             return []
         ids = choice.get("token_ids") or []

@@ -162,10 +162,38 @@ def test_stream_reader_counts_tokens_and_skips_empty_chunks() -> None:
     assert [(e.token, e.final) for e in first] == [(Tok(5, "a", None), None)]
     last = reader.events({"text": "", "token_ids": [2], "finish_reason": "stop"}, {})
     assert [(e.token, e.final) for e in last] == [(Tok(2, "", None, special=True), ("eos_token", 1, "a"))]
-    # a final chunk with text but no logprobs is one token; with several ids the id is unknown
+    # a final chunk with text, no logprobs and no ids is one token, its id unknown
     reader = completion_reader.StreamReader(_req(stream=True))
-    last = reader.events({"text": "bc", "token_ids": [7, 8], "finish_reason": "length"}, {})
+    last = reader.events({"text": "bc", "finish_reason": "length"}, {})
     assert [(e.token, e.final) for e in last] == [(Tok(-1, "bc", None), ("length", 1, "bc"))]
+
+
+def test_a_chunk_of_several_tokens_is_one_event_per_token() -> None:
+    """vLLM merges a request's deltas when its output loop falls behind: a chunk with two ids is two
+    tokens, their texts fetched (pending names them) and aligned to the chunk's text, both counted."""
+    reader = completion_reader.StreamReader(_req(stream=True, details=True))
+    merged = '{"choices": [{"text": " is the", "token_ids": [12, 13], "logprobs": null}]}'
+    choice, ids = reader.pending(merged)
+    assert choice is not None and ids == {12, 13}
+    assert reader.pending('{"choices": [{"text": " Paris", "token_ids": [11]}]}')[1] == set()
+    events = reader.events(choice, {12: "is", 13: "the"})
+    assert [(e.token, e.final) for e in events] == [
+        (Tok(12, " is", None), None),
+        (Tok(13, " the", None), None),
+    ]
+    last = reader.events({"text": "", "token_ids": [14, 2], "finish_reason": "stop"}, {14: "", 2: ""})
+    # the end: an empty last token is the end-of-sequence token, as an empty final chunk is
+    assert [(e.token, e.final) for e in last] == [
+        (Tok(14, "", None), None),
+        (Tok(2, "", None, special=True), ("eos_token", 3, " is the")),
+    ]
+    # texts the engine could not give: the chunk's text goes to its last token, nothing is lost
+    reader = completion_reader.StreamReader(_req(stream=True))
+    lone = reader.events({"text": "bc", "token_ids": [7, 8], "finish_reason": "length"}, {})
+    assert [(e.token, e.final) for e in lone] == [
+        (Tok(7, "", None), None),
+        (Tok(8, "bc", None), ("length", 2, "bc")),
+    ]
 
 
 def test_prefill_takes_the_prompt_token_not_the_most_likely_one() -> None:
