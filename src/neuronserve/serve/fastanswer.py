@@ -7,8 +7,8 @@ built as uvicorn's RequestResponseCycle.send builds it (uvicorn/protocols/http/h
 installed here, 0.54.0, l. 463: default headers first, names checked against HEADER_RE, values
 against HEADER_VALUE_RE), from the usual path's headers: the app's (its request id replaced by the
 one decided), the replica's (front/router.py), the id, the worker's tags. tests/unit/serve/
-test_fastpath.py checks the head against that very method for any headers; tests/integration/serve/
-test_fastpath.py checks whole answers byte for byte against the usual path.
+test_fastanswer.py checks the head against that very method for any headers; tests/integration/
+serve/test_fastpath.py checks whole answers byte for byte against the usual path.
 
 A one-body answer (the common case) leaves in one write, head and body; an answer in several
 messages (a stream the body did not announce) is written by `send`, an ASGI send with uvicorn's
