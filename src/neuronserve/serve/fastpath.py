@@ -29,7 +29,8 @@ the answer as uvicorn's cycle writes it (serve/fastanswer.py: the usual path's a
 byte, tests/integration/serve/test_fastpath.py).
 
 What it relies on of uvicorn (uvicorn/protocols/http/httptools_impl.py as installed here, 0.54.0;
-a version that changes any of it fails the two test files named here): the protocol reads its
+a version that changes any of it fails tests/unit/serve/test_exchange.py, test_fastanswer.py or
+tests/integration/serve/test_fastpath.py): the protocol reads its
 `cycle` in connection_lost (l. 116: sets `disconnected`, `message_event`), on_headers_complete
 (l. 248: queues a pipelined request while `response_complete` is false), on_response_complete
 (l. 327: starts the next one or arms the keep-alive timer) and shutdown (l. 349: clears
