@@ -97,7 +97,9 @@ def entries() -> dict[str, Any]:
             except ConfigError as err:
                 out[key] = {"env": env, "refused": str(err), "variables": list(err.variables)}
                 continue
-            out[key] = {"env": env, "plan": plan_document(plan)}
+            doc = plan_document(plan)
+            del doc["runs"]  # a CPU plan's is the vLLM installed on this host, not the plan's rules
+            out[key] = {"env": env, "plan": doc}
     return out
 
 

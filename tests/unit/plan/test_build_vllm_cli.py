@@ -165,6 +165,7 @@ def test_cli_json_shape_and_secrets() -> None:
         "assets",
         "request_support",
         "stack",
+        "runs",
     }
     assert doc["stack"] == {"lane": "2.27", "sdk": "2.27.1", "vllm_neuron": "0.2.2+lts", "vllm": "0.11.0"}
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
