@@ -180,10 +180,17 @@ class Gate:
                     self.app, scope, receive, exchange.send, body=body, sent=exchange, task=task
                 )
         finally:
-            self.limiter.release(charge.weight)
-            code = CLIENT_CLOSED if gone else (exchange.status or 500)
-            self.record.measure(scope, scope.get("path", ""), code, start, exchange.first_byte)
-            self.record.log(scope, code, start)
+            self.finish(scope, charge, CLIENT_CLOSED if gone else exchange.status, start, exchange.first_byte)
+
+    def finish(
+        self, scope: Scope, charge: Charge, status: int, start: float, first_byte: float | None
+    ) -> None:
+        """An admitted request is over (the gate's or the fast path's, serve/fastpath.py): its slots
+        back, then measured and logged with its status (none written: 500, as uvicorn answers)."""
+        self.limiter.release(charge.weight)
+        code = status or 500
+        self.record.measure(scope, scope.get("path", ""), code, start, first_byte)
+        self.record.log(scope, code, start)
 
     def refused_over_limit(self) -> None:
         """A request refused when its sequences did not fit (work.Charge): counted as the limit's."""

@@ -133,10 +133,9 @@ class FastPath:
         finally:
             departure.forget(leave)
             leave_route(route)
-            gate.limiter.release(charge.weight)
-            code = CLIENT_CLOSED if gone else (exchange.status or 500)
-            gate.record.measure(scope, scope["path"], code, exchange.start, exchange.first_byte)
-            gate.record.log(scope, code, exchange.start)
+            gate.finish(
+                scope, charge, CLIENT_CLOSED if gone else exchange.status, exchange.start, exchange.first_byte
+            )
             conn.finished(exchange)
 
 
