@@ -80,7 +80,7 @@ def render_text(plan: LaunchPlan) -> str:
         f"model:       {plan.model.uri} ({plan.model.source}"
         + (f", read from {plan.model.local_path})" if plan.model.local_path else ")"),
         f"cache key:   {plan.cache_key or '-'}",
-        *_stack_line(plan),
+        *_stack_line(plan, doc["runs"]["vllm"]),
         f"artifacts:   {art.mode} {art.local_dir or ''} {art.remote_uri or ''}".rstrip(),
         f"engine:      {plan.engine_host}:{plan.engine_port}, front port {plan.serve.port}",
         *_replica_lines(plan),
@@ -106,8 +106,9 @@ def _override_name(plan: LaunchPlan) -> str:
     return "neuron_config" if plan.integration == Integration.NATIVE else "override_neuron_config"
 
 
-def _stack_line(plan: LaunchPlan) -> list[str]:
-    """The lane the plan's rules come from, and for a CPU plan the vLLM it runs (_vllm_run)."""
+def _stack_line(plan: LaunchPlan, vllm: str | None) -> list[str]:
+    """The lane the plan's rules come from, and for a CPU plan the vLLM it runs (`vllm`: _vllm_run's,
+    read once for the document)."""
     stack = plan.stack
     if not stack:
         return []
@@ -116,7 +117,6 @@ def _stack_line(plan: LaunchPlan) -> list[str]:
         f"vLLM {stack['vllm']})"
     )
     if plan.device == "cpu":
-        vllm = _vllm_run(plan)
         line += f"; this CPU plan runs {f'vLLM {vllm}' if vllm else 'a vLLM not installed here'}"
     return [line]
 

@@ -265,7 +265,7 @@ class StreamReader:
     def events(self, choice: dict[str, Any], texts: dict[int, str]) -> list[Event]:
         piece = choice.get("text") or ""
         reason = choice.get("finish_reason")
-        if not choice.get("logprobs") and len(choice.get("token_ids") or ()) < 2:
+        if not choice.get("logprobs") and not merged_ids(choice):
             return self._plain(choice, piece, reason)
         return self._general(choice, piece, reason, texts)
 
@@ -294,8 +294,8 @@ class StreamReader:
         return out
 
     def _plain(self, choice: dict[str, Any], piece: str, reason: Any) -> list[Event]:
-        """`events` of a chunk without logprobs and at most one id (every chunk of most streams),
-        without the general path's per-token alignment: one token."""
+        """`events` of a chunk without logprobs that is not several tokens merged (merged_ids): every
+        chunk of most streams, one token, without the general path's per-token alignment."""
         if not piece and reason is None:
             return []
         ids = choice.get("token_ids") or []
