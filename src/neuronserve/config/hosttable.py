@@ -234,8 +234,8 @@ _OWN_VARS: tuple[Var, ...] = (
         NS,
         "true: a plain (not streamed) POST to /invocations, /generate or / whose whole body comes with "
         "its head is served from the front's connection, without uvicorn's request cycle and the ASGI "
-        "layers (the same handler, limits, ids, metrics and access line; about a fifth less front CPU "
-        "per request, docs/PERFORMANCE.md); false: every request takes uvicorn's cycle and the gate "
+        "layers (the same handler, limits, ids, metrics and access line; 6-14 % less front CPU per "
+        "request, docs/PERFORMANCE.md); false: every request takes uvicorn's cycle and the gate "
         "(read by the front server at start)",
         p.boolean,
     ),
