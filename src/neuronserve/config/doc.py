@@ -83,7 +83,15 @@ CHECKS = (
     "  slip past the plan's rules); short options such as `-tp` pass as given.",
     "- a declared instance type (`NEURONSERVE_INSTANCE_TYPE`, `plan --instance-type`) means a Neuron plan",
     "  unless the device is `cpu`; TP, data-parallel replicas x TP and `NEURON_RT_VISIBLE_CORES` must fit",
-    "  its NeuronCores, whatever `NEURONSERVE_FIT_CHECK` says.",
+    "  its NeuronCores, whatever `NEURONSERVE_FIT_CHECK` says. `inf1` (Inferentia1) is refused: vLLM on",
+    "  Neuron does not serve it.",
+    "- near misses of the names this image maps (config/typos.py), refused with the closest valid name:",
+    "  any `NEURONSERVE_*` without a row below; `OPTION_*` (and serving.properties `option.*`) one or two",
+    "  edits from a mapped LMI option (`OPTION_TENSOR_PARALLEL_DEGRE`); `HF_*` and the bare LMI/TGI names",
+    "  one or two edits from a mapped one (`HF_NUM_CORE`), unless huggingface_hub reads the name",
+    "  (`HF_HOME`, `HF_TOKEN`, `HF_ENDPOINT`, `HF_HUB_*`, ...), which passes untouched.",
+    "- `OPTION_QUANTIZE`, `HF_MODEL_QUANTIZE` and `QUANTIZE` are vLLM's `--quantization`: refused on the",
+    "  plugin as `SM_VLLM_QUANTIZATION` is, naming the `SM_NEURON_QUANTIZ*` keys that quantize on Neuron.",
 )
 
 
@@ -96,8 +104,8 @@ def render() -> str:
         "",
         "Model source order: arguments after `--` (`--model`), `SM_VLLM_MODEL`, `/opt/ml/model`",
         "(`SM_MODEL_DIR`) when it holds a model (a lone `serving.properties` is configuration: its",
-        "`option.model_id` names the model), `HF_MODEL_ID`, `OPTION_MODEL_ID`. Unknown `OPTION_*` keys",
-        "produce a warning. A `serving.properties` in the served model's own local directory is read too;",
+        "`option.model_id` names the model), `HF_MODEL_ID`, `OPTION_MODEL_ID`. Other unknown `OPTION_*`",
+        "keys produce a warning. A `serving.properties` in the served model's own local directory is read too;",
         "it wins a key both files set, and the plan's warnings say so.",
         "",
         *CHECKS,

@@ -73,6 +73,7 @@ class Checked:
 def instance_name(raw: str, target: Target) -> str:
     """`ml.inf2.xlarge` or `inf2.xlarge` in the target's spelling; a ConfigError naming the known types."""
     key = instances.normalize(raw)
+    instances.refuse_unserved(raw, "--instance-type")
     if key not in instances.INSTANCES:
         known = ", ".join(instances.INSTANCES)
         raise ConfigError(
