@@ -152,7 +152,8 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     return 0
 
 
-DROPPED = " is a Neuron setting: dropped for the CPU engine"  # plan/model.py and plan/command.py's warning for a Neuron setting
+# The warning plan/model.py and plan/command.py give each Neuron setting a CPU plan drops.
+DROPPED = " is a Neuron setting: dropped for the CPU engine"
 
 
 def _no_neuron_check(plan: LaunchPlan, device: str) -> str:
