@@ -1,8 +1,13 @@
 """An ECS task definition for the image on a Neuron container instance (EC2 launch type).
 
 The container needs every /dev/neuronN of the instance (one per chip) mapped, IPC_LOCK for the Neuron
-runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and the same health
-check SageMaker uses (/ping), with a start period long enough for a first compile.
+runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and a container health
+check on /live. Not /ping: /ping answers 503 until the model is loaded, and a first start compiles
+for longer than the 300 s most `startPeriod` ECS allows (RegisterTaskDefinition's HealthCheck), so ECS
+would replace the task mid-compile; /live answers 200 in every phase while the server makes progress
+(staging, compiling, loading: front/probes.py) and 503 when it is stuck. /ping stays the load
+balancer's readiness check (the target group's HealthCheckPath), so no request reaches a task that is
+not ready.
 
 The environment is run through the container's own launch plan first (deploy/validate.py, the check
 SageMaker and EKS make too): a task definition the container would refuse at start ("no model configured",
@@ -117,7 +122,7 @@ def task_definition(
                         "CMD",
                         "python3",
                         "-c",
-                        "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/ping', timeout=4)",
+                        "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/live', timeout=4)",
                     ],
                     "interval": 30,
                     "timeout": 5,
