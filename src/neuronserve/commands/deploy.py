@@ -131,7 +131,7 @@ def _safe_stream(rendered: Any, namespace: str) -> list[dict[str, Any]]:
     starts at once, next to the Job (a pod that compiles too, or waits on a cache the Job has not
     filled). Stderr says so, and how to apply the server once the Job is complete."""
     if not rendered.compile:
-        return rendered.documents()
+        return list(rendered.documents())
     job = rendered.compile[0][1]["metadata"]["name"]
     print(
         "deploy k8s: stdout holds the compile Job only (with its ServiceAccount and ConfigMap): the "
@@ -141,7 +141,7 @@ def _safe_stream(rendered: Any, namespace: str) -> list[dict[str, Any]]:
         "--no-compile-job (or use --output DIR, which writes both in order)",
         file=sys.stderr,
     )
-    return [doc for _, doc in (*rendered.base, *rendered.compile)]
+    return [dict(doc) for _, doc in (*rendered.base, *rendered.compile)]
 
 
 def _apply_steps(directory: Path, rendered: Any, namespace: str) -> str:

@@ -143,7 +143,9 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
-    unchecked = _no_neuron_check(plan, args.device or environ.get("NEURONSERVE_DEVICE", ""))
+    from neuronserve.config.table import VARS  # noqa: PLC0415
+
+    unchecked = _no_neuron_check(plan, args.device or VARS["NEURONSERVE_DEVICE"].read(environ))
     if unchecked and args.json:
         print(unchecked, file=sys.stderr)
     elif unchecked:

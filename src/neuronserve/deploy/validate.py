@@ -143,11 +143,10 @@ def plan_check(
         environ["NEURON_RT_VISIBLE_CORES"] = f"0-{cores - 1}"
     environ.setdefault("NEURONSERVE_INSTANCE_TYPE", instances.normalize(instance))
     try:
-        plan = _plan(environ, model_mounted, (cores, f"the {cores} NeuronCores of {instance}"))
+        seen = (cores, f"the {cores} NeuronCores of {instance}")
+        plan = _plan(environ, model_mounted, seen)
         if config is not None:
-            plan = _fitted(
-                environ, model_mounted, (cores, f"the {cores} NeuronCores of {instance}"), plan, config
-            )
+            plan = _fitted(environ, model_mounted, seen, plan, config)
     except ConfigError as err:
         message = str(err).replace(f"{_NO_MODEL_DIR} (SM_MODEL_DIR)", _NO_MODEL_HINT[target])
         message = message.replace(_NO_MODEL_DIR, MODEL_DIR)
