@@ -135,6 +135,18 @@ def test_the_container_check_is_live_and_the_load_balancer_checks_ping() -> None
     assert group.returncode == 0 and json.loads(group.stdout)["HealthCheckPath"] == "/ping"
 
 
+def test_the_work_volume_is_mounted_where_the_container_works() -> None:
+    """The image's work directory, or NEURONSERVE_WORK_DIR where the environment moves it."""
+    for env, where in (
+        ({}, "/var/lib/neuronserve"),
+        ({"NEURONSERVE_WORK_DIR": "/scratch/ns"}, "/scratch/ns"),
+    ):
+        doc = task_definition("img", "inf2.xlarge", env, region="us-east-1")
+        assert doc["containerDefinitions"][0]["mountPoints"] == [
+            {"sourceVolume": "work", "containerPath": where}
+        ]
+
+
 def test_checked_in_samples_are_what_render_prints() -> None:
     samples = {
         "task-definition.inf2-xlarge.json": [

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.deploy.secrets import refuse_clear_secrets
-from neuronserve.deploy.validate import ECS, instance_name
+from neuronserve.deploy.validate import ECS, IMAGE_WORK_DIR, WORK_DIR_VAR, instance_name
 from neuronserve.errors import ConfigError
 from neuronserve.plan.fit import instances
 
@@ -74,6 +74,7 @@ def task_definition(
     ARNs: the ECS agent resolves them at task start (`secrets[].valueFrom`, with the execution role), so
     no secret value is stored in the task definition; a secret value in `env` is refused."""
     instance_type = instance_name(instance_type, ECS)
+    work_dir = env.get(WORK_DIR_VAR, "").strip() or IMAGE_WORK_DIR  # where the container works
     secrets = dict(secrets or {})
     refuse_clear_secrets(env, secrets, "the task definition's environment")
     devices = [
@@ -116,7 +117,7 @@ def task_definition(
                     "sharedMemorySize": 4096,
                 },
                 "ulimits": [{"name": "memlock", "softLimit": -1, "hardLimit": -1}],
-                "mountPoints": [{"sourceVolume": "work", "containerPath": "/var/lib/neuronserve"}],
+                "mountPoints": [{"sourceVolume": "work", "containerPath": work_dir}],
                 "healthCheck": {
                     "command": [
                         "CMD",
