@@ -26,6 +26,7 @@ except ImportError:  # run from a checkout without installing neuronserve
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from neuronserve.deploy import ecs
     from neuronserve.deploy.envfile import load_env
+from neuronserve.deploy.cli import MODEL_CONFIG_HELP
 from neuronserve.deploy.driver import note
 from neuronserve.deploy.region import require_region
 from neuronserve.deploy.secrets import masked_json, parse_secret_refs, refuse_clear_secrets
@@ -48,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
         help="a secret variable (HF_TOKEN, *_TOKEN, *_KEY, *_SECRET) from a Secrets Manager or SSM "
         "parameter ARN: a task definition `secrets` entry; a secret value in --env is refused",
     )
+    p.add_argument("--model-config", metavar="PATH", help=MODEL_CONFIG_HELP)
     p.add_argument("--family", default="neuronserve")
     p.add_argument(
         "--region",
@@ -85,7 +87,7 @@ def render(args: argparse.Namespace, environ: dict[str, str]) -> dict[str, objec
     env = load_env(args.env_file, args.env)
     secrets = parse_secret_refs(args.secret)
     refuse_clear_secrets(env, secrets)  # before the plan: its warnings are not worth printing then
-    checked = plan_check(env, args.instance_type, ECS)
+    checked = plan_check(env, args.instance_type, ECS, model_config=args.model_config)
     region = require_region(args.region, environ, args.profile)
     for warning in checked.warnings:
         print(f"render: plan warning: {warning}", file=sys.stderr)

@@ -39,11 +39,15 @@ ENVS = {
     "no length for a hub model": {"HF_MODEL_ID": "TinyLlama/TinyLlama-1.1B-Chat-v1.0"},
     "placeholder cache": {**MODEL, "NEURONSERVE_CACHE_URI": "s3://my-bucket/neuronserve-cache/"},
     "bad number": {**MODEL, "SM_VLLM_MAX_NUM_SEQS": "zero"},
+    "misspelled TGI name": {**MODEL, "HF_NUM_CORE": "2"},
+    "misspelled LMI option": {**MODEL, "OPTION_TENSOR_PARALLEL_DEGRE": "2"},
+    "LMI quantize": {**MODEL, "OPTION_QUANTIZE": "awq"},
+    "TGI quantize": {**MODEL, "HF_MODEL_QUANTIZE": "awq"},
 }
 
 
-def run(path: str, instance: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    flags = [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
+def run(path: str, instance: str, env: dict[str, str], *more: str) -> subprocess.CompletedProcess[str]:
+    flags = [a for k, v in env.items() for a in ("--env", f"{k}={v}")] + list(more)
     process_env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "AWS_REGION": "us-west-2"}
     return subprocess.run(
         [*PATHS[path], "--instance-type", instance, *flags],
@@ -82,3 +86,36 @@ def test_both_instance_spellings_everywhere(path: str) -> None:
         assert '"InstanceType": "ml.inf2.xlarge"' in bare.stdout
     elif path != "update.py":  # UpdateEndpoint names configs by a hash of the request: equal above
         assert "ml.inf2.xlarge" not in bare.stdout and "inf2.xlarge" in bare.stdout
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_model_config_checks_the_fit_of_a_model_on_s3(path: str) -> None:
+    """`--model-config PATH` on every renderer: a 70B on S3 at 131,072 tokens is refused at render with
+    the HBM numbers (without it the plan cannot read the model's shape from here and lets it pass)."""
+    config = str(ROOT / "tests" / "data" / "models" / "Llama-3.3-70B-Instruct" / "config.json")
+    env = {"SM_VLLM_MODEL": "s3://acme-ml-models/llama-3.3-70b/", "SM_VLLM_MAX_MODEL_LEN": "131072"}
+    assert run(path, "inf2.48xlarge", env).returncode == 0
+    refused = run(path, "inf2.48xlarge", env, "--model-config", config)
+    assert refused.returncode == 2, refused.stderr
+    assert "HBM estimate on inf2.48xlarge (Inferentia2)" in refused.stderr and "= 296 %" in refused.stderr
+    missing = run(path, "inf2.48xlarge", env, "--model-config", "/nonexistent/config.json")
+    assert (
+        missing.returncode == 2 and "--model-config /nonexistent/config.json: no such file" in missing.stderr
+    )
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_data_parallel_auto_and_inf1_everywhere(path: str) -> None:
+    """DP `auto` is resolved from the declared instance (it was refused: "needs the visible NeuronCores");
+    inf1 is refused as Inferentia1, not as an unknown type."""
+    auto = run(
+        path,
+        "inf2.48xlarge",
+        {**MODEL, "SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_DATA_PARALLEL_SIZE": "auto"},
+    )
+    assert auto.returncode == 0, auto.stderr
+    assert "SM_VLLM_DATA_PARALLEL_SIZE=auto: 3 replica(s) of TP 8 on 24 visible NeuronCores" in auto.stderr
+    inf1 = run(path, "ml.inf1.xlarge", MODEL)
+    assert (
+        inf1.returncode == 2 and "is Inferentia1 (inf1), which vLLM on Neuron does not serve" in inf1.stderr
+    )

@@ -50,7 +50,7 @@ def test_maps_one_device_per_chip(instance: str, chips: int) -> None:
     assert doc["placementConstraints"] == [
         {"type": "memberOf", "expression": f"attribute:ecs.instance-type == {instance}"}
     ]
-    assert "/ping" in " ".join(container["healthCheck"]["command"])
+    assert "/live" in " ".join(container["healthCheck"]["command"])
     env = {e["name"]: e["value"] for e in container["environment"]}
     assert env == {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2", "NEURONSERVE_DEVICE": "neuron"}
     assert container["portMappings"][0]["containerPort"] == 8080
@@ -120,6 +120,31 @@ def test_service_behind_an_alb_checks_ping() -> None:
     ]
     assert service["healthCheckGracePeriodSeconds"] >= 300
     check("ecs", "CreateService", service)
+
+
+def test_the_container_check_is_live_and_the_load_balancer_checks_ping() -> None:
+    """ECS's container health check allows a start period of at most 300 s, and a first start compiles
+    for longer: on /ping (503 until loaded) ECS replaced the task mid-compile. /live answers 200 while the
+    server makes progress; /ping stays the target group's readiness check. Rendered as a user runs it."""
+    model = "HF_MODEL_ID=TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    task = render("--image", "img", "--instance-type", "inf2.xlarge", "--env-file", TINY_ENV, "--env", model)
+    assert task.returncode == 0, task.stderr
+    check_cmd = " ".join(json.loads(task.stdout)["containerDefinitions"][0]["healthCheck"]["command"])
+    assert "http://127.0.0.1:8080/live" in check_cmd and "/ping" not in check_cmd
+    group = render("--what", "target-group", "--vpc-id", "vpc-123")
+    assert group.returncode == 0 and json.loads(group.stdout)["HealthCheckPath"] == "/ping"
+
+
+def test_the_work_volume_is_mounted_where_the_container_works() -> None:
+    """The image's work directory, or NEURONSERVE_WORK_DIR where the environment moves it."""
+    for env, where in (
+        ({}, "/var/lib/neuronserve"),
+        ({"NEURONSERVE_WORK_DIR": "/scratch/ns"}, "/scratch/ns"),
+    ):
+        doc = task_definition("img", "inf2.xlarge", env, region="us-east-1")
+        assert doc["containerDefinitions"][0]["mountPoints"] == [
+            {"sourceVolume": "work", "containerPath": where}
+        ]
 
 
 def test_checked_in_samples_are_what_render_prints() -> None:

@@ -75,6 +75,9 @@ def add_arguments(sub: Any) -> None:
     )
     k8s.add_argument("--prestop-seconds", type=int, default=15, help="preStop sleep before SIGTERM")
     k8s.add_argument("--no-compile-job", action="store_true", help="leave the compile Job out")
+    from neuronserve.deploy.cli import MODEL_CONFIG_HELP  # noqa: PLC0415
+
+    k8s.add_argument("--model-config", metavar="PATH", help=MODEL_CONFIG_HELP)
 
 
 def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
@@ -106,12 +109,13 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         compile_job=not args.no_compile_job,
         secret_refs=refs,
         token_arn=token_arn,
+        model_config=args.model_config,
     )
     rendered = render(opts, env)
     for line in rendered.notes:
         print(f"deploy k8s: {masked_text(line, env)}", file=sys.stderr)
     if args.output is None:
-        print(yamlout.dump_all(rendered.documents()), end="")
+        print(yamlout.dump_all(_safe_stream(rendered, opts.namespace)), end="")
         return 0
     directory = Path(args.output)
     yamlout.write(directory, yamlout.layout(rendered.base, rendered.compile, rendered.server))
@@ -119,6 +123,25 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         f"deploy k8s: wrote {directory}: {_apply_steps(directory, rendered, opts.namespace)}", file=sys.stderr
     )
     return 0
+
+
+def _safe_stream(rendered: Any, namespace: str) -> list[dict[str, Any]]:
+    """What stdout may hold for `| kubectl apply -f -`: everything when there is no compile Job; else
+    the Job with its ServiceAccount and ConfigMap only, since a Deployment applied in the same stream
+    starts at once, next to the Job (a pod that compiles too, or waits on a cache the Job has not
+    filled). Stderr says so, and how to apply the server once the Job is complete."""
+    if not rendered.compile:
+        return list(rendered.documents())
+    job = rendered.compile[0][1]["metadata"]["name"]
+    print(
+        "deploy k8s: stdout holds the compile Job only (with its ServiceAccount and ConfigMap): the "
+        "Deployment must not start before the Job has filled the compile cache. Apply it, wait, then "
+        f"render the server: `... | kubectl apply -f - && kubectl -n {namespace} wait "
+        f"--for=condition=complete job/{job} --timeout=...` and the same `neuronserve deploy k8s ...` with "
+        "--no-compile-job (or use --output DIR, which writes both in order)",
+        file=sys.stderr,
+    )
+    return [dict(doc) for _, doc in (*rendered.base, *rendered.compile)]
 
 
 def _apply_steps(directory: Path, rendered: Any, namespace: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import sys
 from typing import Any
 
 from neuronserve.redact import redact_plan_fields, redact_text, secret_values
@@ -134,10 +135,41 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
         return recommend.run(args, environ)
     if args.instance_type:  # the fit check reads it like the variable (planning on a laptop)
+        from neuronserve.plan.fit.instances import refuse_unserved  # noqa: PLC0415
+
+        refuse_unserved(args.instance_type, "--instance-type")  # named as typed, not as the variable
         environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
     from neuronserve.launchplan import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
     plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
+    from neuronserve.config.table import VARS  # noqa: PLC0415
+
+    unchecked = _no_neuron_check(plan, args.device or VARS["NEURONSERVE_DEVICE"].read(environ))
+    if unchecked and args.json:
+        print(unchecked, file=sys.stderr)
+    elif unchecked:
+        text = unchecked + "\n" + text
     print(redact_text(text, secret_values(environ)))
     return 0
+
+
+# The warning plan/model.py and plan/command.py give each Neuron setting a CPU plan drops.
+DROPPED = " is a Neuron setting: dropped for the CPU engine"
+
+
+def _no_neuron_check(plan: LaunchPlan, device: str) -> str:
+    """The first lines of a CPU plan that dropped Neuron settings because no device was asked for and
+    none is here: nothing Neuron was checked, and how to check it ('' otherwise). Said first: the
+    warning for each dropped setting sits below the command, where the first screen misses it."""
+    if plan.device != "cpu" or device.strip().lower() not in ("", "auto"):
+        return ""
+    dropped = [w.removesuffix(DROPPED) for w in plan.warnings if w.endswith(DROPPED)]
+    if not dropped:
+        return ""
+    return (
+        f"NO NEURON RULE CHECKED: no Neuron device here and no --instance-type, so this is a CPU plan and "
+        f"its Neuron settings ({', '.join(dropped)}) are dropped (TP, HBM fit, compile shapes unchecked).\n"
+        "To check them: neuronserve plan --instance-type ml.inf2.48xlarge (the instance you will run on; "
+        "or NEURONSERVE_INSTANCE_TYPE), or --device neuron."
+    )

@@ -3,6 +3,14 @@
 Kept apart from the SM_VLLM_* mapping because these names carry their own value conventions
 (`bf16`, `max`, booleans as strings): each row's parser (config/values.py `lmi_*`) normalises them
 before the conflict checks compare them with the same setting from another source.
+
+The TGI names are those Hugging Face's TGI Neuron image reads (optimum-neuron,
+text-generation-inference/tgi_env.py: `tgi_server_env_vars` HF_BATCH_SIZE, HF_SEQUENCE_LENGTH,
+HF_NUM_CORES, HF_AUTO_CAST_TYPE, each paired with the router's MAX_BATCH_SIZE / MAX_TOTAL_TOKENS; and
+server/text_generation_server/model.py `get_export_kwargs_from_env`, which compiles with
+batch_size=int(HF_BATCH_SIZE) and sequence_length=int(HF_SEQUENCE_LENGTH)): so HF_BATCH_SIZE is the
+compiled batch (max_num_seqs) and HF_SEQUENCE_LENGTH the compiled length (max_model_len). TGI's
+SageMaker entrypoint passes HF_MODEL_QUANTIZE on as QUANTIZE, the launcher's `--quantize`.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.config.table import LMI_VARS, TGI_VARS
+from neuronserve.config.typos import check_option
 
 _PATHS = {"<model>": "<model>", "<artifacts>": "artifacts"}  # row key -> the setting parse_settings reads
 
@@ -55,6 +64,7 @@ def compat_sources(
     for name, origin, raw in _lmi_entries(environ, props, files):
         var = LMI_VARS.get(name)
         if var is None:
+            check_option(name, origin)  # a near miss of a mapped option is refused, not warned
             unknown.append(origin)
         elif var.key in _PATHS:
             if raw.strip():  # empty is unset

@@ -28,6 +28,7 @@ from neuronserve.config.table import (
     VARS,
     read_group,
 )
+from neuronserve.config.typos import check_names
 from neuronserve.config.values import EngineValue, json_or_none, object_named, one_of, sm_vllm_value
 from neuronserve.config.var import DEVICES, OVERRIDE_PATTERN, SM, SM_PATTERN
 from neuronserve.errors import ConfigError
@@ -113,6 +114,13 @@ class Settings:
     def origin(self, key: str, fallback: str) -> str:
         s = self.engine.get(key)
         return fallback if s is None else s.origin
+
+    def named(self, key: str) -> str:
+        """The name advice about an engine setting uses: where the user set it (serving.properties
+        `option.tensor_parallel_degree`, OPTION_*, HF_*, `-- --flag`, SM_VLLM_*), else its SM_VLLM_*
+        variable. Advice to set SM_VLLM_TENSOR_PARALLEL_SIZE while serving.properties sets the same
+        setting would be refused as a conflict when followed."""
+        return self.origin(key, env_name(key))
 
 
 def env_name(key: str) -> str:
@@ -264,6 +272,7 @@ def parse_settings(
 ) -> Settings:
     """Map every configuration source onto one Settings (pure: the caller read the env and the files;
     `property_files` names the file a serving.properties key came from when it is not SM_MODEL_DIR's)."""
+    check_names(environ)  # a near miss of a mapped name is refused before its value is silently lost
     warnings: list[str] = []
     engine = Collector()
     models: list[Setting] = []

@@ -279,6 +279,13 @@ ENGINE_VARS: tuple[Var, ...] = (
     Var("OPTION_MAX_LORAS", "max-loras", None, LMI, "Same as SM_VLLM_MAX_LORAS", p.lmi_count),
     Var("OPTION_MAX_LORA_RANK", "max-lora-rank", None, LMI, "Same as SM_VLLM_MAX_LORA_RANK", p.lmi_count),
     Var("OPTION_MAX_CPU_LORAS", "max-cpu-loras", None, LMI, "Same as SM_VLLM_MAX_CPU_LORAS", p.lmi_count),
+    Var(
+        "OPTION_QUANTIZE",
+        "quantization",
+        None,
+        LMI,
+        "Read as vLLM's `--quantization`: refused on Neuron with the NxD Inference keys that quantize there",
+    ),
     Var("HF_REVISION", "revision", None, LMI, "Hub revision"),
     Var("OPTION_COMPILED_GRAPH_PATH", "<artifacts>", None, LMI, "Same as NEURON_COMPILED_ARTIFACTS"),
     Var("OPTION_ROLLING_BATCH", "", None, LMI, "Accepted and ignored (always vLLM)"),
@@ -313,9 +320,26 @@ ENGINE_VARS: tuple[Var, ...] = (
         p.lmi_bool,
     ),
     Var("HF_NUM_CORES", "tensor-parallel-size", None, TGI, "NeuronCores (TGI on Neuron)", p.lmi_cores),
+    Var("HF_BATCH_SIZE", "max-num-seqs", None, TGI, "Compiled batch size (TGI on Neuron)", p.lmi_count),
+    Var(
+        "HF_SEQUENCE_LENGTH",
+        "max-model-len",
+        None,
+        TGI,
+        "Compiled sequence length (TGI on Neuron)",
+        p.lmi_count,
+    ),
     Var("MAX_BATCH_SIZE", "max-num-seqs", None, TGI, "Batch size (TGI on Neuron)", p.lmi_count),
     Var("MAX_TOTAL_TOKENS", "max-model-len", None, TGI, "Sequence length (TGI on Neuron)", p.lmi_count),
     Var("HF_AUTO_CAST_TYPE", "dtype", None, TGI, "bf16 / fp16 / fp32 (TGI on Neuron)", p.lmi_dtype),
+    Var(
+        "HF_MODEL_QUANTIZE",
+        "quantization",
+        None,
+        TGI,
+        "TGI's quantize setting, read as vLLM's `--quantization`: refused on Neuron like OPTION_QUANTIZE",
+    ),
+    Var("QUANTIZE", "quantization", None, TGI, "Same as HF_MODEL_QUANTIZE (TGI launcher's name)"),
 )
 
 HOST_VARS = NEURONSERVE_VARS + RUNTIME_VARS + AWS_VARS  # read by name (the README's second table)

@@ -15,6 +15,12 @@ from typing import Any
 
 from neuronserve.errors import ConfigError, NeuronServeError
 
+# `--model-config` of every renderer (SageMaker here, ecs/render.py, `neuronserve deploy k8s`).
+MODEL_CONFIG_HELP = (
+    "the model's config.json (a file, or a directory holding one), for a model on S3 or the hub: the HBM "
+    "fit is checked at render, before an instance starts or a weight is downloaded"
+)
+
 
 def _session(args: argparse.Namespace) -> Any:
     """A boto3 session in the region the AWS CLI would use (deploy/region.py): never a silent default."""
@@ -85,13 +91,13 @@ def _clear_secret_warning(action: str, spec: Any) -> None:
         )
 
 
-def _checked(action: str, spec: Any) -> Any:
+def _checked(action: str, spec: Any, model_config: str | None) -> Any:
     """The spec's checks and the container's plan (deploy/speccheck.py); its warnings and the driver
     note on stderr, as every deploy path prints them."""
     from neuronserve.deploy.driver import note
     from neuronserve.deploy.speccheck import validate
 
-    checked = validate(spec)
+    checked = validate(spec, model_config)
     for warning in checked.warnings:
         print(f"{action}: plan warning: {warning}", file=sys.stderr)
     _clear_secret_warning(action, spec)
@@ -106,7 +112,7 @@ def _deploy(args: argparse.Namespace) -> int:
     from neuronserve.deploy.validate import cores_used, tensor_parallel
 
     spec = _spec(args)
-    checked = _checked("deploy", spec)
+    checked = _checked("deploy", spec, args.model_config)
     tp, cores = tensor_parallel(checked.plan), cores_used(checked.plan)
     print(
         f"deploy: {spec.endpoint_name} on {spec.instance_count}x {spec.instance_type} (tp={tp}, "
@@ -127,7 +133,7 @@ def _update(args: argparse.Namespace) -> int:
     from neuronserve.deploy.secrets import masked_json
 
     spec = _spec(args)
-    _checked("update", spec)
+    _checked("update", spec, args.model_config)
     rollout = Rollout(
         traffic=args.traffic,
         canary_percent=args.canary_percent,
@@ -233,6 +239,7 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--async-max-concurrent", type=int, help="async requests per instance (1-1000)")
     parser.add_argument("--wait", action="store_true", help="wait until InService")
     parser.add_argument("--dry-run", action="store_true", help="print the requests, call nothing")
+    parser.add_argument("--model-config", metavar="PATH", help=MODEL_CONFIG_HELP)
 
 
 def build_parser(action: str) -> argparse.ArgumentParser:

@@ -1,8 +1,13 @@
 """An ECS task definition for the image on a Neuron container instance (EC2 launch type).
 
 The container needs every /dev/neuronN of the instance (one per chip) mapped, IPC_LOCK for the Neuron
-runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and the same health
-check SageMaker uses (/ping), with a start period long enough for a first compile.
+runtime's pinned memory, a placement constraint so it lands on a Neuron instance, and a container health
+check on /live. Not /ping: /ping answers 503 until the model is loaded, and a first start compiles
+for longer than the 300 s most `startPeriod` ECS allows (RegisterTaskDefinition's HealthCheck), so ECS
+would replace the task mid-compile; /live answers 200 in every phase while the server makes progress
+(staging, compiling, loading: front/probes.py) and 503 when it is stuck. /ping stays the load
+balancer's readiness check (the target group's HealthCheckPath), so no request reaches a task that is
+not ready.
 
 The environment is run through the container's own launch plan first (deploy/validate.py, the check
 SageMaker and EKS make too): a task definition the container would refuse at start ("no model configured",
@@ -26,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronserve.deploy.secrets import refuse_clear_secrets
-from neuronserve.deploy.validate import ECS, instance_name
+from neuronserve.deploy.validate import ECS, IMAGE_WORK_DIR, WORK_DIR_VAR, instance_name
 from neuronserve.errors import ConfigError
 from neuronserve.plan.fit import instances
 
@@ -69,6 +74,7 @@ def task_definition(
     ARNs: the ECS agent resolves them at task start (`secrets[].valueFrom`, with the execution role), so
     no secret value is stored in the task definition; a secret value in `env` is refused."""
     instance_type = instance_name(instance_type, ECS)
+    work_dir = env.get(WORK_DIR_VAR, "").strip() or IMAGE_WORK_DIR  # where the container works
     secrets = dict(secrets or {})
     refuse_clear_secrets(env, secrets, "the task definition's environment")
     devices = [
@@ -111,13 +117,13 @@ def task_definition(
                     "sharedMemorySize": 4096,
                 },
                 "ulimits": [{"name": "memlock", "softLimit": -1, "hardLimit": -1}],
-                "mountPoints": [{"sourceVolume": "work", "containerPath": "/var/lib/neuronserve"}],
+                "mountPoints": [{"sourceVolume": "work", "containerPath": work_dir}],
                 "healthCheck": {
                     "command": [
                         "CMD",
                         "python3",
                         "-c",
-                        "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/ping', timeout=4)",
+                        "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/live', timeout=4)",
                     ],
                     "interval": 30,
                     "timeout": 5,

@@ -31,7 +31,7 @@ def _check_s3(flag: str, uri: str | None, prefix: bool) -> None:
         raise ConfigError(f"{flag} {uri}: must be {shape}")
 
 
-def validate(spec: DeploySpec) -> Checked:
+def validate(spec: DeploySpec, model_config: str | None = None) -> Checked:
     """Everything checkable before an AWS call, ending with the container's own plan on the instance
     (deploy/validate.py, the check ECS and EKS make too); returns that plan.
 
@@ -62,6 +62,7 @@ def validate(spec: DeploySpec) -> Checked:
             "--async-output": spec.async_output_s3,
             "--async-failure": spec.async_failure_s3,
         },
+        model_config=model_config,
     )
 
 

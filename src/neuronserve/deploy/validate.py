@@ -19,18 +19,23 @@ has none.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
+from neuronserve.config.origin import Setting
+from neuronserve.config.settings import Settings
 from neuronserve.config.table import VARS
 from neuronserve.counts import positive
 from neuronserve.deploy.placeholders import check_placeholders
 from neuronserve.deploy.secrets import masked_text
 from neuronserve.errors import ConfigError
 from neuronserve.launchplan import read_settings
-from neuronserve.plan.facts import ModelFacts
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import instances
+from neuronserve.plan.replicas import requested
 from neuronserve.types import LaunchPlan
 
 Target = Literal["sagemaker", "ecs", "eks"]
@@ -39,6 +44,12 @@ ECS: Target = "ecs"
 EKS: Target = "eks"
 
 MODEL_DIR = "/opt/ml/model"
+# Where the image works (docker/Dockerfile: `ENV NEURONSERVE_WORK_DIR=/var/lib/neuronserve`, its WORKDIR):
+# the plan's work directory, and so the k8s work volume's mount, is the container's, never the table
+# default a rendering machine would take (/tmp/neuronserve). An environment that sets it keeps its own.
+WORK_DIR_VAR = "NEURONSERVE_WORK_DIR"
+IMAGE_WORK_DIR = "/var/lib/neuronserve"
+_UNCHECKED = "HBM fit not checked"  # plan/fit/check.py's warning when it had no config.json
 # What SM_MODEL_DIR points at while planning: this machine's /opt/ml/model (and a serving.properties in
 # it) is not the container's, so the plan must read neither.
 _NO_MODEL_DIR = "/nonexistent/neuronserve-deploy/opt-ml-model"
@@ -73,6 +84,7 @@ class Checked:
 def instance_name(raw: str, target: Target) -> str:
     """`ml.inf2.xlarge` or `inf2.xlarge` in the target's spelling; a ConfigError naming the known types."""
     key = instances.normalize(raw)
+    instances.refuse_unserved(raw, "--instance-type")
     if key not in instances.INSTANCES:
         known = ", ".join(instances.INSTANCES)
         raise ConfigError(
@@ -104,13 +116,17 @@ def plan_check(
     model_mounted: bool = False,
     visible_cores: int | None = None,
     locations: Mapping[str, str | None] | None = None,
+    model_config: str | None = None,
 ) -> Checked:
     """The container's plan for `env` on `instance_type` (every core visible unless `visible_cores`).
 
     `model_mounted`: /opt/ml/model will hold a model (SageMaker's `--model-data`). `locations`: S3
     locations given as flags (`--model-data`, `--async-output`), checked for placeholders with the
-    environment's. Raises the plan's ConfigError, with the fix it names and no secret value in it."""
+    environment's. `model_config`: the model's config.json (`--model-config PATH`), for a model the plan
+    cannot read from here (S3, the hub): the HBM fit is checked with it. Raises the plan's ConfigError,
+    with the fix it names and no secret value in it."""
     instance = instance_name(instance_type, target)
+    config = read_model_config(model_config) if model_config else None
     check_placeholders({**env, **(locations or {})})
     owned = [name for name in _TARGET_OWNED[target] if VARS[name].read(env)]
     if owned:
@@ -122,11 +138,15 @@ def plan_check(
     facts = instances.instance_facts(instance, logical_nc_config(env))
     cores = visible_cores or facts.cores
     environ = {**env, "NEURONSERVE_DEVICE": "neuron", "SM_MODEL_DIR": _NO_MODEL_DIR}
+    environ.setdefault(WORK_DIR_VAR, IMAGE_WORK_DIR)  # the image's, not this machine's default
     if visible_cores:  # a pod's share of the node (k8s): what the device plugin will make visible
         environ["NEURON_RT_VISIBLE_CORES"] = f"0-{cores - 1}"
     environ.setdefault("NEURONSERVE_INSTANCE_TYPE", instances.normalize(instance))
     try:
-        plan = _plan(environ, model_mounted)
+        seen = (cores, f"the {cores} NeuronCores of {instance}")
+        plan = _plan(environ, model_mounted, seen)
+        if config is not None:
+            plan = _fitted(environ, model_mounted, seen, plan, config)
     except ConfigError as err:
         message = str(err).replace(f"{_NO_MODEL_DIR} (SM_MODEL_DIR)", _NO_MODEL_HINT[target])
         message = message.replace(_NO_MODEL_DIR, MODEL_DIR)
@@ -138,12 +158,50 @@ def plan_check(
     return Checked(plan, warnings, instance, cores, facts.logical_nc_config)
 
 
-def _plan(environ: Mapping[str, str], model_mounted: bool) -> LaunchPlan:
-    """launchplan.resolve_plan with the container's host facts in place of this machine's: a model path
-    in the environment is the container's (a directory the plan cannot read from here), /opt/ml/model
-    is filled only by SageMaker, and no device of this machine counts."""
-    from neuronserve.host import facts as hostfacts
+def read_model_config(path: str) -> dict[str, Any]:
+    """`--model-config PATH`: a config.json (or a directory holding one), as a JSON object."""
+    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        why = "no such file" if isinstance(err, FileNotFoundError) else err.strerror or str(err)
+        raise ConfigError(f"--model-config {path}: {why}", ("--model-config",)) from None
+    except ValueError as err:
+        raise ConfigError(f"--model-config {path}: not JSON ({err})", ("--model-config",)) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"--model-config {path}: a config.json is a JSON object", ("--model-config",))
+    return doc
+
+
+def _fitted(
+    environ: Mapping[str, str],
+    model_mounted: bool,
+    cores: tuple[int, str],
+    plan: LaunchPlan,
+    config: dict[str, Any],
+) -> LaunchPlan:
+    """`plan` with the HBM fit checked on `config`, the model's config.json given at render: the same
+    plan made once more with a stand-in local model that has that config (its refusal is the render's;
+    an architecture the lane does not run is refused too). The plan returned is still `plan` (its argv
+    names the real model), with that estimate and its warnings in place of "HBM fit not checked"."""
     from neuronserve.plan.build import build_plan
+
+    settings, facts = _inputs(environ, model_mounted, cores)
+    stand_in = "/neuronserve-deploy/--model-config"
+    fitted = build_plan(
+        replace(settings, models=(Setting(stand_in, "--model-config"),)),
+        replace(facts, paths={**facts.paths, stand_in: ModelFacts("dir", config=config)}),
+    )
+    kept = [w for w in plan.warnings if not w.startswith(_UNCHECKED)]
+    found = [w for w in fitted.warnings if w.startswith("HBM estimate")]
+    return replace(plan, memory=fitted.memory, warnings=(*kept, *found))
+
+
+def _inputs(
+    environ: Mapping[str, str], model_mounted: bool, cores: tuple[int, str]
+) -> tuple[Settings, HostFacts]:
+    """The container's settings and host facts (see _plan)."""
+    from neuronserve.host import facts as hostfacts
 
     settings = read_settings(environ, device="neuron")
     paths = {str(m.value): ModelFacts("dir") for m in settings.models if str(m.value).startswith("/")}
@@ -155,7 +213,20 @@ def _plan(environ: Mapping[str, str], model_mounted: bool) -> LaunchPlan:
         sagemaker_model_dir_nonempty=model_mounted,
         paths=paths,
     )
-    return build_plan(settings, facts)
+    if facts.visible_cores is None and requested(settings)[0] is None:
+        facts = replace(facts, visible_cores=cores[0], cores_source=cores[1])
+    return settings, facts
+
+
+def _plan(environ: Mapping[str, str], model_mounted: bool, cores: tuple[int, str]) -> LaunchPlan:
+    """launchplan.resolve_plan with the container's host facts in place of this machine's: a model path
+    in the environment is the container's (a directory the plan cannot read from here), /opt/ml/model
+    is filled only by SageMaker, and no device of this machine counts. `cores`: the NeuronCores the
+    container will see and where that number comes from; a data-parallel size of `auto` is resolved
+    from them (the container counts its visible cores; here the declared instance says how many)."""
+    from neuronserve.plan.build import build_plan
+
+    return build_plan(*_inputs(environ, model_mounted, cores))
 
 
 def tensor_parallel(plan: LaunchPlan) -> int:

@@ -5,10 +5,12 @@ compiles, secrets stay references, and what the plan refuses renders nothing."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
-from k8s_support import CACHE, MODEL, by_kind, cli, options, rendered, server
+from k8s_support import CACHE, MODEL, ROOT, by_kind, cli, options, rendered, server
 
 from neuronserve.deploy.k8s import yamlout
 from neuronserve.deploy.k8s.options import SecretRef
@@ -168,3 +170,94 @@ def test_objects_are_named_and_namespaced() -> None:
         "ServiceAccount", "ConfigMap", "Job", "Deployment", "Service", "PodDisruptionBudget",
         "HorizontalPodAutoscaler",
     }  # fmt: skip
+
+
+def _docs(stdout: str) -> list[dict[str, Any]]:
+    yaml = pytest.importorskip("yaml", reason="needs PyYAML to read the stream")
+    return [d for d in yaml.safe_load_all(stdout) if d]
+
+
+def _env_flags(env: dict[str, str]) -> list[str]:
+    return [f"--env={k}={v}" for k, v in env.items()]
+
+
+def test_every_container_mounts_the_work_volume_where_the_image_works(tmp_path: Any) -> None:
+    """The image works in /var/lib/neuronserve (docker/Dockerfile's ENV NEURONSERVE_WORK_DIR and WORKDIR);
+    the volume was mounted at the table default /tmp/neuronserve, so the stage initContainer downloaded
+    into a filesystem the server never read. An environment that sets the variable keeps its own path."""
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    assert "NEURONSERVE_WORK_DIR=/var/lib/neuronserve" in dockerfile
+    assert "WORKDIR /var/lib/neuronserve" in dockerfile
+    for env, where in (
+        ({}, "/var/lib/neuronserve"),
+        ({"NEURONSERVE_WORK_DIR": "/scratch/ns"}, "/scratch/ns"),
+    ):
+        out = tmp_path / where.strip("/").replace("/", "-")
+        result = cli(
+            "--instance-type", "inf2.xlarge", *_env_flags({**MODEL, **CACHE, **env}), "--output", str(out)
+        )
+        assert result.returncode == 0, result.stderr
+        yaml = pytest.importorskip("yaml", reason="needs PyYAML")
+        job = yaml.safe_load((out / "compile" / "job.yaml").read_text())
+        deployment = yaml.safe_load((out / "deployment.yaml").read_text())
+        pods = [job["spec"]["template"]["spec"], deployment["spec"]["template"]["spec"]]
+        containers = [c for p in pods for c in (*p.get("initContainers", []), *p["containers"])]
+        assert sorted(c["name"] for c in containers) == ["compile", "neuronserve", "stage"]
+        for c in containers:
+            assert {m["mountPath"] for m in c["volumeMounts"] if m["name"] == "work"} == {where}, c["name"]
+
+
+@pytest.mark.parametrize("name", ["SM_VLLM_DATA_PARALLEL_SIZE", "NEURONSERVE_DATA_PARALLEL"])
+def test_data_parallel_auto_is_resolved_from_the_declared_instance(name: str) -> None:
+    """`auto` was refused at render ("needs the visible NeuronCores"): the instance type says how many."""
+    env = {**MODEL, TP: "8", name: "auto"}
+    result = cli("--instance-type", "inf2.48xlarge", *_env_flags(env))
+    assert result.returncode == 0, result.stderr
+    assert "3 engine(s) of TP 8" in result.stderr
+    [deployment] = [d for d in _docs(result.stdout) if d["kind"] == "Deployment"]
+    limits = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["aws.amazon.com/neuroncore"] == 24
+
+
+def test_stdout_is_safe_to_pipe_to_kubectl_apply() -> None:
+    """Without --output the compile Job and the Deployment came in one stream, so `| kubectl apply -f -`
+    started both at once. With a Job, stdout holds the Job (and what it needs) only and stderr says how
+    to apply the server after it; without one, everything. Each stream is read by kubectl, client only
+    (`kubectl label --local`: `apply --dry-run=client` still asks a server for the API's resources)."""
+    with_job = cli("--instance-type", "inf2.xlarge", *_env_flags({**MODEL, **CACHE}))
+    assert with_job.returncode == 0, with_job.stderr
+    kinds = [d["kind"] for d in _docs(with_job.stdout)]
+    assert kinds == ["ServiceAccount", "ConfigMap", "Job"]
+    assert "stdout holds the compile Job only" in with_job.stderr and "--no-compile-job" in with_job.stderr
+    server_only = cli("--instance-type", "inf2.xlarge", *_env_flags({**MODEL, **CACHE}), "--no-compile-job")
+    assert server_only.returncode == 0, server_only.stderr
+    assert "Deployment" in [d["kind"] for d in _docs(server_only.stdout)]
+    assert "Job" not in [d["kind"] for d in _docs(server_only.stdout)]
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed here")
+    for stream in (with_job.stdout, server_only.stdout):
+        read = subprocess.run(
+            [kubectl, "label", "--local", "-f", "-", "checked=yes", "-o", "name"],
+            input=stream, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert read.returncode == 0, read.stderr
+    assert read.stdout.split()[-1].startswith("poddisruptionbudget")
+
+
+def test_model_config_checks_the_hbm_fit_at_render() -> None:
+    """A 70B on S3 at its full 131,072 tokens: without --model-config nothing can be checked here (the
+    endpoint would be up and 140 GB downloaded before the refusal); with it, refused at render."""
+    config = ROOT / "tests" / "data" / "models" / "Llama-3.3-70B-Instruct" / "config.json"
+    env = {"SM_VLLM_MODEL": "s3://acme-ml-models/llama-3.3-70b/", "SM_VLLM_MAX_MODEL_LEN": "131072"}
+    blind = cli("--instance-type", "inf2.48xlarge", *_env_flags(env))
+    assert blind.returncode == 0 and "HBM fit not checked" in blind.stderr, blind.stderr
+    checked = cli("--instance-type", "inf2.48xlarge", *_env_flags(env), "--model-config", str(config))
+    assert checked.returncode == 2 and checked.stdout == ""
+    assert "HBM estimate on inf2.48xlarge" in checked.stderr and "does not fit" in checked.stderr
+    fits = cli(
+        "--instance-type", "inf2.48xlarge", *_env_flags({**env, "SM_VLLM_MAX_MODEL_LEN": "4096"}),
+        "--model-config", str(config),
+    )  # fmt: skip
+    assert fits.returncode == 0, fits.stderr
+    assert "HBM fit not checked" not in fits.stderr

@@ -56,6 +56,7 @@ class K8sOptions:
     compile_job: bool = True
     secret_refs: dict[str, SecretRef] = field(default_factory=dict)
     token_arn: str | None = None  # HF_TOKEN from Secrets Manager (HF_TOKEN_SECRET_ARN)
+    model_config: str | None = None  # --model-config: the model's config.json, for the HBM fit at render
 
     def check(self) -> None:
         """Every option within what Kubernetes and the autoscalers take; the first problem wins."""

@@ -73,7 +73,9 @@ def _settings(opts: K8sOptions, env: Mapping[str, str]) -> dict[str, str]:
 def _check(env: Mapping[str, str], opts: K8sOptions, require_hit: bool, cores: int | None) -> Checked:
     planned = {**env, pod.REQUIRE_HIT: "true" if require_hit else "false"}
     try:
-        return plan_check(planned, opts.instance_type, EKS, visible_cores=cores)
+        return plan_check(
+            planned, opts.instance_type, EKS, visible_cores=cores, model_config=opts.model_config
+        )
     except ConfigError as err:
         if opts.autoscaler != "none" and pod.REQUIRE_HIT in err.variables:
             raise ConfigError(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from neuronserve.config.settings import Settings
+from neuronserve.config.settings import Settings, env_name
 from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, ModelFacts
@@ -87,7 +87,9 @@ def _largest(fits: Callable[[int], bool], hi: int, step: int) -> int | None:
     return lo * step
 
 
-def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> list[str]:
+def suggestions(
+    place: Placement, graph: dict[str, Any], blocks_given: bool, named: Callable[[str], str] = env_name
+) -> list[str]:
     """The settings that would fit, each changed alone (a block count with the batch it can hold, when
     fewer blocks alone would fail the block-count rule: every suggestion must plan).
 
@@ -95,7 +97,8 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
     block_size; the plugin's block layout without prefix caching under its custom scheduler makes
     every block max_model_len, kv.py), a shorter length shrinks the blocks: the length is searched in
     steps of 128, not of the old block. BLOCK_SIZES stop at 128, so a block layout without prefix
-    caching whose block equals a longer max_model_len is that scheduler's."""
+    caching whose block equals a longer max_model_len is that scheduler's. `named` spells each setting
+    the way the user set it (Settings.named), so following the advice never conflicts with it."""
     tp, length, seqs, kv = graph["tp"], graph["max_model_len"], graph["max_num_seqs"], graph["kv"]
     block = int(kv.get("block_size") or 0)
     per_length = kv["mode"] == "block" and block == length
@@ -111,9 +114,10 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
     cores = place.instance.cores
     for t in instances.valid_tp_degrees(place.instance):
         if t > tp and place.estimate(t, tokens(seqs, length)).fits:
-            out.append(f"SM_VLLM_TENSOR_PARALLEL_SIZE={t} (of {cores} NeuronCores)")
+            out.append(f"{named('tensor-parallel-size')}={t} (of {cores} NeuronCores)")
             break
     if kv["mode"] != "contiguous" and blocks_given:
+        blocks = named("num-gpu-blocks-override")
         best = _largest(
             lambda n: place.estimate(tp, memory.block_tokens(n, block, kv["mode"] == "prefix")).fits,
             int(kv["num_blocks"]),
@@ -121,23 +125,19 @@ def suggestions(place: Placement, graph: dict[str, Any], blocks_given: bool) -> 
         )
         per_seq = math.ceil(length / block)  # rules.check_block_layout: the plan needs per_seq * seqs
         if best and best >= per_seq * seqs:
-            out.append(f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}")
+            out.append(f"{blocks}<={best}")
         elif best and best // per_seq:  # fewer blocks alone would be refused next: fewer sequences too
-            out.append(
-                f"SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best} with SM_VLLM_MAX_NUM_SEQS<={best // per_seq}"
-            )
+            out.append(f"{blocks}<={best} with {named('max-num-seqs')}<={best // per_seq}")
         elif best and best // seqs:  # not even one sequence: a shorter length, in whole blocks
-            out.append(
-                f"SM_VLLM_MAX_MODEL_LEN<={best // seqs * block} with SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE<={best}"
-            )
+            out.append(f"{named('max-model-len')}<={best // seqs * block} with {blocks}<={best}")
         return out
     step = 128 if kv["mode"] == "contiguous" or per_length else block
     best_len = _largest(lambda n: place.estimate(tp, tokens(seqs, n)).fits, length, step)
     if best_len:
-        out.append(f"SM_VLLM_MAX_MODEL_LEN<={best_len}")
+        out.append(f"{named('max-model-len')}<={best_len}")
     best_seqs = _largest(lambda s: place.estimate(tp, tokens(s, length)).fits, seqs, 1)
     if best_seqs:
-        out.append(f"SM_VLLM_MAX_NUM_SEQS<={best_seqs}")
+        out.append(f"{named('max-num-seqs')}<={best_seqs}")
     return out
 
 
@@ -186,7 +186,7 @@ def check_fit(
     est = place.estimate(graph["tp"], tokens)
     where = f"{instance.name} ({instance.chip})"
     if not est.fits:
-        fixes = suggestions(place, graph, settings.get("num-gpu-blocks-override") is not None)
+        fixes = suggestions(place, graph, settings.get("num-gpu-blocks-override") is not None, settings.named)
         message = (
             f"HBM estimate on {where}: {est.describe()}: does not fit; "
             + (
@@ -200,9 +200,7 @@ def check_fit(
             raise ConfigError(
                 message,
                 (
-                    "SM_VLLM_TENSOR_PARALLEL_SIZE",
-                    "SM_VLLM_MAX_MODEL_LEN",
-                    "SM_VLLM_MAX_NUM_SEQS",
+                    *(settings.named(k) for k in ("tensor-parallel-size", "max-model-len", "max-num-seqs")),
                     "NEURONSERVE_FIT_CHECK",
                 ),
             )

@@ -51,6 +51,22 @@ INSTANCES: dict[str, tuple[Chip, int]] = {
 # does not hold yet (none were read for Trainium3): named, so a declared trn3 instance is told how to
 # plan without the fit check instead of "not a Neuron instance type".
 UNTABULATED = {"trn3": "Trainium3"}
+# Neuron families vLLM on Neuron never serves: Inferentia1's NeuronCore-v1 runs only the Neuron SDK's
+# first-generation stack (torch-neuron, transformers-neuronx's inf1 builds); vllm-neuron and NxD
+# Inference need NeuronCore-v2 or later (Inf2, Trn1, Trn2: the instance families this table holds).
+UNSERVED = {"inf1": "Inferentia1"}
+
+
+def refuse_unserved(name: str, origin: str) -> None:
+    """A ConfigError for an instance of a family vLLM on Neuron does not serve (inf1), naming it."""
+    family = normalize(name).split(".")[0]
+    if family in UNSERVED:
+        raise ConfigError(
+            f"{origin}={name!r} is {UNSERVED[family]} ({family}), which vLLM on Neuron does not serve "
+            "(vllm-neuron and NxD Inference run on NeuronCore-v2 and later): use an inf2, trn1 or trn2 "
+            "instance (`neuronserve plan --recommend` picks one)",
+            (origin,),
+        )
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,7 @@ def instance_facts(name: str, lnc: int | None = None, origin: str = "--instance-
     """Facts of a named instance type; ConfigError naming the known types otherwise."""
     key = normalize(name)
     family = key.split(".")[0]
+    refuse_unserved(name, origin)
     if key not in INSTANCES and family in UNTABULATED:
         raise ConfigError(
             f"{origin}={name!r}: {UNTABULATED[family]} has no HBM figures in this build's instance table "
