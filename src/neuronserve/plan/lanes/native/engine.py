@@ -36,6 +36,7 @@ from neuronserve.plan import cachekey
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.lanes.lane import Lane, NeuronEngine
 from neuronserve.plan.lanes.native import cache, translate
+from neuronserve.plan.lanes.native.rules import V0_24, NativeRules
 from neuronserve.plan.lanes.nxdi import launch
 from neuronserve.plan.lanes.nxdi.launch import DEFAULT_CHUNK_TOKENS, Launch
 from neuronserve.plan.lanes.sampling import sampling_config
@@ -56,14 +57,16 @@ def neuron_engine(
     *,
     lane: Lane,
 ) -> NeuronEngine:
-    """Resolve, check and render a lane 2.32 launch. The launch numbers are the NxD Inference lanes'
+    """Resolve, check and render a launch of a rewritten-plugin lane (2.32, 2.33: `lane.native`, what
+    differs between them, plan/lanes/native/rules.py). The launch numbers are the NxD Inference lanes'
     steps (their default plugin profile: Pixtral's batch default is the same in both)."""
+    rules = lane.native or V0_24
     n = Launch(settings, facts, model_uri, model)
-    _refuse_settings(settings)
-    cache.check_artifacts_setting(settings)
+    _refuse_settings(settings, rules)
+    cache.check_artifacts_setting(settings, rules)
     for step in (launch.tp, launch.model_len, launch.seqs, launch.dtype):
         step(n, res)
-    cfg = translate.translate(res, dict(settings.additional_config), n.length)
+    cfg = translate.translate(res, dict(settings.additional_config), n.length, top_level=rules.top_level)
     n.batched = batched_tokens(n, cfg, res)
     n.kv_flags, res.kv = kv_flags(settings, res)
     translate.check_buckets(
@@ -72,7 +75,7 @@ def neuron_engine(
     cpu = check_sampling(cfg, res)
     n.additional = {**settings.additional_config, "neuron_config": cfg}
     env = {"NEURON_RT_VISIBLE_CORES": settings.visible_cores or (f"0-{n.tp - 1}" if n.tp > 1 else "0")}
-    env.update(cache.compile_env(settings, res))
+    env.update(cache.compile_env(settings, res, rules))
     flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
     flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, "--max-num-batched-tokens", str(n.batched)]
     flags += n.kv_flags
@@ -87,11 +90,11 @@ def neuron_engine(
         _graph(n, res, cfg),
         request_support(cfg),
         cache_env=cache.cache_env,
-        artifacts_subdir=cache.COMPILE_CACHE_SUBDIR,
+        artifacts_subdir=rules.keyed_subdir,
     )
 
 
-def _refuse_settings(settings: Settings) -> None:
+def _refuse_settings(settings: Settings, rules: NativeRules = V0_24) -> None:
     """Settings lane 2.27 takes and this lane must not: LoRA; --quantization neuron_quant, which
     reference:117-121 says to leave unset (Neuron quantization is neuron_config `quantization`)."""
     if settings.get("quantization") == "neuron_quant":
@@ -104,7 +107,7 @@ def _refuse_settings(settings: Settings) -> None:
     if settings.get("enable-lora") is True:
         var = settings.origin("enable-lora", "SM_VLLM_ENABLE_LORA")
         raise ConfigError(
-            f"{var}=true: LoRA is {translate.NOT_IN_LANE} (vllm-neuron 0.24's feature and model "
+            f"{var}=true: LoRA is not in this lane ({rules.lane}) ({rules.plugin}'s feature and model "
             "compatibility lists none): unset it, or use lane 2.28 (NEURONSERVE_STACK=2.28)",
             (var, "NEURONSERVE_STACK"),
         )
