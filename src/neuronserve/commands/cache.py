@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             f"NEURONSERVE_CACHE_URI={cache_uri!r} must be an s3:// URI", ("NEURONSERVE_CACHE_URI",)
         )
     key = args.key
-    whole_root = _lane_keys_the_root(environ.get("NEURONSERVE_STACK"), _installed_plugin())
+    whole_root = _lane_keys_the_root(VARS["NEURONSERVE_STACK"].read(environ), _installed_plugin())
     if not key:
         from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
 

@@ -151,8 +151,7 @@ def kv_flags(
     prefix = settings.get("enable-prefix-caching")
     if prefix is None:
         res.warn(
-            f"prefix caching on (lane {rules.lane}'s default, unlike 2.27): set {p_var}=false to "
-            "turn it off"
+            f"prefix caching on (lane {rules.lane}'s default, unlike 2.27): set {p_var}=false to turn it off"
         )
     on = prefix is not False
     flags = ["--enable-prefix-caching" if on else "--no-enable-prefix-caching"]

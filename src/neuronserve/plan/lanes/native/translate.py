@@ -245,7 +245,9 @@ def _check_list(field: str, value: Any, var: str) -> None:
 def _check_top_level(additional: dict[str, Any], top_level: frozenset[str] = TOP_LEVEL) -> None:
     unknown = sorted(set(additional) - top_level)
     if unknown:
-        lane, cite = (NOT_IN_LANE, f"{REF}:14-16, :154-176") if top_level == TOP_LEVEL else ("not in this lane", REF)
+        lane, cite = (
+            (NOT_IN_LANE, f"{REF}:14-16, :154-176") if top_level == TOP_LEVEL else ("not in this lane", REF)
+        )
         raise ConfigError(
             f"SM_VLLM_ADDITIONAL_CONFIG sets {', '.join(unknown)}: {lane}; its "
             f"additional_config takes {', '.join(sorted(top_level))} ({cite})",

@@ -13,7 +13,6 @@ from tests.support.builders import facts, plan, refusal
 from tests.support.vllm_cli import check_argv
 
 import neuronserve.plan.lanes.registry as lanes
-
 from neuronserve.plan.lanes.native import cache, rules
 
 LAPTOP = {"vllm": None, "vllm-neuron": None}
