@@ -41,13 +41,27 @@ from __future__ import annotations
 
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
-from neuronserve.plan.lanes.native.rules import COMPILE_CACHE_SUBDIR, V0_24, NativeRules
+from neuronserve.plan.lanes.native.rules import (
+    BACKEND_VAR,
+    COMPILE_CACHE_SUBDIR,
+    PRECOMPILE_VAR,
+    V0_24,
+    NativeRules,
+)
 from neuronserve.plan.resolution import Resolution
 
 __all__ = ["COMPILE_CACHE_SUBDIR", "cache_env", "check_artifacts_setting", "compile_env"]
 REMOTE_VAR = "NEURON_LIBTORCH_REMOTE_CACHE"
 DISABLE_CACHE_VAR = "NEURON_LIBTORCH_DISABLE_COMPILE_CACHE"
 NO_COMPILE_VAR = "VLLM_NEURON_DISABLE_WARMUP_COMPILE"
+
+
+# What a value other than the plan's costs (lane 2.33; how-to-precompile-cache.md).
+_WHY_NOT = {
+    BACKEND_VAR: "off the native route the precompile cache does not apply, so every start traces again",
+    PRECOMPILE_VAR: "the precompile cache is off, so every start traces the model again (the keyed cache "
+    "then carries compiled graphs only)",
+}
 
 
 def cache_env(local_dir: str) -> dict[str, str]:
@@ -63,6 +77,11 @@ def compile_env(settings: Settings, res: Resolution, rules: NativeRules = V0_24)
     own (rules.engine_env: lane 2.33's native route and precompile cache), then the no-compile switch."""
     env: dict[str, str] = dict(rules.engine_env)
     user = res.user_env
+    for var, planned in rules.engine_env.items():  # a user's own value wins, said (rules.py: why set)
+        given = user.get(var)
+        if given is not None and given.strip() != planned:
+            env[var] = given.strip()
+            res.warn(f"{var}={given.strip()} given (the plan sets {planned}): {_WHY_NOT[var]}")
     remote = user.get(REMOTE_VAR)
     if remote is not None and remote.strip().lower().startswith("s3://"):
         raise ConfigError(

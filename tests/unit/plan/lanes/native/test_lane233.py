@@ -104,3 +104,11 @@ def test_messages_name_lane_2_33_and_its_plugin() -> None:
     assert "LoRA is not in this lane (2.33) (vllm-neuron 0.29's" in str(err)
     warned = " ".join(build().warnings)
     assert "lane 2.33's default" in warned and "lane 2.32" not in warned
+
+
+def test_a_users_own_route_or_precompile_switch_wins_and_is_said() -> None:
+    p = build(**{rules.PRECOMPILE_VAR: "0"})
+    assert p.env[rules.PRECOMPILE_VAR] == "0"
+    assert any("TORCH_CACHING_PRECOMPILE=0 given" in w and "traces the model again" in w for w in p.warnings)
+    p = build(**{rules.BACKEND_VAR: "neuron_native", rules.PRECOMPILE_VAR: "1"})
+    assert not any("given (the plan sets" in w for w in p.warnings)
