@@ -145,8 +145,9 @@ if device == "neuron":
         print(f"smoke: FAIL: vllm-neuron commit {built.get('commit')}, versions.env VLLM_NEURON_COMMIT={commit_pin}", file=sys.stderr)
         bad += 1
     elif tree_pin == "unpinned":
-        print(f"smoke: WARNING: vllm-neuron is NOT pinned (VLLM_NEURON_TREE=unpinned): this image has branch "
-              f"{built['ref']} at {built['commit']}, vllm_neuron/ tree {built.get('tree')}; record that tree")
+        branch = "the default branch (VLLM_NEURON_REF=unpinned)" if built["ref"] == "unpinned" else built["ref"]
+        print(f"smoke: WARNING: vllm-neuron is NOT pinned (VLLM_NEURON_TREE=unpinned): this image has "
+              f"{branch} at {built['commit']}, vllm_neuron/ tree {built.get('tree')}; record that tree")
     elif built.get("tree") != tree_pin:
         print(f"smoke: FAIL: vllm-neuron vllm_neuron/ tree {built.get('tree')}, versions.env VLLM_NEURON_TREE={tree_pin}", file=sys.stderr)
         bad += 1

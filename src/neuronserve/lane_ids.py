@@ -6,4 +6,4 @@ without depending on the plan (settings -> plan, never back): a lane added to th
 
 from __future__ import annotations
 
-LANE_IDS: tuple[str, ...] = ("2.27", "2.28", "2.32")
+LANE_IDS: tuple[str, ...] = ("2.27", "2.28", "2.32", "2.33")

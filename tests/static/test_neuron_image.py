@@ -31,7 +31,7 @@ versions_mod = load_versions_module()
 VERSIONS: dict[str, str] = versions_mod.load_versions()
 NEURON = DOCKERFILES["neuron"].read_text()
 # torch minor -> the torchvision minor released with it (pytorch/vision README, compatibility table).
-TORCHVISION_FOR_TORCH = {"2.8": "0.23", "2.9": "0.24", "2.10": "0.25", "2.11": "0.26"}
+TORCHVISION_FOR_TORCH = {"2.8": "0.23", "2.9": "0.24", "2.10": "0.25", "2.11": "0.26", "2.13": "0.28"}
 
 
 def structure(text: str) -> list[dict[str, object]]:

@@ -55,6 +55,12 @@ HOSTS: list[tuple[str, dict[str, str], str | None, dict[str, Any]]] = [
         {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
     ),
     (
+        "laptop-2.33-trn2.3xlarge",
+        {"NEURONSERVE_STACK": "2.33", "NEURONSERVE_INSTANCE_TYPE": "trn2.3xlarge"},
+        "neuron",
+        {"neuron_devices": 0, "visible_cores": None, "versions": LAPTOP_VERSIONS},
+    ),
+    (
         "laptop-2.27-inf2.xlarge",
         {"NEURONSERVE_INSTANCE_TYPE": "inf2.xlarge"},
         "neuron",

@@ -42,4 +42,4 @@ def test_the_lanes_and_their_pins_are_named_as_the_plan_reports_them() -> None:
     text = _section()
     for lane in lanes.LANES.values():
         assert f"{lane.lane} (vllm-neuron {lane.vllm_neuron})" in text or lane.generation == "native"
-    assert "`NEURONSERVE_STACK`" in text and "`2.27` | `2.28` | `2.32`" in text
+    assert "`NEURONSERVE_STACK`" in text and "`2.27` | `2.28` | `2.32` | `2.33`" in text

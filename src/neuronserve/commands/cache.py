@@ -22,7 +22,8 @@ def add_arguments(sub: Any) -> None:
     push.add_argument(
         "dir",
         metavar="DIR",
-        help="the compiled artifacts directory (lane 2.32: $VLLM_CACHE_ROOT/neuron/compile_cache)",
+        help="the compiled artifacts directory (lane 2.32: $VLLM_CACHE_ROOT/neuron/compile_cache; "
+        "lane 2.33: $VLLM_CACHE_ROOT)",
     )
     push.add_argument("--key", default=None, help="cache key to publish under (default: the plan's key)")
     push.add_argument("--device", choices=["neuron", "cpu"], default=None, help="plan for this device")
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
             f"NEURONSERVE_CACHE_URI={cache_uri!r} must be an s3:// URI", ("NEURONSERVE_CACHE_URI",)
         )
     key = args.key
+    whole_root = _lane_keys_the_root(VARS["NEURONSERVE_STACK"].read(environ), _installed_plugin())
     if not key:
         from neuronserve.launchplan import resolve_plan  # noqa: PLC0415
 
@@ -53,7 +55,11 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
                 "the plan has no cache key for this configuration (CPU plans have none): pass --key KEY",
                 ("NEURONSERVE_CACHE_URI",),
             )
-    _refuse_a_cache_root(args.dir)
+        whole_root = _lane_keys_the_root(plan.stack.get("lane"), None)
+    if whole_root:
+        _refuse_a_compile_cache_alone(args.dir)
+    else:
+        _refuse_a_cache_root(args.dir)
     if "/" in key or key in (".", ".."):
         raise ConfigError(f"cache key {key!r} must be a single path segment", ("NEURONSERVE_CACHE_URI",))
     if not logging.getLogger().handlers:
@@ -82,6 +88,44 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
 # Where vllm-neuron 0.24 (lane 2.32) compiles under VLLM_CACHE_ROOT (plan/lanes/native/cache.py's
 # COMPILE_CACHE_SUBDIR; not imported: this module's top-level imports stay stdlib only).
 COMPILE_CACHE_SUBDIR = "neuron/compile_cache"
+# The lanes whose keyed entry is the whole VLLM_CACHE_ROOT (plan/lanes/native/rules.py, keyed_subdir ""),
+# and the installed plugin series that mean them; tests/unit/commands/test_cache_layout.py holds these
+# to the registry.
+WHOLE_ROOT_LANES = {"2.33": "0.29"}
+
+
+def _installed_plugin() -> str | None:
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        return metadata.version("vllm-neuron")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _lane_keys_the_root(lane: str | None, plugin: str | None) -> bool:
+    """Whether the lane (the plan's, else NEURONSERVE_STACK, else the installed plugin's) keys the whole
+    VLLM_CACHE_ROOT: lane 2.33, whose precompile cache lies beside neuron/compile_cache."""
+    if lane:
+        return lane.strip() in WHOLE_ROOT_LANES
+    series = ".".join((plugin or "").split("+")[0].split(".")[:2])
+    return bool(plugin) and series in WHOLE_ROOT_LANES.values()
+
+
+def _refuse_a_compile_cache_alone(directory: str) -> None:
+    """A lane 2.33 entry is the whole VLLM_CACHE_ROOT (the plugin's compile cache and the native route's
+    precompile cache): pushing its neuron/compile_cache alone would publish entries one level too high
+    and leave the precompile cache out, so every later start would miss; refused naming the root."""
+    from pathlib import Path  # noqa: PLC0415
+
+    path = Path(directory).resolve()
+    if path.as_posix().endswith("/" + COMPILE_CACHE_SUBDIR):
+        root = path.parent.parent
+        raise ConfigError(
+            f"{directory} is a {COMPILE_CACHE_SUBDIR} directory: in lane 2.33 the cache entry is the whole "
+            f"VLLM_CACHE_ROOT (the compile cache and the precompile cache): push {root} instead",
+            ("NEURONSERVE_CACHE_URI",),
+        )
 
 
 def _refuse_a_cache_root(directory: str) -> None:

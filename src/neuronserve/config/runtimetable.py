@@ -70,6 +70,26 @@ RUNTIME_VARS: tuple[Var, ...] = (
         field="engine_env",
     ),
     Var(
+        "TORCH_CACHING_PRECOMPILE",
+        "",
+        None,
+        NRT,
+        "Lane 2.33: the native route's precompile cache (saved traces under VLLM_CACHE_ROOT); 0 turns it "
+        "off, said; passed to the engine",
+        field="engine_env",
+        default_doc="1 (set by the plan in lane 2.33)",
+    ),
+    Var(
+        "VLLM_NEURON_BACKEND",
+        "",
+        None,
+        NRT,
+        "Lane 2.33: the plugin's compile route; another value than neuron_native is passed on, said (the "
+        "XLA route is deprecated and takes no precompile cache)",
+        field="engine_env",
+        default_doc="neuron_native (set by the plan in lane 2.33)",
+    ),
+    Var(
         "NEURON_CC_FLAGS",
         "",
         None,

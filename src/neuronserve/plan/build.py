@@ -139,7 +139,11 @@ def _neuron(
     artifacts = model.artifacts(settings, settings.work_dir, key)
     if engine.artifacts_subdir and artifacts.local_dir:
         artifacts = replace(artifacts, local_dir=f"{artifacts.local_dir}/{engine.artifacts_subdir}")
-    elif artifacts.mode == "keyed" and "save_sharded_checkpoint" not in engine.override:
+    elif (
+        artifacts.mode == "keyed"
+        and engine.cache_env is None
+        and "save_sharded_checkpoint" not in engine.override
+    ):
         res.warn(
             "cached artifacts without save_sharded_checkpoint re-shard from the model path on every "
             "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "

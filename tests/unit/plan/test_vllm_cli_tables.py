@@ -27,7 +27,7 @@ from neuronserve.config.settings import parse_settings
 from neuronserve.plan.build import build_plan
 
 ROOT = Path(__file__).resolve().parents[3]
-LANE_VLLM = ("0.11.0", "0.13.0", "0.24.0")  # lanes 2.27, 2.28, 2.32
+LANE_VLLM = ("0.11.0", "0.13.0", "0.24.0", "0.29.0")  # lanes 2.27, 2.28, 2.32, 2.33
 # What every lane's plan may emit, whatever the lane.
 EVERY_LANE = (
     "--model",
@@ -72,7 +72,7 @@ def test_boolean_options_have_their_no_twin(version: str) -> None:
 
 @pytest.mark.parametrize(
     ("version", "gpu_blocks_override", "device"),
-    [("0.11.0", True, False), ("0.13.0", True, False), ("0.24.0", True, False)],
+    [("0.11.0", True, False), ("0.13.0", True, False), ("0.24.0", True, False), ("0.29.0", True, False)],
 )
 def test_options_the_lanes_differ_on(version: str, gpu_blocks_override: bool, device: bool) -> None:
     """`--num-gpu-blocks-override` is still an option of 0.24.0 (lane 2.32's plugin sizes the KV cache
@@ -84,11 +84,15 @@ def test_options_the_lanes_differ_on(version: str, gpu_blocks_override: bool, de
 
 def test_options_removed_between_lanes() -> None:
     """The removals docs/TESTING.md names for settings users pass through."""
-    t11, t13, t24 = (load_table(v) for v in LANE_VLLM)
+    t11, t13, t24, t29 = (load_table(v) for v in LANE_VLLM)
     for gone_after_0_11 in ("--task", "--rope-scaling", "--guided-decoding-backend"):
         assert gone_after_0_11 in t11 and gone_after_0_11 not in t13 and gone_after_0_11 not in t24
+        assert gone_after_0_11 not in t29
     for gone_after_0_13 in ("--disable-log-requests", "--swap-space"):
         assert gone_after_0_13 in t11 and gone_after_0_13 in t13 and gone_after_0_13 not in t24
+        assert gone_after_0_13 not in t29
+    for gone_after_0_24 in ("--calculate-kv-scales", "--max-num-partial-prefills"):
+        assert gone_after_0_24 in t24 and gone_after_0_24 not in t29
     assert t11["--max-lora-rank"]["choices"] is None
     assert (
         t13["--max-lora-rank"]["choices"]

@@ -16,6 +16,7 @@ from neuronserve.types import Integration, RequestSupport
 if TYPE_CHECKING:
     from neuronserve.config.settings import Settings
     from neuronserve.plan.facts import HostFacts, ModelFacts
+    from neuronserve.plan.lanes.native.rules import NativeRules
     from neuronserve.plan.lanes.nxdi.profiles import PluginRules
     from neuronserve.plan.resolution import Resolution
 
@@ -52,7 +53,8 @@ class NeuronEngine:
     # the local directory); None: NEURON_COMPILED_ARTIFACTS=<dir>, as vllm-neuron 0.2.x/0.4.x read it.
     cache_env: Callable[[str], dict[str, str]] | None = None
     # Where the lane's engine compiles, under the keyed artifact directory ("" = that directory itself;
-    # lane 2.32: neuron/compile_cache under VLLM_CACHE_ROOT, plan/lanes/native/cache.py).
+    # lane 2.32: neuron/compile_cache under VLLM_CACHE_ROOT; lane 2.33: VLLM_CACHE_ROOT itself,
+    # plan/lanes/native/rules.py).
     artifacts_subdir: str = ""
     # Entries the plan adds to `plan --json` "stack" beside the lane's pins (the NxD Inference lanes: the
     # model registry the architecture was checked against, "nxd_inference").
@@ -93,7 +95,8 @@ class Lane:
     versions ("major.minor") that mean this lane. `cli_table`: the vLLM CLI table its flags are
     checked against (src/neuronserve/data, plan/flagcheck.py). `engine`: its renderer. `rules`: its
     plugin profile where the renderer shares the NxD Inference rules (plan/lanes/nxdi/profiles.py); None
-    for a renderer with rules of its own."""
+    for a renderer with rules of its own. `native`: what a rewritten-plugin lane differs in
+    (plan/lanes/native/rules.py), read by that one renderer; None for the NxD Inference lanes."""
 
     lane: str
     sdk: str
@@ -105,6 +108,7 @@ class Lane:
     cli_table: str
     engine: EngineRenderer
     rules: PluginRules | None = None
+    native: NativeRules | None = None
 
     def stack_json(self) -> dict[str, str]:
         """The `plan --json` "stack" object: exactly these four keys."""

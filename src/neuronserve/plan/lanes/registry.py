@@ -1,13 +1,14 @@
 """The lane registry: every lane by id, each a `Lane` with its pins, its rules and its engine renderer,
 and the choice of the lane a plan is for.
 
-One repository plans three stacks (docs/LANES.md). The plan's rules are the plugin's rules, and the
+One repository plans four stacks (docs/LANES.md). The plan's rules are the plugin's rules, and the
 plugin changed twice: 0.4.1 (SDK 2.28) keeps NxD Inference and `override_neuron_config` but loads LoRA
 at run time and lifts limits; 0.24.0.1.1.0 (SDK 2.32) is a rewrite with its own models and a
 `neuron_config` of renamed fields. So the lane is chosen first, from the plugin the image has
 (`facts.versions["vllm-neuron"]`), or from NEURONSERVE_STACK when planning on a laptop, and plan/build.py
 renders the engine with the lane's own renderer (`lane.engine`): the NxD Inference lanes share
-plan/lanes/nxdi/ and differ by their plugin profile (`lane.rules`), the 2.32 lane is plan/lanes/native/.
+plan/lanes/nxdi/ and differ by their plugin profile (`lane.rules`), the 2.32 and 2.33 lanes share
+plan/lanes/native/ and differ by `lane.native` (plan/lanes/native/rules.py).
 
 Adding a lane: its entry below (and its id in neuronserve/lane_ids.py, which config/ reads), with a
 renderer from its folder under plan/lanes/ (docs/DESIGN.md).
@@ -22,6 +23,7 @@ from neuronserve.plan.facts import HostFacts
 from neuronserve.plan.fit import instances
 from neuronserve.plan.lanes.lane import Lane
 from neuronserve.plan.lanes.native import engine as native
+from neuronserve.plan.lanes.native.rules import V0_24, V0_29
 from neuronserve.plan.lanes.nxdi import engine as nxdi
 from neuronserve.plan.lanes.nxdi.profiles import V0_2, V0_4
 
@@ -66,8 +68,26 @@ LANE_2_32 = Lane(
     ("0.24",),
     "vllm-0.24.0-cli.json",
     engine=native.neuron_engine,
+    native=V0_24,
 )
-LANES: dict[str, Lane] = {lane.lane: lane for lane in (LANE_2_27, LANE_2_28, LANE_2_32)}
+# Lane 2.33: vLLM Neuron 0.29.0.1.2.0 (Beta) on vLLM 0.29.0 (SDK 2.33.0's component release notes,
+# docs at v2.33.0; docker/lanes/2.33.env cites every pin). The same renderer as 2.32 with 0.29's
+# differences (native route, precompile cache, keyed VLLM_CACHE_ROOT): plan/lanes/native/rules.py. SDK
+# 2.34 (vLLM Neuron GA on vLLM 0.32.0) is not a lane yet: its plugin's exact version and pins were in no
+# public package list on 2026-12-07 (docs/LANES.md).
+LANE_2_33 = Lane(
+    "2.33",
+    "2.33.0",
+    "0.29.0.1.2.0",
+    "0.29.0",
+    "native",
+    ("trn2", "trn2u", "trn3"),
+    ("0.29",),
+    "vllm-0.29.0-cli.json",
+    engine=native.neuron_engine,
+    native=V0_29,
+)
+LANES: dict[str, Lane] = {lane.lane: lane for lane in (LANE_2_27, LANE_2_28, LANE_2_32, LANE_2_33)}
 DEFAULT = LANE_2_27  # when neither NEURONSERVE_STACK nor an installed plugin says
 
 
@@ -129,7 +149,7 @@ def instance_family(instance_type: str | None, facts: HostFacts) -> tuple[tuple[
 
 
 def _newest_running(families: list[str]) -> str:
-    """The newest lane that runs every one of `families` (2.28 for inf2/trn1, 2.32 for trn3)."""
+    """The newest lane that runs every one of `families` (2.28 for inf2/trn1, 2.33 for trn3)."""
     running = [each for each in LANES.values() if all(f in each.families for f in families)]
     return max(running or [DEFAULT], key=lambda each: tuple(int(p) for p in each.lane.split("."))).lane
 

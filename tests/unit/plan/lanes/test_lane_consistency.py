@@ -128,17 +128,18 @@ def test_every_family_a_lane_runs_is_in_the_instance_table_or_named_as_missing()
         assert set(lane.families) <= tabulated | set(instances.UNTABULATED), lane.lane
 
 
-def test_the_pointer_to_lane_2_32_for_trn3_leads_to_a_plan() -> None:
-    """2.27 refuses trn3 pointing to 2.32; 2.32 must then say how to plan it, not call trn3 unknown."""
+def test_the_pointer_to_lane_2_33_for_trn3_leads_to_a_plan() -> None:
+    """2.27 refuses trn3 pointing to 2.33 (the newest lane that runs it); 2.33 must then say how to plan
+    it, not call trn3 unknown."""
     trn3 = {**NEURON, "NEURONSERVE_INSTANCE_TYPE": "trn3.48xlarge"}
     old = run_cli(["--device", "neuron"], {**trn3, "NEURONSERVE_STACK": "2.27"})
-    assert old.returncode == 2 and "use lane 2.32" in old.stderr
-    new = run_cli(["--device", "neuron"], {**trn3, "NEURONSERVE_STACK": "2.32"})
+    assert old.returncode == 2 and "use lane 2.33" in old.stderr
+    new = run_cli(["--device", "neuron"], {**trn3, "NEURONSERVE_STACK": "2.33"})
     assert new.returncode == 2 and "Traceback" not in new.stderr
     assert "not a Neuron instance type" not in new.stderr and "NEURONSERVE_FIT_CHECK=off" in new.stderr
     fixed = run_cli(
         ["--json", "--device", "neuron"],
-        {**trn3, "NEURONSERVE_STACK": "2.32", "NEURONSERVE_FIT_CHECK": "off"},
+        {**trn3, "NEURONSERVE_STACK": "2.33", "NEURONSERVE_FIT_CHECK": "off"},
     )
     assert fixed.returncode == 0, fixed.stderr
-    assert json.loads(fixed.stdout)["stack"]["lane"] == "2.32"
+    assert json.loads(fixed.stdout)["stack"]["lane"] == "2.33"

@@ -88,12 +88,12 @@ def test_lane_2_32_refuses_inf2_and_trn1_pointing_to_2_28(instance: str) -> None
     assert "use lane 2.28" in text and "NEURONSERVE_STACK=2.28" in text
 
 
-def test_lanes_2_27_and_2_28_refuse_trn3_pointing_to_2_32() -> None:
+def test_lanes_2_27_and_2_28_refuse_trn3_pointing_to_the_newest_trn3_lane() -> None:
     for stack in ("2.27", "2.28"):
         err = refusal(
             {**HUB_MODEL, "NEURONSERVE_STACK": stack, "NEURONSERVE_INSTANCE_TYPE": "trn3.x"}, laptop()
         )
-        assert f"lane {stack}" in str(err) and "not trn3: use lane 2.32" in str(err)
+        assert f"lane {stack}" in str(err) and "not trn3: use lane 2.33" in str(err)
 
 
 def test_lane_2_32_refuses_detected_neuroncore_v2_devices() -> None:
@@ -148,6 +148,8 @@ REFUSALS: dict[tuple[str, str], str] = {
     ("2.27", "qwen2-vl"): "Qwen2VLForConditionalGeneration cannot be loaded by vllm-neuron 0.2.x",
     ("2.32", "lora"): "LoRA is not in this lane (2.32)",
     ("2.32", "eagle"): "needs on-device sampling in lane 2.32",
+    ("2.33", "lora"): "LoRA is not in this lane (2.33)",
+    ("2.33", "eagle"): "needs on-device sampling in lane 2.33",
 }
 VLLM = {lane.lane: lane.vllm for lane in lanes.LANES.values()}
 
@@ -314,4 +316,4 @@ def test_neuronserve_stack_accepts_exactly_the_registrys_lanes() -> None:
     with pytest.raises(ConfigError) as err:
         parse_settings({**HUB_MODEL, "NEURONSERVE_STACK": "2.29"})
     assert err.value.variables == ("NEURONSERVE_STACK",)
-    assert "2.27 | 2.28 | 2.32 (docs/LANES.md)" in VARS["NEURONSERVE_STACK"].help
+    assert "2.27 | 2.28 | 2.32 | 2.33 (docs/LANES.md)" in VARS["NEURONSERVE_STACK"].help

@@ -1,5 +1,6 @@
-"""Lane 2.32's compile cache: the keyed S3 cache of plan/build.py and stage/cache.py, pointed at the
-directory vllm-neuron 0.24 compiles into (pure).
+"""The rewritten plugin's compile cache: the keyed S3 cache of plan/build.py and stage/cache.py, pointed
+at the directory vllm-neuron 0.24 (lane 2.32) compiles into, or for lane 2.33 at the whole
+VLLM_CACHE_ROOT, which also holds the native route's precompile cache (rules.py says why) (pure).
 
 What the docs say (aws-neuron/aws-neuron-sdk vllm-neuron/docs/ at the 2.32.0 release):
 - The local cache is `$VLLM_CACHE_ROOT/neuron/compile_cache/<hash>/` (compilation_cache.md:30-33, :149;
@@ -40,12 +41,27 @@ from __future__ import annotations
 
 from neuronserve.config.settings import Settings
 from neuronserve.errors import ConfigError
+from neuronserve.plan.lanes.native.rules import (
+    BACKEND_VAR,
+    COMPILE_CACHE_SUBDIR,
+    PRECOMPILE_VAR,
+    V0_24,
+    NativeRules,
+)
 from neuronserve.plan.resolution import Resolution
 
-COMPILE_CACHE_SUBDIR = "neuron/compile_cache"  # under VLLM_CACHE_ROOT (compilation_cache.md:31, :149)
+__all__ = ["COMPILE_CACHE_SUBDIR", "cache_env", "check_artifacts_setting", "compile_env"]
 REMOTE_VAR = "NEURON_LIBTORCH_REMOTE_CACHE"
 DISABLE_CACHE_VAR = "NEURON_LIBTORCH_DISABLE_COMPILE_CACHE"
 NO_COMPILE_VAR = "VLLM_NEURON_DISABLE_WARMUP_COMPILE"
+
+
+# What a value other than the plan's costs (lane 2.33; how-to-precompile-cache.md).
+_WHY_NOT = {
+    BACKEND_VAR: "off the native route the precompile cache does not apply, so every start traces again",
+    PRECOMPILE_VAR: "the precompile cache is off, so every start traces the model again (the keyed cache "
+    "then carries compiled graphs only)",
+}
 
 
 def cache_env(local_dir: str) -> dict[str, str]:
@@ -56,10 +72,16 @@ def cache_env(local_dir: str) -> dict[str, str]:
     return {"VLLM_CACHE_ROOT": root}
 
 
-def compile_env(settings: Settings, res: Resolution) -> dict[str, str]:
-    """The engine environment the cache settings decide, besides VLLM_CACHE_ROOT (cache_env)."""
-    env: dict[str, str] = {}
+def compile_env(settings: Settings, res: Resolution, rules: NativeRules = V0_24) -> dict[str, str]:
+    """The engine environment the cache settings decide, besides VLLM_CACHE_ROOT (cache_env): the lane's
+    own (rules.engine_env: lane 2.33's native route and precompile cache), then the no-compile switch."""
+    env: dict[str, str] = dict(rules.engine_env)
     user = res.user_env
+    for var, planned in rules.engine_env.items():  # a user's own value wins, said (rules.py: why set)
+        given = user.get(var)
+        if given is not None and given.strip() != planned:
+            env[var] = given.strip()
+            res.warn(f"{var}={given.strip()} given (the plan sets {planned}): {_WHY_NOT[var]}")
     remote = user.get(REMOTE_VAR)
     if remote is not None and remote.strip().lower().startswith("s3://"):
         raise ConfigError(
@@ -72,7 +94,7 @@ def compile_env(settings: Settings, res: Resolution) -> dict[str, str]:
     if settings.fit.require_cache_hit:
         if disabled:
             raise ConfigError(
-                f"NEURONSERVE_REQUIRE_CACHE_HIT=true sets {NO_COMPILE_VAR}=1, which vllm-neuron 0.24 "
+                f"NEURONSERVE_REQUIRE_CACHE_HIT=true sets {NO_COMPILE_VAR}=1, which {rules.plugin} "
                 f"refuses with {DISABLE_CACHE_VAR} set: unset {DISABLE_CACHE_VAR}",
                 ("NEURONSERVE_REQUIRE_CACHE_HIT", DISABLE_CACHE_VAR),
             )
@@ -85,15 +107,16 @@ def compile_env(settings: Settings, res: Resolution) -> dict[str, str]:
     return env
 
 
-def check_artifacts_setting(settings: Settings) -> None:
+def check_artifacts_setting(settings: Settings, rules: NativeRules = V0_24) -> None:
     """A local NEURON_COMPILED_ARTIFACTS (or OPTION_COMPILED_GRAPH_PATH) is a directory vllm-neuron 0.24
-    never reads (vllm-project/vllm-neuron#38): refused, naming the lane's compile cache."""
+    never reads (vllm-project/vllm-neuron#38; 0.29's docs name only VLLM_CACHE_ROOT): refused, naming
+    the lane's compile cache."""
     given = settings.artifacts
     if given is None or str(given.value).startswith("s3://"):
         return
     raise ConfigError(
-        f"{given.origin}={given.value}: vllm-neuron 0.24 does not read it (vllm-project/vllm-neuron#38); "
-        f"in lane 2.32 compiled graphs live under $VLLM_CACHE_ROOT/{COMPILE_CACHE_SUBDIR}, which the "
+        f"{given.origin}={given.value}: {rules.plugin} does not read it (vllm-project/vllm-neuron#38); "
+        f"in lane {rules.lane} compiled graphs live under $VLLM_CACHE_ROOT/{COMPILE_CACHE_SUBDIR}, which the "
         "plan sets: unset it and set NEURONSERVE_CACHE_URI (s3:// keyed cache), or give an s3:// location",
         (given.origin, "NEURONSERVE_CACHE_URI"),
     )

@@ -36,6 +36,7 @@ from neuronserve.plan import cachekey
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.lanes.lane import Lane, NeuronEngine
 from neuronserve.plan.lanes.native import cache, translate
+from neuronserve.plan.lanes.native.rules import V0_24, NativeRules
 from neuronserve.plan.lanes.nxdi import launch
 from neuronserve.plan.lanes.nxdi.launch import DEFAULT_CHUNK_TOKENS, Launch
 from neuronserve.plan.lanes.sampling import sampling_config
@@ -56,23 +57,25 @@ def neuron_engine(
     *,
     lane: Lane,
 ) -> NeuronEngine:
-    """Resolve, check and render a lane 2.32 launch. The launch numbers are the NxD Inference lanes'
+    """Resolve, check and render a launch of a rewritten-plugin lane (2.32, 2.33: `lane.native`, what
+    differs between them, plan/lanes/native/rules.py). The launch numbers are the NxD Inference lanes'
     steps (their default plugin profile: Pixtral's batch default is the same in both)."""
+    rules = lane.native or V0_24
     n = Launch(settings, facts, model_uri, model)
-    _refuse_settings(settings)
-    cache.check_artifacts_setting(settings)
+    _refuse_settings(settings, rules)
+    cache.check_artifacts_setting(settings, rules)
     for step in (launch.tp, launch.model_len, launch.seqs, launch.dtype):
         step(n, res)
-    cfg = translate.translate(res, dict(settings.additional_config), n.length)
-    n.batched = batched_tokens(n, cfg, res)
-    n.kv_flags, res.kv = kv_flags(settings, res)
+    cfg = translate.translate(res, dict(settings.additional_config), n.length, top_level=rules.top_level)
+    n.batched = batched_tokens(n, cfg, res, rules)
+    n.kv_flags, res.kv = kv_flags(settings, res, rules)
     translate.check_buckets(
         cfg, res.origins, length=n.length, seqs=n.seqs, batched=n.batched, block=res.kv["block_size"]
     )
-    cpu = check_sampling(cfg, res)
+    cpu = check_sampling(cfg, res, rules)
     n.additional = {**settings.additional_config, "neuron_config": cfg}
     env = {"NEURON_RT_VISIBLE_CORES": settings.visible_cores or (f"0-{n.tp - 1}" if n.tp > 1 else "0")}
-    env.update(cache.compile_env(settings, res))
+    env.update(cache.compile_env(settings, res, rules))
     flags = ["--tensor-parallel-size", str(n.tp), "--max-model-len", str(n.length)]
     flags += ["--max-num-seqs", str(n.seqs), "--dtype", n.dtype, "--max-num-batched-tokens", str(n.batched)]
     flags += n.kv_flags
@@ -87,11 +90,11 @@ def neuron_engine(
         _graph(n, res, cfg),
         request_support(cfg),
         cache_env=cache.cache_env,
-        artifacts_subdir=cache.COMPILE_CACHE_SUBDIR,
+        artifacts_subdir=rules.keyed_subdir,
     )
 
 
-def _refuse_settings(settings: Settings) -> None:
+def _refuse_settings(settings: Settings, rules: NativeRules = V0_24) -> None:
     """Settings lane 2.27 takes and this lane must not: LoRA; --quantization neuron_quant, which
     reference:117-121 says to leave unset (Neuron quantization is neuron_config `quantization`)."""
     if settings.get("quantization") == "neuron_quant":
@@ -104,20 +107,20 @@ def _refuse_settings(settings: Settings) -> None:
     if settings.get("enable-lora") is True:
         var = settings.origin("enable-lora", "SM_VLLM_ENABLE_LORA")
         raise ConfigError(
-            f"{var}=true: LoRA is {translate.NOT_IN_LANE} (vllm-neuron 0.24's feature and model "
+            f"{var}=true: LoRA is not in this lane ({rules.lane}) ({rules.plugin}'s feature and model "
             "compatibility lists none): unset it, or use lane 2.28 (NEURONSERVE_STACK=2.28)",
             (var, "NEURONSERVE_STACK"),
         )
 
 
-def batched_tokens(n: Launch, cfg: dict[str, Any], res: Resolution) -> int:
+def batched_tokens(n: Launch, cfg: dict[str, Any], res: Resolution, rules: NativeRules = V0_24) -> int:
     """max_num_batched_tokens: given; else the largest prefill bucket given; else
     min(max_model_len, 2048), said. vLLM refuses one below max_num_seqs."""
     var = res.origins["max-num-batched-tokens"]
     if n.chunked:
         c_var = res.origins["enable-chunked-prefill"]
         res.warn(
-            f"{c_var} ignored in lane {translate.LANE}: vllm-neuron 0.24 prefills long prompts in segments "
+            f"{c_var} ignored in lane {rules.lane}: {rules.plugin} prefills long prompts in segments "
             "of max_num_batched_tokens and never mixes prefill with decode"
         )
     given = count(n.settings, "max-num-batched-tokens")
@@ -140,14 +143,15 @@ def batched_tokens(n: Launch, cfg: dict[str, Any], res: Resolution) -> int:
     return given
 
 
-def kv_flags(settings: Settings, res: Resolution) -> tuple[list[str], dict[str, Any]]:
+def kv_flags(
+    settings: Settings, res: Resolution, rules: NativeRules = V0_24
+) -> tuple[list[str], dict[str, Any]]:
     """Prefix caching and block size, explicit; a user's num-gpu-blocks-override passed on, said."""
     p_var = res.origins["enable-prefix-caching"]
     prefix = settings.get("enable-prefix-caching")
     if prefix is None:
         res.warn(
-            f"prefix caching on (lane {translate.LANE}'s default, unlike 2.27): set {p_var}=false to "
-            "turn it off"
+            f"prefix caching on (lane {rules.lane}'s default, unlike 2.27): set {p_var}=false to turn it off"
         )
     on = prefix is not False
     flags = ["--enable-prefix-caching" if on else "--no-enable-prefix-caching"]
@@ -158,7 +162,7 @@ def kv_flags(settings: Settings, res: Resolution) -> tuple[list[str], dict[str, 
         b_var = res.origins["num-gpu-blocks-override"]
         flags += ["--num-gpu-blocks-override", str(blocks)]
         res.warn(
-            f"{b_var}={blocks} passed on: vllm-neuron 0.24 sizes the KV cache itself from "
+            f"{b_var}={blocks} passed on: {rules.plugin} sizes the KV cache itself from "
             "--gpu-memory-utilization and needs no block count; a count carried over from lane 2.27 "
             "may not fit its memory budget: unset it unless tuned for this lane"
         )
@@ -166,7 +170,7 @@ def kv_flags(settings: Settings, res: Resolution) -> tuple[list[str], dict[str, 
     return flags, kv
 
 
-def check_sampling(cfg: dict[str, Any], res: Resolution) -> bool:
+def check_sampling(cfg: dict[str, Any], res: Resolution, rules: NativeRules = V0_24) -> bool:
     """The sampling mode, rendered explicitly; True when it is the CPU's."""
     raw = res.user_env.get("NEURON_ON_DEVICE_SAMPLING_DISABLED")
     if raw is not None and raw.strip() not in ("", "0"):
@@ -183,12 +187,12 @@ def check_sampling(cfg: dict[str, Any], res: Resolution) -> bool:
     if res.speculation.config is not None:
         s_var = res.origins["speculative-config"]
         raise ConfigError(
-            f"{s_var} needs on-device sampling in lane {translate.LANE} (the rejection step runs on the "
+            f"{s_var} needs on-device sampling in lane {rules.lane} (the rejection step runs on the "
             f'device, {translate.FEAT}:596-603): set {SAMPLING_VAR}=\'{{"temperature": "0"}}\'',
             (s_var, SAMPLING_VAR),
         )
     res.warn(
-        f"sampling on the CPU (lane {translate.LANE}): async scheduling off (--no-async-scheduling), "
+        f"sampling on the CPU (lane {rules.lane}): async scheduling off (--no-async-scheduling), "
         f"structured outputs refused; set {SAMPLING_VAR} (e.g. '{{\"all_greedy\": true}}') to sample on "
         "the device"
     )

@@ -166,11 +166,14 @@ ROWS: tuple[Row, ...] = (
 BY_KEY = {row.key: row for row in ROWS}
 
 
-def translate(res: Resolution, additional: dict[str, Any], length: int) -> dict[str, Any]:
+def translate(
+    res: Resolution, additional: dict[str, Any], length: int, *, top_level: frozenset[str] = TOP_LEVEL
+) -> dict[str, Any]:
     """The 2.32 neuron_config of a launch: the user's 2.32-native neuron_config (SM_VLLM_ADDITIONAL_CONFIG)
     plus every override key mapped through ROWS; a refused key, an unknown one, or two settings landing
-    on one field are refused naming the variable that set it."""
-    _check_top_level(additional)
+    on one field are refused naming the variable that set it. `top_level`: the lane's additional_config
+    keys (plan/lanes/native/rules.py; 2.33 renamed vision_neuron_config to encoder_neuron_config)."""
+    _check_top_level(additional, top_level)
     native = additional.get("neuron_config") or {}
     if not isinstance(native, dict):
         raise ConfigError(
@@ -239,12 +242,15 @@ def _check_list(field: str, value: Any, var: str) -> None:
         raise ConfigError(f"{var}: {field} must be strictly ascending ({REF}:48-51)", (var,))
 
 
-def _check_top_level(additional: dict[str, Any]) -> None:
-    unknown = sorted(set(additional) - TOP_LEVEL)
+def _check_top_level(additional: dict[str, Any], top_level: frozenset[str] = TOP_LEVEL) -> None:
+    unknown = sorted(set(additional) - top_level)
     if unknown:
+        lane, cite = (
+            (NOT_IN_LANE, f"{REF}:14-16, :154-176") if top_level == TOP_LEVEL else ("not in this lane", REF)
+        )
         raise ConfigError(
-            f"SM_VLLM_ADDITIONAL_CONFIG sets {', '.join(unknown)}: {NOT_IN_LANE}; vllm-neuron 0.24's "
-            f"additional_config takes {', '.join(sorted(TOP_LEVEL))} ({REF}:14-16, :154-176)",
+            f"SM_VLLM_ADDITIONAL_CONFIG sets {', '.join(unknown)}: {lane}; its "
+            f"additional_config takes {', '.join(sorted(top_level))} ({cite})",
             ("SM_VLLM_ADDITIONAL_CONFIG",),
         )
 

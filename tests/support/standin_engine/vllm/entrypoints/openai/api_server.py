@@ -7,6 +7,13 @@ compiled model and otherwise compiles into it. Each start and its outcome are ap
 to $STANDIN_EVENTS, with the time and whether the completion marker was present, so a test can check
 the order of events across replicas. With $STANDIN_FAIL_COMPILES=N the first N compiles (counted in
 the events) fail as a compiler error does: a graph half written, an error on stdout, exit 70.
+
+Without NEURON_COMPILED_ARTIFACTS it is the rewritten plugin (lanes 2.32, 2.33): it compiles into one
+`<hash>/` entry of `$VLLM_CACHE_ROOT/neuron/compile_cache` (compilation_cache.md), and on the native
+route (VLLM_NEURON_BACKEND=neuron_native, TORCH_CACHING_PRECOMPILE not 0: lane 2.33) it also reads, or
+else writes, a saved trace under `$VLLM_CACHE_ROOT/precompile` (the precompile cache; its real
+directory name is not documented, the stand-in's is its own). VLLM_NEURON_DISABLE_WARMUP_COMPILE=1
+makes a miss fatal, as the plugin's switch does: an error, exit 1.
 """
 
 from __future__ import annotations
@@ -74,20 +81,34 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--additional-config", default="{}")
     args, _ = parser.parse_known_args()
-    art = Path(os.environ["NEURON_COMPILED_ARTIFACTS"])
+    legacy = os.environ.get("NEURON_COMPILED_ARTIFACTS")
+    root = Path(legacy or os.environ["VLLM_CACHE_ROOT"])
+    art = root if legacy else root / "neuron" / "compile_cache" / "standin-graph-hash"
+    art.mkdir(parents=True, exist_ok=True)
+    native = (
+        not legacy
+        and os.environ.get("VLLM_NEURON_BACKEND") == "neuron_native"
+        and os.environ.get("TORCH_CACHING_PRECOMPILE", "1") != "0"
+    )
+    trace = root / "precompile" / "trace.bin"
     # What the plugin would read at start: the LoRA adapter list the override names (None when absent).
     ckpt = json.loads(args.additional_config).get("override_neuron_config", {}).get("lora_ckpt_json")
     lora = Path(ckpt).read_text() if ckpt and Path(ckpt).is_file() else None
     event(
         event="start",
         port=args.port,
-        marker=(art / MARKER).exists(),
+        marker=(root / MARKER).exists(),
         files=sorted(os.listdir(art)),
+        precompile=("warm" if trace.exists() else "cold") if native else None,
         argv=sys.argv[1:],
         lora_ckpt_json=lora,
     )
     if (art / "model.neff").exists():
         event(event="loaded", port=args.port)
+    elif os.environ.get("VLLM_NEURON_DISABLE_WARMUP_COMPILE") == "1":
+        event(event="miss_fatal", port=args.port)
+        print("stand-in plugin: RuntimeError: compile cache miss with warmup compile disabled", flush=True)
+        sys.exit(1)
     elif failed_so_far() < int(os.environ.get("STANDIN_FAIL_COMPILES", "0")):
         (art / "graph0.neff").write_bytes(b"half")
         event(event="compile_failed", port=args.port)
@@ -98,6 +119,9 @@ def main() -> None:
             (art / f"graph{i}.neff").write_bytes(os.urandom(1024))
             time.sleep(WRITE_S)
         (art / "model.neff").write_bytes(b"compiled")
+        if native:
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            trace.write_bytes(b"traced")
         event(event="compiled", port=args.port)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
