@@ -1,4 +1,4 @@
-"""On-demand hourly prices (USD, Linux) of the Neuron instance types, per region, for `--goal cost`. Pure data.
+"""On-demand hourly prices (USD, Linux) of the Neuron instance types per region, for `--goal cost`. Data.
 
 EC2 prices: SkyPilot's AWS catalog, github.com/skypilot-org/skypilot-catalog `catalogs/v8/aws/vms.csv` at
 commit 00148f2af3672e2229b4f7bf8157d5a3f36e3c35 (read 2026-12-07; the catalog is regenerated from AWS's

@@ -120,7 +120,7 @@ class Dropped:
         return [{"count": n, "reason": r} for r, n in self.reasons.most_common()]
 
 
-def candidate_env(tp: int, dp: int, length: int, seqs: int, dtype: str, lnc: str | None) -> dict[str, str]:
+def candidate_env(tp: int, dp: int, length: int, seqs: int, *, dtype: str, lnc: str | None) -> dict[str, str]:
     """The settings of one candidate, as pasted: NEURON_LOGICAL_NC_CONFIG when the user set it (the
     cores TP counts depend on it: without it, TP 16 x DP 8 of LNC 1 is 128 cores on a 64-core trn2)."""
     env = {
@@ -194,6 +194,7 @@ def _outcome(plan_of: Planner, env: dict[str, str]) -> tuple[LaunchPlan | None, 
 def planned(
     plan_of: Planner,
     instance: InstanceFacts,
+    *,
     length_choices: list[int],
     seqs_choices: tuple[int, ...],
     dtype: str,
@@ -208,7 +209,7 @@ def planned(
         for length in length_choices:
             best: Configuration | None = None
             for seqs in seqs_choices:
-                env = candidate_env(tp, dp, length, seqs, dtype, lnc)
+                env = candidate_env(tp, dp, length, seqs, dtype=dtype, lnc=lnc)
                 plan, refused, hbm = _outcome(plan_of, env)
                 if plan is None or hbm or not plan.estimate or not plan.memory:
                     if best is None:
@@ -308,7 +309,15 @@ def document(request: Request, plan_of: Planner) -> dict[str, Any]:
     dropped = Dropped()
     seqs_choices = (r.max_num_seqs,) if r.max_num_seqs else SEQS
     length_choices = lengths(r.model.shape, r.max_model_len, want.tokens)
-    configs = planned(plan_of, r.instance, length_choices, seqs_choices, r.dtype, r.lnc, dropped)
+    configs = planned(
+        plan_of,
+        r.instance,
+        length_choices=length_choices,
+        seqs_choices=seqs_choices,
+        dtype=r.dtype,
+        lnc=r.lnc,
+        dropped=dropped,
+    )
     if not configs and (error := refusal(dropped)) is not None:
         raise error
     priced = [replace(c, usd_per_hour=r.goal.usd_per_hour) for c in configs]

@@ -62,9 +62,14 @@ def plan_env(model: str, instance: str, env: dict[str, str], *flags: str) -> dic
     """`neuronserve plan --json` of a printed env, verbatim, on the instance: it must plan (exit 0) with
     no HBM warning."""
     r = run(
-        "--json", "--instance-type", instance, *flags,
-        **env, SM_VLLM_MODEL=str(DATA / model), NEURONSERVE_DEVICE="neuron",
-    )  # fmt: skip
+        "--json",
+        "--instance-type",
+        instance,
+        *flags,
+        **env,
+        SM_VLLM_MODEL=str(DATA / model),
+        NEURONSERVE_DEVICE="neuron",
+    )
     assert r.returncode == 0, f"{env}\n{r.stderr}"
     doc = json.loads(r.stdout)
     assert not [w for w in doc["warnings"] if HBM_WARNING in w], doc["warnings"]
@@ -100,8 +105,14 @@ def test_the_first_configuration_keeps_the_headroom_plan_asks_for() -> None:
         "SM_VLLM_MAX_MODEL_LEN": "131072",
         "SM_VLLM_MAX_NUM_SEQS": "1",
     }
-    r = run("--json", "--instance-type", "trn1.32xlarge", **env, SM_VLLM_MODEL=str(DATA / "Llama-3.3-70B-Instruct"),
-            NEURONSERVE_DEVICE="neuron")  # fmt: skip
+    r = run(
+        "--json",
+        "--instance-type",
+        "trn1.32xlarge",
+        **env,
+        SM_VLLM_MODEL=str(DATA / "Llama-3.3-70B-Instruct"),
+        NEURONSERVE_DEVICE="neuron",
+    )
     assert r.returncode == 0 and [w for w in json.loads(r.stdout)["warnings"] if HBM_WARNING in w]
 
 
@@ -134,8 +145,16 @@ def test_the_printed_env_carries_the_logical_core_setting_the_user_asked_for() -
 def test_every_configuration_carries_the_plans_own_estimate(model: str, instance: str) -> None:
     """Each configuration's `estimate` has plan's keys, and planning its env gives that very estimate."""
     doc = recommend_cli(model, instance, "--max-model-len", "4096")
-    keys = {"ttft_ms", "tpot_ms", "output_tokens_per_s", "instance_output_tokens_per_s", "input_len", "output_len",
-            "concurrency", "band"}  # fmt: skip
+    keys = {
+        "ttft_ms",
+        "tpot_ms",
+        "output_tokens_per_s",
+        "instance_output_tokens_per_s",
+        "input_len",
+        "output_len",
+        "concurrency",
+        "band",
+    }
     assert all(keys <= set(c["estimate"]) for c in doc["configurations"])
     accepted_as_printed(model, instance, doc)
 
@@ -148,10 +167,23 @@ def test_the_workload_flags_reach_every_estimate_and_plan_agrees() -> None:
     }
     accepted_as_printed("Llama-3.1-8B", "inf2.48xlarge", doc, *flags)
     # A workload longer than a length: plan refuses it, so does --recommend (pinned to that length).
-    short = cli("--model-config", str(DATA / "Llama-3.1-8B" / "config.json"), "--instance-type", "inf2.48xlarge",
-                "--max-model-len", "2048", *flags)  # fmt: skip
-    planned = run("--instance-type", "inf2.48xlarge", *flags, SM_VLLM_MODEL=str(DATA / "Llama-3.1-8B"),
-                  NEURONSERVE_DEVICE="neuron", SM_VLLM_MAX_MODEL_LEN="2048")  # fmt: skip
+    short = cli(
+        "--model-config",
+        str(DATA / "Llama-3.1-8B" / "config.json"),
+        "--instance-type",
+        "inf2.48xlarge",
+        "--max-model-len",
+        "2048",
+        *flags,
+    )
+    planned = run(
+        "--instance-type",
+        "inf2.48xlarge",
+        *flags,
+        SM_VLLM_MODEL=str(DATA / "Llama-3.1-8B"),
+        NEURONSERVE_DEVICE="neuron",
+        SM_VLLM_MAX_MODEL_LEN="2048",
+    )
     assert short.returncode == planned.returncode == 2
     assert short.stderr == planned.stderr and "--input-len 2000 + --output-len 500" in short.stderr
 
@@ -178,9 +210,13 @@ def test_what_plan_refuses_recommend_refuses_with_the_same_error(
     model: str, instance: str, env: dict[str, str]
 ) -> None:
     planned = run(
-        "--instance-type", instance, SM_VLLM_MODEL=str(DATA / model), NEURONSERVE_DEVICE="neuron",
-        SM_VLLM_TENSOR_PARALLEL_SIZE="1", **env,
-    )  # fmt: skip
+        "--instance-type",
+        instance,
+        SM_VLLM_MODEL=str(DATA / model),
+        NEURONSERVE_DEVICE="neuron",
+        SM_VLLM_TENSOR_PARALLEL_SIZE="1",
+        **env,
+    )
     recommended = cli("--model-config", str(DATA / model / "config.json"), "--instance-type", instance, **env)
     assert planned.returncode == recommended.returncode == 2, (planned.stderr, recommended.stderr)
     assert recommended.stderr == planned.stderr
@@ -195,8 +231,14 @@ def test_recommended_tp_degrees_are_the_valid_ones_plan_accepts() -> None:
     offered = {c["tensor_parallel_size"]: c for c in doc["configurations"]}
     assert set(offered) <= set(instances.valid_tp_degrees(facts))
     for tp in range(1, facts.cores + 1):
-        r = run("--instance-type", "inf2.48xlarge", SM_VLLM_MODEL=str(DATA / "Llama-3.2-1B"), NEURONSERVE_DEVICE="neuron",
-                SM_VLLM_TENSOR_PARALLEL_SIZE=str(tp), SM_VLLM_MAX_MODEL_LEN="4096")  # fmt: skip
+        r = run(
+            "--instance-type",
+            "inf2.48xlarge",
+            SM_VLLM_MODEL=str(DATA / "Llama-3.2-1B"),
+            NEURONSERVE_DEVICE="neuron",
+            SM_VLLM_TENSOR_PARALLEL_SIZE=str(tp),
+            SM_VLLM_MAX_MODEL_LEN="4096",
+        )
         if r.returncode != 0:
             assert tp not in offered, r.stderr
         elif tp in offered:
@@ -258,13 +300,26 @@ def test_cost_is_the_tables_on_demand_price_over_the_estimated_tokens() -> None:
     for c in doc["configurations"]:
         per_s = c["estimate"]["instance_output_tokens_per_s"]
         assert c["usd_per_million_output_tokens"] == pytest.approx(usd / (per_s * 3600) * 1e6, rel=1e-3)
-    other = recommend_cli("Llama-3.1-8B", "inf2.48xlarge", "--goal", "cost", "--max-model-len", "4096",
-                          AWS_REGION="eu-west-1")  # fmt: skip
+    other = recommend_cli(
+        "Llama-3.1-8B", "inf2.48xlarge", "--goal", "cost", "--max-model-len", "4096", AWS_REGION="eu-west-1"
+    )
     assert other["price"]["usd_per_hour"] == prices.EC2["inf2.48xlarge"]["eu-west-1"]
-    own = recommend_cli("Llama-3.1-8B", "ml.inf2.48xlarge", "--goal", "cost", "--max-model-len", "4096",
-                        "--price-per-hour", "20")  # fmt: skip
-    assert own["price"] == {"usd_per_hour": 20.0, "instance": "ml.inf2.48xlarge", "region": None,
-                            "source": "--price-per-hour"}  # fmt: skip
+    own = recommend_cli(
+        "Llama-3.1-8B",
+        "ml.inf2.48xlarge",
+        "--goal",
+        "cost",
+        "--max-model-len",
+        "4096",
+        "--price-per-hour",
+        "20",
+    )
+    assert own["price"] == {
+        "usd_per_hour": 20.0,
+        "instance": "ml.inf2.48xlarge",
+        "region": None,
+        "source": "--price-per-hour",
+    }
     accepted_as_printed("Llama-3.1-8B", "inf2.48xlarge", doc)
 
 
@@ -296,11 +351,26 @@ def test_a_latency_target_drops_what_misses_it_and_says_how_many(flag: str, key:
     assert missed > 0
     assert {"count": missed, "reason": f"estimated {key} above {flag} {target:g}"} in doc["dropped"]
     accepted_as_printed("Llama-3.1-8B", "inf2.48xlarge", doc)
-    text = cli("--model-config", str(DATA / "Llama-3.1-8B" / "config.json"), "--instance-type", "inf2.48xlarge",
-               *base, flag, f"{target:g}")  # fmt: skip
+    text = cli(
+        "--model-config",
+        str(DATA / "Llama-3.1-8B" / "config.json"),
+        "--instance-type",
+        "inf2.48xlarge",
+        *base,
+        flag,
+        f"{target:g}",
+    )
     assert f"dropped:  {missed} x estimated {key} above {flag}" in text.stdout
-    none = cli("--json", "--model-config", str(DATA / "Llama-3.1-8B" / "config.json"), "--instance-type",
-               "inf2.48xlarge", *base, flag, "0.001")  # fmt: skip
+    none = cli(
+        "--json",
+        "--model-config",
+        str(DATA / "Llama-3.1-8B" / "config.json"),
+        "--instance-type",
+        "inf2.48xlarge",
+        *base,
+        flag,
+        "0.001",
+    )
     assert none.returncode == 2 and json.loads(none.stdout)["configurations"] == []
 
 
