@@ -232,8 +232,9 @@ def render_text(doc: dict[str, Any]) -> str:
     ]
     price = doc.get("price")
     if price:
-        where = f", {price['region']}" if price["region"] else ""
-        lines.append(f"price:    ${price['usd_per_hour']:g}/h ({price['source']}{where})")
+        table = f"on demand in {price['region']}: plan/fit/prices.py of {prices.DATE}"
+        where = "--price-per-hour" if price["source"] == "--price-per-hour" else table
+        lines.append(f"price:    ${price['usd_per_hour']:g}/h ({where})")
     goal = {
         "throughput": "instance output tokens/s",
         "latency": "TPOT",
@@ -252,10 +253,11 @@ def render_text(doc: dict[str, Any]) -> str:
     if not configs:
         return "\n".join([*lines, "", doc["why_none"]])
     est = configs[0]["estimate"]
-    lines.append(
-        f"estimate: {est['input_len']} tokens in, {est['output_len']} out, max_num_seqs live per replica "
-        f"unless --concurrency; {est['basis']}"
-    )
+    lines += [
+        f"estimate: {est['input_len']} tokens in, {est['output_len']} out per request, max_num_seqs live "
+        "per replica (--input-len, --output-len, --concurrency)",
+        f"basis:    {est['basis']}",
+    ]
     cost = doc.get("price") is not None
     head = "  TP  DP  max_model_len  max_num_seqs  HBM/core  TTFT ms  TPOT ms  tokens/s (instance)"
     lines += ["", head + ("  $/M tokens" if cost else "")]

@@ -403,7 +403,7 @@ def test_text_output_gives_the_best_sm_vllm_lines() -> None:
     assert r.returncode == 0, r.stderr
     best = r.stdout.split("best configuration:\n", 1)[1].splitlines()
     assert best[0].startswith("SM_VLLM_TENSOR_PARALLEL_SIZE=") and "SM_VLLM_MAX_NUM_SEQS=" in r.stdout
-    assert "TTFT ms  TPOT ms" in r.stdout and "estimate: 1024 tokens in, 256 out" in r.stdout
+    assert "TTFT ms  TPOT ms" in r.stdout and "estimate: 1024 tokens in, 256 out per request" in r.stdout
 
 
 @cache
