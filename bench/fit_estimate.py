@@ -1,8 +1,8 @@
 """Fit the speed estimate's constants, and measure its error against every published source (not a test).
 
-    PYTHONPATH=src python bench/fit_estimate.py fit      # fits the constants on the calibration rows, prints them
-    PYTHONPATH=src python bench/fit_estimate.py table    # docs/FIT.md's error tables with the constants in the code
-    PYTHONPATH=src python bench/fit_estimate.py rows     # every row: estimate vs measurement
+    PYTHONPATH=src python bench/fit_estimate.py fit     # fit the constants on the calibration rows
+    PYTHONPATH=src python bench/fit_estimate.py table   # docs/FIT.md's error tables, constants as in the code
+    PYTHONPATH=src python bench/fit_estimate.py rows    # every row: estimate vs measurement
 
 Calibration rows (bench/data/estimate/calibration.csv) are optimum-neuron's guidellm runs of vLLM on Neuron,
 huggingface/optimum-neuron benchmark/vllm/ at commit 213224e6 (each row names its file; instance and TP
@@ -28,7 +28,6 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from neuronserve.plan.fit import estimate, instances, memory
 
@@ -50,7 +49,11 @@ class Row:
 
     def predicted(self) -> dict[str, float]:
         est = estimate.estimate(self.models, self.instance, self.compiled, self.workload)
-        return {"tpot_ms": est.tpot_ms, "ttft_ms": est.ttft_ms, "instance_tps": est.instance_output_tokens_per_s}
+        return {
+            "tpot_ms": est.tpot_ms,
+            "ttft_ms": est.ttft_ms,
+            "instance_tps": est.instance_output_tokens_per_s,
+        }
 
     @property
     def label(self) -> str:
@@ -88,7 +91,9 @@ def load(name: str) -> list[Row]:
                         context_buckets=(chunk,) if chunk else None,
                         speculative_tokens=int(r.get("spec_tokens") or 0),
                     ),
-                    workload=estimate.Workload(int(r["input_len"]), int(r["output_len"]), int(r["concurrency"])),
+                    workload=estimate.Workload(
+                        int(r["input_len"]), int(r["output_len"]), int(r["concurrency"])
+                    ),
                 )
             )
     return rows
@@ -114,8 +119,18 @@ def loss(rows: list[Row], quantities: tuple[str, ...] = QUANTITIES) -> float:
 # to TPOT, the prefill efficiency to TTFT; throughput, which mixes both, is only checked.
 # Physical bounds: a step has at least the host's millisecond (vLLM's scheduler, the graph launch); a
 # prefill reaches at most the peak.
-BOUNDS = {"step_s": (1e-3, 1.0), "collective_s": (1e-6, 1e-2), "prefill_mfu": (1e-3, 1.0), "host": (1e7, 1e11)}
-GOVERNS = {"step_s": ("tpot_ms",), "collective_s": ("tpot_ms",), "prefill_mfu": ("ttft_ms",), "host": ("tpot_ms",)}
+BOUNDS = {
+    "step_s": (1e-3, 1.0),
+    "collective_s": (1e-6, 1e-2),
+    "prefill_mfu": (1e-3, 1.0),
+    "host": (1e7, 1e11),
+}
+GOVERNS = {
+    "step_s": ("tpot_ms",),
+    "collective_s": ("tpot_ms",),
+    "prefill_mfu": ("ttft_ms",),
+    "host": ("tpot_ms",),
+}
 
 
 def _set(gen: str, k: estimate.Constants, host: float) -> None:
@@ -191,8 +206,8 @@ def table(rows: list[Row], title: str) -> list[str]:
         f"### {title}",
         "",
         "| source | family | rows | TPOT median / p80 | TTFT median / p80 | throughput median / p80 | "
-        "rank corr. TPOT / TTFT / thr. |",
-        "|---|---|---|---|---|---|---|",
+        "rank corr. TPOT / TTFT / thr. | pairs ordered right TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     sources: dict[str, list[Row]] = {}
     for row in rows:
@@ -202,8 +217,10 @@ def table(rows: list[Row], title: str) -> list[str]:
         errs = errors(srows)
         cells = []
         corr = []
+        order = []
         for q in QUANTITIES:
             e = [(p, m) for _, qq, p, m in errs if qq == q]
+            order.append(concordance(e))
             if not e:
                 cells.append("-")
                 corr.append("-")
@@ -213,10 +230,43 @@ def table(rows: list[Row], title: str) -> list[str]:
             cells.append(f"{statistics.median(rs):.2f}x / {p80(rs):.2f}x (est/meas {bias:.2f})")
             corr.append(f"{spearman([p for p, _ in e], [m for _, m in e]):.2f}" if len(e) >= 10 else "-")
         family = ", ".join(sorted({r.fields.get("family") or "vllm-neuron (optimum)" for r in srows}))
-        lines.append(f"| {source} | {family} | {len(srows)} | " + " | ".join(cells) + " | " + " / ".join(corr) + " |")
+        lines.append(
+            f"| {source} | {family} | {len(srows)} | "
+            + " | ".join(cells)
+            + " | "
+            + " / ".join(corr)
+            + " | "
+            + " / ".join(order)
+            + " |"
+        )
         for row, q, p, m in sorted(errs, key=lambda t: -ratio(t[2], t[3]))[:3]:
-            worst.append(f"- {source}: {row.label}: {q} estimate {p:.1f} vs measured {m:.1f} ({ratio(p, m):.2f}x)")
+            worst.append(
+                f"- {source}: {row.label}: {q} estimate {p:.1f} vs measured {m:.1f} ({ratio(p, m):.2f}x)"
+            )
     return [*lines, "", "Worst rows:", "", *worst, ""]
+
+
+def concordance(pairs: list[tuple[float, float]]) -> str:
+    """Of the pairs of rows whose measurements differ by over 10 %, how many the estimate orders the same."""
+    right = total = 0
+    for i, (p1, m1) in enumerate(pairs):
+        for p2, m2 in pairs[i + 1 :]:
+            if max(m1, m2) / min(m1, m2) < 1.1:
+                continue
+            total += 1
+            right += (p1 - p2) * (m1 - m2) > 0
+    return f"{right}/{total}" if total else "-"
+
+
+def band(rows: list[Row]) -> dict[str, list[float]]:
+    """The measured/estimate ratio's 10th and 90th percentiles per quantity: the 80 % band the plan prints."""
+    out = {}
+    for q, key in (("tpot_ms", "tpot_ms"), ("ttft_ms", "ttft_ms"), ("instance_tps", "output_tokens_per_s")):
+        r = sorted(m / p for _, qq, p, m in errors(rows) if qq == q)
+        lo = r[max(0, math.ceil(0.1 * len(r)) - 1)]
+        hi = r[min(len(r) - 1, math.ceil(0.9 * len(r)) - 1)]
+        out[key] = [round(lo, 2), round(hi, 2)]
+    return out
 
 
 def family_summary(rows: list[Row], family: str) -> str:
@@ -230,7 +280,9 @@ def family_summary(rows: list[Row], family: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=("fit", "table", "rows"))
     args = parser.parse_args(argv)
     calibration = load("calibration.csv")
@@ -238,10 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "fit":
         fitted, host = fit(calibration)
         for gen, k in sorted(fitted.items()):
-            print(f'    "{gen}": Constants(step_s={k.step_s:.4g}, collective_s={k.collective_s:.4g}, '
-                  f"prefill_mfu={k.prefill_mfu:.4g}),")
+            print(
+                f'    "{gen}": Constants(step_s={k.step_s:.4g}, collective_s={k.collective_s:.4g}, '
+                f"prefill_mfu={k.prefill_mfu:.4g}),"
+            )
         print(f"HOST_LOGITS_BYTES_PER_S = {host:.4g}")
         print(f"calibration loss {loss([r for r in calibration if r.fields.get('fit') == '1']):.3f}")
+        family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
+        print(f"ERROR_BAND = {band([r for r in calibration if r.fields.get('fit') == '1'] + family)}")
         return 0
     if args.command == "rows":
         for name, rows in (("calibration", calibration), ("held-out", heldout)):
@@ -253,7 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     print("Our stack's family (NxD Inference / vLLM Neuron), held out:")
     print("  " + family_summary(heldout, "nxdi-vllm"))
     print("Calibration rows:")
-    print("  " + family_summary([replace(r, fields={**r.fields, "family": "nxdi-vllm"}) for r in calibration], "nxdi-vllm"))
+    print(
+        "  "
+        + family_summary(
+            [replace(r, fields={**r.fields, "family": "nxdi-vllm"}) for r in calibration], "nxdi-vllm"
+        )
+    )
     return 0
 
 

@@ -39,7 +39,7 @@ and the instance's rate is DP times the replica's.
 
 The constants come from bench/fit_estimate.py (calibration rows: optimum-neuron benchmark/vllm at commit
 213224e6, bench/data/estimate/calibration.csv); docs/FIT.md has the held-out error table and ERROR_BAND is
-its 80th-percentile error factor per quantity.
+the 10th-90th percentile of measured / estimated per quantity.
 """
 
 from __future__ import annotations
@@ -93,11 +93,12 @@ CONSTANTS = {
     "NeuronCore-v3": Constants(step_s=0.01259, collective_s=2.141e-05, prefill_mfu=0.2788),
 }
 # CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
-HOST_LOGITS_BYTES_PER_S = 4.95e+08
+HOST_LOGITS_BYTES_PER_S = 4.95e08
 HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
 ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
-# 80th-percentile error factor (max(est/meas, meas/est)) of the calibration and held-out rows (docs/FIT.md).
-ERROR_BAND = {"tpot_ms": 1.5, "ttft_ms": 2.5, "output_tokens_per_s": 1.5}
+# The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
+# held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
+ERROR_BAND = {"tpot_ms": (0.5, 1.45), "ttft_ms": (0.58, 1.92), "output_tokens_per_s": (0.52, 1.95)}
 BASIS = (
     "physical model (HBM reads, collectives, prefill FLOPs) fitted on optimum-neuron benchmark/vllm "
     "@213224e6; held-out error in docs/FIT.md"
@@ -118,10 +119,7 @@ class Workload:
         DEFAULT_OUTPUT_LEN out, shortened to fit max_model_len (input at most three quarters of it), and
         max_num_seqs live sequences; a concurrency above max_num_seqs counts max_num_seqs (the rest wait)."""
         out = self.output_len or min(DEFAULT_OUTPUT_LEN, max(1, max_model_len // 4))
-        if self.input_len:
-            inp = self.input_len
-        else:
-            inp = max(1, min(DEFAULT_INPUT_LEN, max_model_len * 3 // 4, max_model_len - out))
+        inp = self.input_len or max(1, min(DEFAULT_INPUT_LEN, max_model_len * 3 // 4, max_model_len - out))
         live = max(1, min(self.concurrency or max_num_seqs, max_num_seqs))
         return inp, out, live
 
@@ -156,7 +154,8 @@ class SpeedEstimate:
     prefill_ms: float
 
     def band(self) -> dict[str, list[float]]:
-        """Low and high of each quantity at the measured 80th-percentile error factor."""
+        """Low and high of each quantity: the estimate times the measured 10th and 90th percentile of
+        measured / estimated (ERROR_BAND)."""
         out: dict[str, list[float]] = {}
         for key, value in (
             ("ttft_ms", self.ttft_ms),
@@ -164,8 +163,8 @@ class SpeedEstimate:
             ("output_tokens_per_s", self.output_tokens_per_s),
             ("instance_output_tokens_per_s", self.instance_output_tokens_per_s),
         ):
-            factor = ERROR_BAND["output_tokens_per_s" if "tokens_per_s" in key else key]
-            out[key] = [_r(value / factor), _r(value * factor)]
+            low, high = ERROR_BAND["output_tokens_per_s" if "tokens_per_s" in key else key]
+            out[key] = [_r(value * low), _r(value * high)]
         return out
 
     def as_json(self) -> dict[str, Any]:
@@ -178,7 +177,7 @@ class SpeedEstimate:
             "output_len": self.output_len,
             "concurrency": self.concurrency,
             "band": self.band(),
-            "error_p80": dict(ERROR_BAND),
+            "band_ratio": {k: list(v) for k, v in ERROR_BAND.items()},
             "basis": BASIS,
             "generation": self.generation,
             "decode_step_ms": _r(self.decode_step_ms),
@@ -238,13 +237,15 @@ def _kv_bytes(model: memory.Model, tp: int, rows: int, length: int) -> float:
 def _active_params(shape: memory.ModelShape, tp: int) -> float:
     """Parameters one token passes through on the whole TP group (padded heads included)."""
     layout = memory.weight_layout(shape, tp)
-    linear = layout.linear - layout.expert_linear
+    linear = float(layout.linear - layout.expert_linear)
     if shape.experts and shape.experts_per_token:
         linear += layout.expert_linear * shape.experts_per_token / shape.experts
     return float(tp * (linear + math.ceil(shape.vocab / tp) * shape.hidden))
 
 
-def decode_step_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, context: int) -> float:
+def decode_step_s(
+    models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, context: int
+) -> float:
     """One decode step of a replica, every compiled row at `context` tokens (see the docstring): static
     shapes, so the live count does not enter; the compiled rows' tokens are what the MoE router spreads."""
     k = CONSTANTS[generation(instance).name]
@@ -288,7 +289,11 @@ def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compil
             message = n * s.hidden * m.precision.dtype_bytes
             wire = 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s if chips > 1 else 0.0
             collectives = 2 * s.layers * (k.collective_s * math.log2(c.tp) + wire)
-        total += flops / (peak * k.prefill_mfu) + (passes * weights + dispatch) / bw + passes * (collectives + k.step_s)
+        total += (
+            flops / (peak * k.prefill_mfu)
+            + (passes * weights + dispatch) / bw
+            + passes * (collectives + k.step_s)
+        )
     return total
 
 
