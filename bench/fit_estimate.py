@@ -211,7 +211,10 @@ def table(rows: list[Row], title: str) -> list[str]:
     ]
     sources: dict[str, list[Row]] = {}
     for row in rows:
-        sources.setdefault(row.fields["source"], []).append(row)
+        unfitted = " Llama 4 (not fitted: shared expert and interleaved MoE layers not modeled)"
+        sources.setdefault(
+            row.fields["source"] + (unfitted if row.fields.get("fit") == "0" else ""), []
+        ).append(row)
     worst: list[str] = []
     for source, srows in sources.items():
         errs = errors(srows)
