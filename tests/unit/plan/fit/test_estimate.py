@@ -9,14 +9,9 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 from bench import fit_estimate
-from tests.support.golden_plans import ESTIMATE_CASES, LAPTOP_VERSIONS, MODELS, TABLES, estimate_entries
+from tests.support.golden_plans import ESTIMATE_CASES, MODELS, estimate_entries
 
-from neuronserve.config.settings import parse_settings
-from neuronserve.errors import ConfigError
-from neuronserve.plan.build import build_plan
-from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import estimate, instances, memory
 from neuronserve.plan.fit.estimate import Compiled, Workload
 
@@ -190,43 +185,3 @@ def test_every_instance_family_and_lane_gets_an_estimate() -> None:
         est = entry["estimate"]
         assert est is not None and set(est) == KEYS, name
         assert est["concurrency"] == int(entry["env"]["SM_VLLM_MAX_NUM_SEQS"])  # the default: max_num_seqs
-
-
-def _plan(env: dict[str, str], workload: Workload | None = None) -> dict[str, object] | None:
-    config = json.loads((MODELS / "Llama-3.1-8B" / "config.json").read_text())
-    facts = HostFacts(
-        python="py",
-        cores_source="test",
-        paths={"/m": ModelFacts("dir", config, "x", None)},
-        option_tables=TABLES,
-        versions=LAPTOP_VERSIONS,
-    )
-    base = {
-        "SM_VLLM_MODEL": "/m",
-        "NEURONSERVE_INSTANCE_TYPE": "inf2.48xlarge",
-        "SM_VLLM_MAX_MODEL_LEN": "4096",
-    }
-    return build_plan(parse_settings({**base, **env}, device="neuron"), facts, workload=workload).estimate
-
-
-def test_the_plan_reads_its_own_graph_dp_and_sampling() -> None:
-    one = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"})
-    three = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_DATA_PARALLEL_SIZE": "3"})
-    cpu = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"})
-    assert one and three and cpu
-    assert three["instance_output_tokens_per_s"] == pytest.approx(
-        3 * one["instance_output_tokens_per_s"], rel=0.01
-    )
-    assert cpu["tpot_ms"] > one["tpot_ms"]  # type: ignore[operator]
-
-
-def test_the_plan_takes_the_workload_and_refuses_one_longer_than_the_model() -> None:
-    est = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}, Workload(1500, 250, 1))
-    assert est and (est["input_len"], est["output_len"], est["concurrency"]) == (1500, 250, 1)
-    with pytest.raises(ConfigError, match="--input-len 4000 \\+ --output-len 250 exceeds max_model_len 4096"):
-        _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}, Workload(4000, 250, 1))
-
-
-def test_no_estimate_without_an_instance_or_on_cpu() -> None:
-    assert _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_INSTANCE_TYPE": ""}) is None
-    assert _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_FIT_CHECK": "off"}) is None
