@@ -155,7 +155,7 @@ def _estimate_lines(est: dict[str, Any]) -> list[str]:
         f"  {est['output_tokens_per_s']:g} output tokens/s per replica, "
         f"{est['instance_output_tokens_per_s']:g} for the instance (likely "
         f"{band['instance_output_tokens_per_s'][0]:g}-{band['instance_output_tokens_per_s'][1]:g})",
-        f"  basis: {est['basis']}; band = 80th-percentile error",
+        f"  basis: {est['basis']}; band = 80 % of measurements",
     ]
 
 

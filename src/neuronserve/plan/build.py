@@ -154,7 +154,9 @@ def _neuron(
     slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
     speed = None
     if place is not None:
-        speed = plan_estimate(place.models, place.instance, engine.graph, len(slices), res, workload)
+        speed = plan_estimate(
+            place.models, place.instance, engine.graph, dp=len(slices), res=res, workload=workload
+        )
     return DevicePlan(
         flags=flags,
         slices=slices,

@@ -5,18 +5,21 @@ published hardware figure (../shared/ESTIMATE.md, from aws-neuron-sdk about-neur
 commit 81ce03ae) or a shape the plan already computes (plan/fit/memory.py). Pure: no I/O.
 
 Decode step (one token for every live sequence of a replica):
-- the core's weight shard is read from HBM (for MoE only the experts that the live tokens can route to,
-  min(E, live x top_k) of E, plus the dense part), quantized projections at their width;
+- the core's weight shard is read from HBM (for MoE only the experts that the compiled rows' tokens can
+  route to, min(E, rows x top_k) of E, plus the dense part: padding rows route too), quantized
+  projections at their width;
 - the KV cache of every compiled row up to the token-generation bucket is read: the lane compiles a fixed
   batch (max_num_seqs) and power-of-two length buckets (NxD Inference autobucketing.py:8-19), so a
   request at context c reads the bucket holding c for all max_num_seqs rows, live or not; KV heads are
   the per-core count after replication or MHA conversion (memory.kv_heads_per_core);
 - two all-reduces per layer across the TP group, each costing `collective_s` per doubling of TP
   (log2(tp): the groups reduce in rings within and then across chips);
-- a fixed `step_s` for what no byte count covers (launching the graph, vLLM's scheduler, the host side);
+- a fixed `step_s` for what no byte count covers (launching the graph, vLLM's scheduler, the host side),
+  once per step: a fused speculative step runs its draft inside the same graph;
 - with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
   max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
-- speculation: one step runs k draft steps and one target step over k + 1 positions and yields
+- speculation: one step runs k draft steps (their reads and collectives; an EAGLE head with no local
+  config.json is not counted) and one target step over k + 1 positions, and yields
   `accepted_tokens` tokens (a stated assumption, ACCEPTED_FRACTION of k, replaceable by the caller).
 
 Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
@@ -25,16 +28,18 @@ TP cores' BF16 peak; the weight shard read once; the two all-reduces per layer n
 bytes over the chip-to-chip link; MoE prefill reads each routed expert's shard once per token and expert
 (expert dispatch, not FLOPs, dominates MoE prefill).
 
-Serving at concurrency C (per replica, closed loop, every request input_len in and output_len out): in the
-steady state the replica runs C prefills and output_len decode steps per C requests, so
-  tpot = step(C) + (C - 1) x prefill / output_len   (the others' prefills stall every sequence),
-  output_tokens_per_s = C x output_len / (C x prefill + output_len x step(C)),
-  ttft = prefill (an idle replica; a queue adds its wait),
+Serving at concurrency C (per replica, every request input_len in and output_len out): requests of equal
+length fall into waves: C prefills, each followed by decode steps of the sequences already admitted, then
+output_len decode steps of C sequences. A request's tokens wait on average for half of the wave's other
+prefills (the first admitted sees C - 1, the last none), so
+  tpot = step + (C - 1) / 2 x prefill / output_len,
+  output_tokens_per_s = C x output_len / (C x prefill + output_len x step),
+  ttft = prefill (a request that finds its slot free; in a wave the k-th prompt also waits k - 1 prefills),
 and the instance's rate is DP times the replica's.
 
 The constants come from bench/fit_estimate.py (calibration rows: optimum-neuron benchmark/vllm at commit
 213224e6, bench/data/estimate/calibration.csv); docs/FIT.md has the held-out error table and ERROR_BAND is
-its 80th-percentile error factor per quantity.
+the 10th-90th percentile of measured / estimated per quantity.
 """
 
 from __future__ import annotations
@@ -82,16 +87,18 @@ class Constants:
     prefill_mfu: float  # fraction of the BF16 peak a prefill reaches
 
 
-# Fitted by bench/fit_estimate.py on 2026-12-07 (PROVISIONAL until the fit commit replaces them).
+# Fitted by `bench/fit_estimate.py fit` on 2026-12-07 (calibration: bench/data/estimate/calibration.csv).
 CONSTANTS = {
-    "NeuronCore-v2": Constants(step_s=0.010, collective_s=60e-6, prefill_mfu=0.10),
-    "NeuronCore-v3": Constants(step_s=0.008, collective_s=40e-6, prefill_mfu=0.18),
+    "NeuronCore-v2": Constants(step_s=0.005524, collective_s=6.696e-05, prefill_mfu=0.141),
+    "NeuronCore-v3": Constants(step_s=0.01259, collective_s=2.141e-05, prefill_mfu=0.2788),
 }
-HOST_LOGITS_BYTES_PER_S = 1.0e9  # CPU sampling: logits device -> host (fitted, shared by generations)
+# CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
+HOST_LOGITS_BYTES_PER_S = 4.95e08
 HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
 ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
-# 80th-percentile error factor (max(est/meas, meas/est)) of the calibration and held-out rows (docs/FIT.md).
-ERROR_BAND = {"tpot_ms": 1.5, "ttft_ms": 2.5, "output_tokens_per_s": 1.5}
+# The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
+# held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
+ERROR_BAND = {"tpot_ms": (0.5, 1.45), "ttft_ms": (0.58, 1.92), "output_tokens_per_s": (0.52, 1.95)}
 BASIS = (
     "physical model (HBM reads, collectives, prefill FLOPs) fitted on optimum-neuron benchmark/vllm "
     "@213224e6; held-out error in docs/FIT.md"
@@ -112,10 +119,7 @@ class Workload:
         DEFAULT_OUTPUT_LEN out, shortened to fit max_model_len (input at most three quarters of it), and
         max_num_seqs live sequences; a concurrency above max_num_seqs counts max_num_seqs (the rest wait)."""
         out = self.output_len or min(DEFAULT_OUTPUT_LEN, max(1, max_model_len // 4))
-        if self.input_len:
-            inp = self.input_len
-        else:
-            inp = max(1, min(DEFAULT_INPUT_LEN, max_model_len * 3 // 4, max_model_len - out))
+        inp = self.input_len or max(1, min(DEFAULT_INPUT_LEN, max_model_len * 3 // 4, max_model_len - out))
         live = max(1, min(self.concurrency or max_num_seqs, max_num_seqs))
         return inp, out, live
 
@@ -150,7 +154,8 @@ class SpeedEstimate:
     prefill_ms: float
 
     def band(self) -> dict[str, list[float]]:
-        """Low and high of each quantity at the measured 80th-percentile error factor."""
+        """Low and high of each quantity: the estimate times the measured 10th and 90th percentile of
+        measured / estimated (ERROR_BAND)."""
         out: dict[str, list[float]] = {}
         for key, value in (
             ("ttft_ms", self.ttft_ms),
@@ -158,8 +163,8 @@ class SpeedEstimate:
             ("output_tokens_per_s", self.output_tokens_per_s),
             ("instance_output_tokens_per_s", self.instance_output_tokens_per_s),
         ):
-            factor = ERROR_BAND["output_tokens_per_s" if "tokens_per_s" in key else key]
-            out[key] = [_r(value / factor), _r(value * factor)]
+            low, high = ERROR_BAND["output_tokens_per_s" if "tokens_per_s" in key else key]
+            out[key] = [_r(value * low), _r(value * high)]
         return out
 
     def as_json(self) -> dict[str, Any]:
@@ -172,7 +177,7 @@ class SpeedEstimate:
             "output_len": self.output_len,
             "concurrency": self.concurrency,
             "band": self.band(),
-            "error_p80": dict(ERROR_BAND),
+            "band_ratio": {k: list(v) for k, v in ERROR_BAND.items()},
             "basis": BASIS,
             "generation": self.generation,
             "decode_step_ms": _r(self.decode_step_ms),
@@ -232,34 +237,32 @@ def _kv_bytes(model: memory.Model, tp: int, rows: int, length: int) -> float:
 def _active_params(shape: memory.ModelShape, tp: int) -> float:
     """Parameters one token passes through on the whole TP group (padded heads included)."""
     layout = memory.weight_layout(shape, tp)
-    linear = layout.linear - layout.expert_linear
+    linear = float(layout.linear - layout.expert_linear)
     if shape.experts and shape.experts_per_token:
         linear += layout.expert_linear * shape.experts_per_token / shape.experts
     return float(tp * (linear + math.ceil(shape.vocab / tp) * shape.hidden))
 
 
 def decode_step_s(
-    models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, live: int, context: int
+    models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, context: int
 ) -> float:
-    """One decode step of a replica with `live` sequences at `context` tokens (see the docstring)."""
+    """One decode step of a replica, every compiled row at `context` tokens (see the docstring): static
+    shapes, so the live count does not enter; the compiled rows' tokens are what the MoE router spreads."""
     k = CONSTANTS[generation(instance).name]
     bw = instance.hbm_bytes_per_s_per_core
     length = bucket(context, c.max_model_len)
-    target = models[0]
     spec = c.speculative_tokens
     positions = 1 + spec
-    read = 0.0
-    steps = 0.0
+    read = collectives = 0.0
     for i, m in enumerate(models):
-        weights, _ = _weight_bytes(m, c.tp, live * (positions if i == 0 else 1))
-        kv = _kv_bytes(m, c.tp, c.max_num_seqs, length)
-        runs = 1 if i == 0 else spec  # the draft runs once per speculated token
-        read += runs * (weights + kv)
-        steps += runs
-    collectives = 2 * target.shape.layers * k.collective_s * math.log2(c.tp) if c.tp > 1 else 0.0
-    step = read / bw + steps * (k.step_s + collectives)
+        runs = 1 if i == 0 else spec  # a draft runs once per speculated token, inside the same graph
+        weights, _ = _weight_bytes(m, c.tp, c.max_num_seqs * (positions if i == 0 else 1))
+        read += runs * (weights + _kv_bytes(m, c.tp, c.max_num_seqs, length))
+        if c.tp > 1:
+            collectives += runs * 2 * m.shape.layers * k.collective_s * math.log2(c.tp)
+    step = read / bw + collectives + k.step_s
     if c.cpu_sampling:
-        logits = c.max_num_seqs * positions * target.shape.vocab * 4
+        logits = c.max_num_seqs * positions * models[0].shape.vocab * 4
         step += logits / HOST_LOGITS_BYTES_PER_S + HOST_SAMPLE_S
     return step
 
@@ -272,19 +275,25 @@ def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compil
     peak = gen.bf16_flops_per_chip / gen.physical_cores * instance.logical_nc_config * c.tp
     chips = max(1, c.tp * instance.logical_nc_config // gen.physical_cores)
     n = bucket(input_len, c.max_model_len, c.context_buckets)
+    passes = math.ceil(input_len / n)  # a prompt longer than the largest bucket: chunks (chunked prefill)
     total = 0.0
     for m in models:
         s = m.shape
         heads = math.ceil(s.heads / c.tp) * c.tp
-        flops = 2 * _active_params(s, c.tp) * n + 4 * s.layers * n * n * heads * s.head_dim
+        context = passes * n
+        flops = 2 * _active_params(s, c.tp) * context + 4 * s.layers * n * context * heads * s.head_dim
         weights, one_expert = _weight_bytes(m, c.tp, n)
-        dispatch = n * s.experts_per_token * s.layers * one_expert if s.experts else 0.0
+        dispatch = context * s.experts_per_token * s.layers * one_expert if s.experts else 0.0
         collectives = 0.0
         if c.tp > 1:
             message = n * s.hidden * m.precision.dtype_bytes
             wire = 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s if chips > 1 else 0.0
             collectives = 2 * s.layers * (k.collective_s * math.log2(c.tp) + wire)
-        total += flops / (peak * k.prefill_mfu) + (weights + dispatch) / bw + collectives + k.step_s
+        total += (
+            flops / (peak * k.prefill_mfu)
+            + (passes * weights + dispatch) / bw
+            + passes * (collectives + k.step_s)
+        )
     return total
 
 
@@ -296,7 +305,7 @@ def estimate(
     c = compiled
     inp, out, live = workload.resolved(c.max_model_len, c.max_num_seqs)
     context = min(inp + out // 2, c.max_model_len)
-    step = decode_step_s(models, instance, c, live, context)
+    step = decode_step_s(models, instance, c, context)
     if c.speculative_tokens:
         yielded = c.accepted_tokens or 1 + ACCEPTED_FRACTION * c.speculative_tokens
         step /= yielded
@@ -305,7 +314,7 @@ def estimate(
     per_replica = live * out / cycle
     return SpeedEstimate(
         ttft_ms=1000 * prefill,
-        tpot_ms=1000 * (step + (live - 1) * prefill / out),
+        tpot_ms=1000 * (step + (live - 1) / 2 * prefill / out),
         output_tokens_per_s=per_replica,
         instance_output_tokens_per_s=per_replica * c.dp,
         input_len=inp,

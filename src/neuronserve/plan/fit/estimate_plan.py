@@ -23,7 +23,9 @@ def compiled_of(graph: dict[str, Any], dp: int, res: Resolution) -> estimate.Com
     text = override.get("text_neuron_config")
     source = text if isinstance(text, dict) else override
     given = source.get("context_encoding_buckets")
-    buckets: tuple[int, ...] | None = tuple(int(b) for b in given) if isinstance(given, list) and given else None
+    buckets: tuple[int, ...] | None = (
+        tuple(int(b) for b in given) if isinstance(given, list) and given else None
+    )
     if graph.get("chunked_prefill") and graph.get("max_num_batched_tokens"):
         buckets = (int(graph["max_num_batched_tokens"]),)
     spec = (res.speculation.config or {}).get("num_speculative_tokens")
@@ -52,6 +54,7 @@ def plan_estimate(
     models: list[memory.Model],
     instance: InstanceFacts,
     graph: dict[str, Any],
+    *,
     dp: int,
     res: Resolution,
     workload: estimate.Workload | None,
