@@ -164,11 +164,12 @@ class _Planner:
     def __init__(
         self, args: argparse.Namespace, environ: Mapping[str, str], model_dir: str, model: ModelFacts
     ):
-        from neuronserve.commands.plan import workload_of  # noqa: PLC0415 (a cycle: plan imports this)
+        from neuronserve.plan.fit.estimate import Workload  # noqa: PLC0415 (the estimate only when asked)
 
         self.base = {**environ, "SM_VLLM_MODEL": model_dir, "NEURONSERVE_DEVICE": "neuron"}
         self.extra = tuple(getattr(args, "extra_args", ()))
-        self.workload = workload_of(args)
+        # plan's --input-len/--output-len/--concurrency, read as commands/plan.py workload_of reads them
+        self.workload = Workload(args.input_len, args.output_len, args.concurrency)
         host = hostfacts.gather(environ)
         self.facts = dataclasses.replace(host, paths={**host.paths, model_dir: model})
 

@@ -19,7 +19,7 @@ from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
-from neuronserve.plan.fit import instances, memory, prices, recommend
+from neuronserve.plan.fit import instances, memory, recommend
 from neuronserve.plan.fit.instances import GIB
 from neuronserve.types import LaunchPlan
 
@@ -226,15 +226,6 @@ def test_the_printed_env_names_the_logical_core_setting_only_when_given() -> Non
     assert (
         recommend.candidate_env(2, 1, 4096, 8, dtype="bfloat16", lnc="1")["NEURON_LOGICAL_NC_CONFIG"] == "1"
     )
-
-
-def test_the_price_table() -> None:
-    price = prices.on_demand(" INF2.xlarge", "us-east-1")
-    assert price is not None and price.usd_per_hour == 0.7582 and prices.DATE in price.source
-    assert prices.on_demand("ml.inf2.xlarge", "us-east-1") is None  # SageMaker rates: not tabulated
-    assert prices.on_demand("inf2.xlarge", "mars-north-1") is None
-    assert prices.on_demand("trn2.48xlarge", "us-east-1") is None
-    assert set(prices.EC2) <= set(instances.INSTANCES)
 
 
 def test_why_none_when_the_model_is_too_big_for_the_instance() -> None:
