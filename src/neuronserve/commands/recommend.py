@@ -35,7 +35,6 @@ from neuronserve.plan.fit.instances import GIB, InstanceFacts
 from neuronserve.types import LaunchPlan
 
 NOTHING_FITS = 2  # the exit status when no configuration fits (as `plan` exits on an HBM refusal)
-REGION_VARS = ("AWS_REGION", "AWS_DEFAULT_REGION")
 
 
 def add_arguments(p: Any) -> None:
@@ -131,12 +130,16 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, s
     return path, path, facts
 
 
-def _instance(environ: Mapping[str, str], host: HostFacts) -> InstanceFacts:
-    """NEURONSERVE_INSTANCE_TYPE (--instance-type sets it, as for `plan`), else the host's devices."""
+def _instance(
+    args: argparse.Namespace, environ: Mapping[str, str], host: HostFacts | None = None
+) -> InstanceFacts:
+    """--instance-type, else NEURONSERVE_INSTANCE_TYPE, else the host's devices. The flag is named as the
+    variable it sets (as `plan --instance-type` does), so the errors are the plan's."""
     lnc = whole(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "")
-    name = VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
+    name = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
     if name:
         return instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE")
+    host = host or hostfacts.gather(environ)
     detected = instances.facts_for_host(host.neuron_devices, host.physical_cores, lnc)
     if detected is None:
         raise ConfigError(
@@ -197,7 +200,12 @@ def _goal(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[recomme
         if value is not None and not value > 0:
             raise ConfigError(f"--{flag.replace('_', '-')} must be a positive number", (f"--{flag}",))
     name = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ) or ""
-    region = args.region or next((environ[v] for v in REGION_VARS if environ.get(v)), prices.DEFAULT_REGION)
+    region = (
+        args.region
+        or VARS["AWS_REGION"].read(environ)
+        or VARS["AWS_DEFAULT_REGION"].read(environ)
+        or prices.DEFAULT_REGION
+    )
     price: prices.Price | None
     if args.price_per_hour is not None:
         price = prices.Price(args.price_per_hour, name, None, "--price-per-hour")
@@ -289,7 +297,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         raise ConfigError(f"{name}: {err}", ("--model-config",)) from None
     plan_of = _Planner(args, environ, model_dir, facts)
     _preflight(plan_of)
-    instance = _instance(environ, plan_of.facts)
+    instance = _instance(args, environ, plan_of.facts)
     options = parse_fit(environ)
     if options.hbm_gib_per_core:
         instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))
@@ -305,7 +313,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         instance=instance,
         overhead=overhead,
         dtype=dtype,
-        lnc=environ.get("NEURON_LOGICAL_NC_CONFIG") or None,
+        lnc=(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "").strip() or None,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         rank=args.rank,
