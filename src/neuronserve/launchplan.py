@@ -21,6 +21,7 @@ from neuronserve.host import properties
 from neuronserve.plan.assets import kinds as assets
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts
+from neuronserve.plan.fit.estimate import Workload
 from neuronserve.types import LaunchPlan
 
 
@@ -62,9 +63,10 @@ def resolve_plan(
     device: str | None = None,
     extra_args: Sequence[str] = (),
     facts: HostFacts | None = None,
+    workload: Workload | None = None,
 ) -> LaunchPlan:
     """Build the launch plan from an environment mapping (read once by the CLI) and CLI choices."""
     settings = read_settings(environ, device=device, extra_args=extra_args)
     if facts is None:
         facts = hostfacts.gather(environ, _local_candidates(settings))
-    return build_plan(settings, facts)
+    return build_plan(settings, facts, workload=workload)

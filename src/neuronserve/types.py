@@ -179,6 +179,9 @@ class LaunchPlan:
     # HBM estimate per NeuronCore (plan/fit/memory.py as_json); None on CPU or when it could not be made.
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None  # the instance facts it was checked against
+    # Speed estimate (plan/fit/estimate.py SpeedEstimate.as_json): TTFT, TPOT, tokens/s and its band;
+    # None on CPU or without a memory estimate.
+    estimate: dict[str, Any] | None = None
     # One entry per data-parallel replica (build_plan makes at least one); argv/env/engine_port above
     # describe replica 0.
     replicas: tuple[ReplicaSpec, ...] = ()

@@ -87,6 +87,50 @@ EXTRA_CONFIGS: list[dict[str, str]] = [
 ]
 
 
+# The speed estimate on every instance family and lane that plans it (plan/fit/estimate.py), with real
+# model shapes (tests/data/models): (lane, instance, model directory, TP, max_num_seqs, max_model_len).
+MODELS = Path(__file__).parents[1] / "data" / "models"
+ESTIMATE_CASES: list[tuple[str, str, str, int, int, int]] = [
+    ("2.27", "inf2.xlarge", "Llama-3.2-1B", 2, 8, 4096),
+    ("2.27", "inf2.48xlarge", "Llama-3.1-8B", 8, 32, 4096),
+    ("2.27", "trn1.32xlarge", "Llama-3.3-70B-Instruct", 32, 8, 8192),
+    ("2.27", "trn1n.32xlarge", "Mixtral-8x7B-v0.1", 16, 16, 4096),
+    ("2.27", "trn2.48xlarge", "Llama-3.3-70B-Instruct", 64, 4, 8192),
+    ("2.28", "inf2.24xlarge", "Qwen3-8B", 4, 16, 4096),
+    ("2.28", "trn1.2xlarge", "Qwen2.5-7B", 2, 4, 2048),
+    ("2.28", "trn2.3xlarge", "Llama-3.1-8B", 4, 32, 4096),
+    ("2.32", "trn2.48xlarge", "Llama-3.1-8B", 8, 16, 8192),
+    ("2.32", "trn2u.48xlarge", "Qwen3-8B", 16, 64, 4096),
+]
+
+
+def estimate_entries() -> dict[str, Any]:
+    """The plan's `estimate` (and the memory it rests on) for ESTIMATE_CASES."""
+    out: dict[str, Any] = {}
+    for lane, instance, name, tp, seqs, length in ESTIMATE_CASES:
+        config = json.loads((MODELS / name / "config.json").read_text())
+        paths = {"/m": ModelFacts("dir", config, "x", None)}
+        facts = HostFacts(
+            python="py", cores_source="test", paths=paths, option_tables=TABLES, versions=LAPTOP_VERSIONS
+        )
+        env = {
+            "SM_VLLM_MODEL": "/m",
+            "NEURONSERVE_STACK": lane,
+            "NEURONSERVE_INSTANCE_TYPE": instance,
+            "SM_VLLM_TENSOR_PARALLEL_SIZE": str(tp),
+            "SM_VLLM_MAX_NUM_SEQS": str(seqs),
+            "SM_VLLM_MAX_MODEL_LEN": str(length),
+            "NEURONSERVE_FIT_CHECK": "warn",
+        }
+        doc = plan_document(build_plan(parse_settings(env, device="neuron"), facts))
+        out[f"estimate/{lane}-{instance}/{name}"] = {
+            "env": env,
+            "estimate": doc["estimate"],
+            "memory": doc["memory"],
+        }
+    return out
+
+
 def entries() -> dict[str, Any]:
     """Every golden entry, by a stable name: the plan document, or the refusal and its variables."""
     out: dict[str, Any] = {}
@@ -106,7 +150,7 @@ def entries() -> dict[str, Any]:
             doc = plan_document(plan)
             del doc["runs"]  # a CPU plan's is the vLLM installed on this host, not the plan's rules
             out[key] = {"env": env, "plan": doc}
-    return out
+    return {**out, **estimate_entries()}
 
 
 def render() -> str:

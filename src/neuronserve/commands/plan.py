@@ -31,9 +31,50 @@ def add_arguments(sub: Any) -> None:
         default=None,
         help="target device (env NEURONSERVE_DEVICE; auto = neuron when /dev/neuron* exists)",
     )
+    _workload_arguments(p)
     from neuronserve.commands import recommend  # noqa: PLC0415
 
     recommend.add_arguments(p)
+
+
+def _count(text: str) -> int:
+    """A positive whole number, or argparse's usage error (exit 2)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def _workload_arguments(p: Any) -> None:
+    """The workload the plan's speed estimate assumes (plan/fit/estimate.py Workload: its defaults)."""
+    p.add_argument(
+        "--input-len",
+        type=_count,
+        default=None,
+        help="estimate: prompt tokens per request (default 1024, at most 3/4 of max_model_len)",
+    )
+    p.add_argument(
+        "--output-len",
+        type=_count,
+        default=None,
+        help="estimate: output tokens per request (default 256, at most 1/4 of max_model_len)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_count,
+        default=None,
+        help="estimate: live requests per replica (default max_num_seqs; more than it counts max_num_seqs)",
+    )
+
+
+def workload_of(args: argparse.Namespace) -> Any:
+    """The estimate's Workload from the flags (imported late: `plan --help` stays light)."""
+    from neuronserve.plan.fit.estimate import Workload  # noqa: PLC0415
+
+    return Workload(
+        input_len=getattr(args, "input_len", None),
+        output_len=getattr(args, "output_len", None),
+        concurrency=getattr(args, "concurrency", None),
+    )
 
 
 def plan_document(plan: LaunchPlan) -> dict[str, Any]:
@@ -48,6 +89,7 @@ def plan_document(plan: LaunchPlan) -> dict[str, Any]:
         "cache_key": plan.cache_key,
         "warnings": list(plan.warnings),
         "memory": plan.memory,
+        "estimate": plan.estimate,
         "replicas": [_replica_doc(r) for r in plan.replicas],
         "assets": [a.as_json() for a in plan.assets],
         "request_support": plan.request_support.as_json(),
@@ -94,10 +136,28 @@ def render_text(plan: LaunchPlan) -> str:
         lines += [f"  {k}={shlex.quote(v)}" for k, v in sorted(doc["env"].items())]
     if doc["neuron_override"] is not None:
         lines.append(f"{_override_name(plan)}: " + json.dumps(doc["neuron_override"], sort_keys=True))
+    if plan.estimate:
+        lines += _estimate_lines(plan.estimate)
     if doc["warnings"]:
         lines.append("warnings:")
         lines += [f"  - {w}" for w in doc["warnings"]]
     return "\n".join(lines)
+
+
+def _estimate_lines(est: dict[str, Any]) -> list[str]:
+    """The speed estimate for a person: named an estimate, with its band and its basis."""
+    band = est["band"]
+    per = est["concurrency"]
+    return [
+        f"estimate:    {est['input_len']} tokens in, {est['output_len']} out, {per} live per replica "
+        "(--input-len, --output-len, --concurrency)",
+        f"  TTFT {est['ttft_ms']:g} ms (likely {band['ttft_ms'][0]:g}-{band['ttft_ms'][1]:g})",
+        f"  TPOT {est['tpot_ms']:g} ms (likely {band['tpot_ms'][0]:g}-{band['tpot_ms'][1]:g})",
+        f"  {est['output_tokens_per_s']:g} output tokens/s per replica, "
+        f"{est['instance_output_tokens_per_s']:g} for the instance (likely "
+        f"{band['instance_output_tokens_per_s'][0]:g}-{band['instance_output_tokens_per_s'][1]:g})",
+        f"  basis: {est['basis']}; band = 80 % of measurements",
+    ]
 
 
 def _override_name(plan: LaunchPlan) -> str:
@@ -141,7 +201,9 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
     from neuronserve.launchplan import resolve_plan  # noqa: PLC0415 (keeps `plan --help` light)
 
-    plan = resolve_plan(environ, device=args.device, extra_args=getattr(args, "extra_args", ()))
+    plan = resolve_plan(
+        environ, device=args.device, extra_args=getattr(args, "extra_args", ()), workload=workload_of(args)
+    )
     text = json.dumps(plan_document(plan), indent=2) if args.json else render_text(plan)
     from neuronserve.config.table import VARS  # noqa: PLC0415
 

@@ -1,13 +1,17 @@
-"""`neuronserve plan --recommend`: the configurations of a model that fit an instance, best first.
+"""`neuronserve plan --recommend`: the configurations of a model that `plan` accepts on an instance, best
+first by a goal, each with the plan's speed estimate and the settings to paste.
 
 The shell around plan/fit/recommend.py (pure): read the model's config.json (and safetensors headers when
-a local directory is given) and the instance facts (--instance-type, NEURONSERVE_INSTANCE_TYPE, or the
-host's devices), then print JSON or a table with the SM_VLLM_* lines of the best configuration.
+a local directory is given), the instance (--instance-type, NEURONSERVE_INSTANCE_TYPE, or the host's
+devices) and the price (plan/fit/prices.py, --price-per-hour), then plan every candidate with the very
+build_plan `neuronserve plan` runs: the user's settings, the model's directory, the instance and the
+candidate's SM_VLLM_* on top. Before any candidate, the user's own settings are planned once with the
+fit check off (`_preflight`): what `plan` refuses whatever the TP (the model, the instance, the lane, a
+malformed setting) is refused here with the plan's own error, exit 2.
 
-Ranked by `--rank` (length by default: the user's max_model_len from --max-model-len or the settings
-that set it, as `plan` reads them, else the model's own, first). Exit status: 0 with a recommendation,
-2 when nothing fits (the document or table is printed all the same, with the reason and where it fits),
-as `plan` exits 2 on an HBM refusal.
+Exit status: 0 with a recommendation; 2 when the plan refuses (its error), and when nothing fits or
+nothing meets --max-tpot-ms / --max-ttft-ms (the document or table is printed all the same, with the
+reason).
 """
 
 from __future__ import annotations
@@ -20,14 +24,15 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-import neuronserve.plan.lanes.registry as lanes
 from neuronserve.config.fit import parse_fit
-from neuronserve.config.table import VARS, read_group
+from neuronserve.config.table import VARS
 from neuronserve.counts import positive, whole
 from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
-from neuronserve.plan.fit import instances, memory, recommend
+from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.fit import instances, memory, prices, recommend
 from neuronserve.plan.fit.instances import GIB, InstanceFacts
+from neuronserve.types import LaunchPlan
 
 NOTHING_FITS = 2  # the exit status when no configuration fits (as `plan` exits on an HBM refusal)
 
@@ -36,7 +41,8 @@ def add_arguments(p: Any) -> None:
     p.add_argument(
         "--recommend",
         action="store_true",
-        help="list every TP / DP / max_model_len / max_num_seqs that fits the instance's HBM, best first",
+        help="list the TP / DP / max_model_len / max_num_seqs that plan accepts on the instance, each with "
+        "its speed estimate, best first by --goal",
     )
     p.add_argument("--model-config", default=None, help="--recommend: the model's config.json")
     p.add_argument(
@@ -55,14 +61,41 @@ def add_arguments(p: Any) -> None:
         choices=recommend.RANKS,
         default="length",
         help="--recommend: best first by length (the length wanted: --max-model-len, SM_VLLM_MAX_MODEL_LEN "
-        "and the settings that set it, else the model's max_position_embeddings) or by throughput; exit 2 "
-        "when nothing fits",
+        "and the settings that set it, else the model's max_position_embeddings), then by --goal; or by "
+        "--goal alone (`goal`, old name `throughput`)",
+    )
+    p.add_argument(
+        "--goal",
+        choices=recommend.GOALS,
+        default="throughput",
+        help="--recommend: rank by the estimate's instance output tokens/s (throughput), its TPOT "
+        "(latency) or dollars per million output tokens (cost: on-demand price, docs/FIT.md)",
+    )
+    p.add_argument(
+        "--price-per-hour",
+        type=float,
+        default=None,
+        help="--recommend: the instance's USD per hour for --goal cost (default: the dated on-demand "
+        "table, plan/fit/prices.py; SageMaker ml. types need it)",
+    )
+    p.add_argument(
+        "--region",
+        default=None,
+        help="--recommend: the region of the on-demand price (default AWS_REGION, AWS_DEFAULT_REGION, "
+        f"else {prices.DEFAULT_REGION})",
+    )
+    p.add_argument(
+        "--max-tpot-ms", type=float, default=None, help="--recommend: drop configurations estimated slower"
+    )
+    p.add_argument(
+        "--max-ttft-ms", type=float, default=None, help="--recommend: drop configurations estimated slower"
     )
 
 
-def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, dict[str, Any], int | None]:
-    """The model's config.json: --model-config (a file, or a model directory: its config.json and
-    safetensors headers, as --model-dir), else --model-dir, else SM_VLLM_MODEL's local directory."""
+def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str, ModelFacts]:
+    """(name, directory the plan reads, its facts): --model-config (a config.json, or a model directory:
+    its config.json and safetensors headers, as --model-dir), else --model-dir, else SM_VLLM_MODEL's
+    local directory. A lone config.json stands for its directory (the plan is given its facts)."""
     if args.model_config and not os.path.isdir(args.model_config):
         try:
             with open(args.model_config, encoding="utf-8") as f:
@@ -78,7 +111,8 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
             raise ConfigError(
                 f"--model-config {args.model_config}: a config.json is a JSON object", ("--model-config",)
             )
-        return args.model_config, doc, None
+        where = os.path.dirname(args.model_config) or "."  # as the user wrote it: the plan's errors name it
+        return args.model_config, where, ModelFacts(kind="dir", config=doc)
     path = args.model_config or args.model_dir or VARS["SM_VLLM_MODEL"].read(environ) or ""
     origin = "--model-config" if args.model_config else "--model-dir" if args.model_dir else "SM_VLLM_MODEL"
     if not path:
@@ -93,17 +127,19 @@ def _model(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, d
             "(--model-config)",
             (origin, "--model-config"),
         )
-    return path, facts.config, facts.checkpoint_params
+    return path, path, facts
 
 
-def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceFacts:
+def _instance(
+    args: argparse.Namespace, environ: Mapping[str, str], host: HostFacts | None = None
+) -> InstanceFacts:
+    """--instance-type, else NEURONSERVE_INSTANCE_TYPE, else the host's devices. The flag is named as the
+    variable it sets (as `plan --instance-type` does), so the errors are the plan's."""
     lnc = whole(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "")
-    if args.instance_type:
-        return instances.instance_facts(args.instance_type, lnc, "--instance-type")
-    name = VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
+    name = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
     if name:
         return instances.instance_facts(name, lnc, "NEURONSERVE_INSTANCE_TYPE")
-    host = hostfacts.gather(environ)
+    host = host or hostfacts.gather(environ)
     detected = instances.facts_for_host(host.neuron_devices, host.physical_cores, lnc)
     if detected is None:
         raise ConfigError(
@@ -112,15 +148,6 @@ def _instance(args: argparse.Namespace, environ: Mapping[str, str]) -> InstanceF
             ("--instance-type", "NEURONSERVE_INSTANCE_TYPE"),
         )
     return detected
-
-
-def _check_lane(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
-    """No recommendation for an instance the lane cannot run (the plan would refuse every one of them):
-    the lane and the refusal are plan/lanes/registry.py's, as `plan` makes them."""
-    stack = read_group(environ, "settings", ("stack",))["stack"]
-    host = hostfacts.gather(environ)
-    declared = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ)
-    lanes.check_instance(lanes.choose_lane(stack, host), declared, host)
 
 
 def _dtype(environ: Mapping[str, str]) -> str:
@@ -133,68 +160,168 @@ def _dtype(environ: Mapping[str, str]) -> str:
     return value.strip() if isinstance(value, str) else str(value).lower()
 
 
+class _Planner:
+    """Plans the user's settings with a candidate's on top, as `neuronserve plan` would on the instance:
+    the model's directory, NEURONSERVE_DEVICE=neuron, the instance, and the HBM fit check on (refuse)."""
+
+    def __init__(
+        self, args: argparse.Namespace, environ: Mapping[str, str], model_dir: str, model: ModelFacts
+    ):
+        from neuronserve.plan.fit.estimate import Workload  # noqa: PLC0415 (the estimate only when asked)
+
+        self.base = {**environ, "SM_VLLM_MODEL": model_dir, "NEURONSERVE_DEVICE": "neuron"}
+        self.extra = tuple(getattr(args, "extra_args", ()))
+        # plan's --input-len/--output-len/--concurrency, read as commands/plan.py workload_of reads them
+        self.workload = Workload(args.input_len, args.output_len, args.concurrency)
+        host = hostfacts.gather(environ)
+        self.facts = dataclasses.replace(host, paths={**host.paths, model_dir: model})
+
+    def __call__(self, env: Mapping[str, str], fit: str = "refuse") -> LaunchPlan:
+        from neuronserve.launchplan import read_settings  # noqa: PLC0415 (the settings only when asked)
+        from neuronserve.plan.build import build_plan  # noqa: PLC0415
+
+        merged = {**self.base, "NEURONSERVE_FIT_CHECK": fit, **env}
+        settings = read_settings(merged, device="neuron", extra_args=self.extra)
+        return build_plan(settings, self.facts, workload=self.workload)
+
+
+def _preflight(plan_of: _Planner) -> None:
+    """Plan the user's settings once, whatever the TP (1, one replica) and without the fit check: what
+    the plan refuses then (the model, the instance, the lane, a malformed setting) it refuses for every
+    candidate, and `--recommend` refuses with the plan's own error."""
+    plan_of({"SM_VLLM_TENSOR_PARALLEL_SIZE": "1", "SM_VLLM_DATA_PARALLEL_SIZE": "1"}, fit="off")
+
+
+def _goal(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[recommend.Goal, prices.Price | None]:
+    """The goal, its filters and the instance's price (--price-per-hour, else the table's; a cost goal
+    without a price is refused, naming the flag)."""
+    for flag in ("price_per_hour", "max_tpot_ms", "max_ttft_ms"):
+        value = getattr(args, flag)
+        if value is not None and not value > 0:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be a positive number", (f"--{flag}",))
+    name = args.instance_type or VARS["NEURONSERVE_INSTANCE_TYPE"].read(environ) or ""
+    region = (
+        args.region
+        or VARS["AWS_REGION"].read(environ)
+        or VARS["AWS_DEFAULT_REGION"].read(environ)
+        or prices.DEFAULT_REGION
+    )
+    price: prices.Price | None
+    if args.price_per_hour is not None:
+        price = prices.Price(args.price_per_hour, name, None, "--price-per-hour")
+    else:
+        price = prices.on_demand(name, region) if name else None
+    if args.goal == "cost" and price is None:
+        market = (
+            "SageMaker `ml.` rates are not tabulated"
+            if name.lower().startswith("ml.")
+            else (f"no on-demand price for {name or 'a detected instance'} in {region}")
+        )
+        raise ConfigError(
+            f"--goal cost needs the instance's hourly price: {market} (plan/fit/prices.py, "
+            f"{prices.DATE}); pass --price-per-hour USD",
+            ("--price-per-hour", "--goal"),
+        )
+    goal = recommend.Goal(
+        args.goal, args.max_tpot_ms, args.max_ttft_ms, None if price is None else price.usd_per_hour
+    )
+    return goal, price
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.1f}"
+
+
 def render_text(doc: dict[str, Any]) -> str:
-    inst, model = doc["instance"], doc["model"]
+    inst, model, rank = doc["instance"], doc["model"], doc["ranking"]
     lines = [
         f"instance: {inst['name']}: {inst['neuron_cores']} NeuronCores of "
         f"{inst['hbm_bytes_per_core'] / GIB:g} GiB, {inst['hbm_bytes_per_s_per_core'] / 1e9:g} GB/s each",
         f"model:    {model['name']} ({model['parameters'] / 1e9:.2f} B parameters, {model['dtype']})",
     ]
+    price = doc.get("price")
+    if price:
+        table = f"on demand in {price['region']}: plan/fit/prices.py of {prices.DATE}"
+        where = "--price-per-hour" if price["source"] == "--price-per-hour" else table
+        lines.append(f"price:    ${price['usd_per_hour']:g}/h ({where})")
+    goal = {
+        "throughput": "instance output tokens/s",
+        "latency": "TPOT",
+        "cost": "$ per million output tokens",
+    }
+    order = f"by {rank['goal']} ({goal[rank['goal']]})"
+    lines.append(
+        f"ranked:   by length, max_model_len {rank['max_model_len']} ({rank['max_model_len_from']}) first, "
+        f"then {order}"
+        if rank["by"] == "length"
+        else f"ranked:   {order}"
+    )
+    lines += [f"note:     {doc['note']}"] if "note" in doc else []
+    lines += [f"dropped:  {d['count']} x {d['reason']}" for d in doc["dropped"]]
     configs = doc["configurations"]
     if not configs:
         return "\n".join([*lines, "", doc["why_none"]])
-    rank = doc["ranking"]
-    lines.append(
-        f"ranked:   by length, max_model_len {rank['max_model_len']} ({rank['max_model_len_from']}) first"
-        if rank["by"] == "length"
-        else "ranked:   by projected throughput"
-    )
-    lines += [f"note:     {doc['note']}"] if "note" in doc else []
-    lines += ["", "  TP  DP  max_model_len  max_num_seqs  HBM/core  tokens/s (roofline)  ms/token"]
+    est = configs[0]["estimate"]
+    lines += [
+        f"estimate: {est['input_len']} tokens in, {est['output_len']} out per request, max_num_seqs live "
+        "per replica (--input-len, --output-len, --concurrency)",
+        f"basis:    {est['basis']}",
+    ]
+    cost = doc.get("price") is not None
+    head = "  TP  DP  max_model_len  max_num_seqs  HBM/core  TTFT ms  TPOT ms  tokens/s (instance)"
+    lines += ["", head + ("  $/M tokens" if cost else "")]
     for c in configs:
-        m = c["memory"]
-        lines.append(
+        e = c["estimate"]
+        row = (
             f"{c['tensor_parallel_size']:>4}{c['data_parallel_size']:>4}{c['max_model_len']:>15}"
-            f"{c['max_num_seqs']:>14}{100 * m['utilization']:>9.0f}%"
-            f"{c['projected_output_tokens_per_s']:>21.0f}"
-            f"{c['projected_ms_per_output_token']:>10.2f}"
+            f"{c['max_num_seqs']:>14}{100 * c['memory']['utilization']:>9.0f}%"
+            f"{_seconds(e['ttft_ms']):>9}{_seconds(e['tpot_ms']):>9}{e['instance_output_tokens_per_s']:>21,.0f}"
         )
+        cost_of = c["usd_per_million_output_tokens"]
+        lines.append(row + (f"{cost_of:>12.3f}" if cost and cost_of is not None else ""))
     lines += ["", "best configuration:"]
     lines += [f"{k}={shlex.quote(v)}" for k, v in configs[0]["env"].items()]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    name, config, params = _model(args, environ)
-    try:
-        shape = memory.model_shape(config)
-    except memory.ShapeError as err:
-        raise ConfigError(f"{name}: {err}", ("--model-config",)) from None
-    instance = _instance(args, environ)
-    _check_lane(args, environ)
-    options = parse_fit(environ)
-    if options.hbm_gib_per_core:
-        instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))
-    dtype = _dtype(environ)
-    size = memory.DTYPE_BYTES.get(dtype.lower(), 2)
-    model = memory.Model(shape, memory.Precision(size, size), params)
-    overhead = (
-        memory.DEFAULT_OVERHEAD_BYTES if options.overhead_gib is None else int(options.overhead_gib * GIB)
-    )
+    if args.instance_type:  # read like the variable, as `plan --instance-type` does
+        environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
     for flag in ("max_model_len", "max_num_seqs"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be a positive integer", (f"--{flag}",))
-    doc = recommend.document(
-        os.path.basename(os.path.dirname(os.path.abspath(name))) if name.endswith(".json") else name,
-        model,
-        instance,
-        overhead,
-        dtype,
+    name, model_dir, facts = _model(args, environ)
+    try:
+        shape = memory.model_shape(facts.config or {})
+    except memory.ShapeError as err:
+        raise ConfigError(f"{name}: {err}", ("--model-config",)) from None
+    plan_of = _Planner(args, environ, model_dir, facts)
+    _preflight(plan_of)
+    instance = _instance(args, environ, plan_of.facts)
+    options = parse_fit(environ)
+    if options.hbm_gib_per_core:
+        instance = dataclasses.replace(instance, hbm_bytes_per_core=int(options.hbm_gib_per_core * GIB))
+    goal, price = _goal(args, environ)
+    dtype = _dtype(environ)
+    size = memory.DTYPE_BYTES.get(dtype.lower(), 2)
+    overhead = (
+        memory.DEFAULT_OVERHEAD_BYTES if options.overhead_gib is None else int(options.overhead_gib * GIB)
+    )
+    request = recommend.Request(
+        name=os.path.basename(os.path.dirname(os.path.abspath(name))) if name.endswith(".json") else name,
+        model=memory.Model(shape, memory.Precision(size, size), facts.checkpoint_params),
+        instance=instance,
+        overhead=overhead,
+        dtype=dtype,
+        lnc=(VARS["NEURON_LOGICAL_NC_CONFIG"].read(environ) or "").strip() or None,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         rank=args.rank,
         wanted=_wanted(args, environ),
+        goal=goal,
     )
+    doc = recommend.document(request, plan_of)
+    doc["price"] = None if price is None else price.as_json()
     print(json.dumps(doc, indent=2) if args.json else render_text(doc))
     return 0 if doc["configurations"] else NOTHING_FITS
 

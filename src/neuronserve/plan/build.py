@@ -21,6 +21,8 @@ from neuronserve.plan.assets.locate import Staged
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import cores
 from neuronserve.plan.fit.check import check_fit
+from neuronserve.plan.fit.estimate import Workload
+from neuronserve.plan.fit.estimate_plan import plan_estimate
 from neuronserve.plan.flagcheck import OptionTable
 from neuronserve.plan.lanes.lane import CONSUMED, Lane
 from neuronserve.plan.lanes.registry import check_instance, choose_lane
@@ -45,11 +47,13 @@ class DevicePlan:
     artifacts: ArtifactSpec = field(default_factory=ArtifactSpec)
     memory: dict[str, Any] | None = None
     instance: dict[str, Any] | None = None
+    speed: dict[str, Any] | None = None  # the speed estimate (plan/fit/estimate.py as_json)
     stack: dict[str, Any] = field(default_factory=dict)  # beside the lane's pins (NeuronEngine.stack)
 
 
-def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
-    """The whole launch decision, computed from its two inputs only."""
+def build_plan(settings: Settings, facts: HostFacts, *, workload: Workload | None = None) -> LaunchPlan:
+    """The whole launch decision, computed from its two inputs only (and the workload the speed estimate
+    assumes: `plan --input-len/--output-len/--concurrency`, estimate.Workload's defaults when None)."""
     res = Resolution.of(settings)
     lane = choose_lane(settings.stack, facts)
     check_instance(lane, settings.fit.instance_type, facts)  # before any download
@@ -62,7 +66,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
     staged, adapters = kinds.plan_assets(settings, facts, spec, device, res)
     argv = command.model_argv(settings, facts, spec)
     if device == "neuron":
-        half = _neuron(settings, facts, spec, lane, staged=staged, res=res, table=table)
+        half = _neuron(settings, facts, spec, lane, staged=staged, res=res, table=table, workload=workload)
     else:
         half = _cpu(settings, facts, staged=staged, res=res, table=table)
     argv += half.flags
@@ -97,6 +101,7 @@ def build_plan(settings: Settings, facts: HostFacts) -> LaunchPlan:
         integration=half.integration,
         memory=half.memory,
         instance=half.instance,
+        estimate=half.speed,
         replicas=specs,
         assets=tuple(staged.assets),
         files=staged.files,
@@ -121,6 +126,7 @@ def _neuron(
     staged: Staged,
     res: Resolution,
     table: OptionTable | None,
+    workload: Workload | None = None,
 ) -> DevicePlan:
     """The Neuron half: the lane renders the engine, then the fit check, the user's other flags, the
     cache key of what it compiles and where those artifacts live, and the replicas' cores."""
@@ -130,7 +136,7 @@ def _neuron(
     model_facts: ModelFacts | None = facts.paths.get(spec.uri) if spec.local_path == spec.uri else None
     engine = lane.engine(settings, facts, spec.uri, model_facts, res, lane=lane)
     cores.check_cores(settings, declared, int(engine.graph["tp"]))  # a count, before the HBM estimate
-    instance, estimate = check_fit(settings, facts, engine.graph, model_facts, res)
+    instance, estimate, place = check_fit(settings, facts, engine.graph, model_facts, res)
     flags = engine.flags + staged.flags
     flags += command.user_flags(settings, CONSUMED | staged.skip, "neuron", res, table)
     identity = kinds.identity(staged.assets, facts)
@@ -149,9 +155,15 @@ def _neuron(
             "load: set SM_NEURON_SAVE_SHARDED_CHECKPOINT=true to make them self-contained "
             "(larger upload, faster start)"
         )
+    slices = replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res)
+    speed = None
+    if place is not None:
+        speed = plan_estimate(
+            place.models, place.instance, engine.graph, dp=len(slices), res=res, workload=workload
+        )
     return DevicePlan(
         flags=flags,
-        slices=replicas.neuron_slices(settings, facts, int(engine.graph["tp"]), res),
+        slices=slices,
         rendered=engine.flags + staged.flags,
         integration=engine.integration,
         support=engine.support,
@@ -161,6 +173,7 @@ def _neuron(
         artifacts=artifacts,
         memory=estimate.as_json() if estimate else None,
         instance=instance.as_json() if instance else None,
+        speed=speed.as_json() if speed else None,
         stack=engine.stack,
     )
 

@@ -28,6 +28,7 @@ KEYS = {
     "cache_key",
     "warnings",
     "memory",
+    "estimate",
     "replicas",
     "assets",
     "request_support",

@@ -1,6 +1,7 @@
 """`neuronserve plan --recommend` (commands/recommend.py) in process through the CLI: the model and
 instance it reads (flags, then their variables), the weights' dtype from SM_VLLM_DTYPE, and the text
-form's SM_VLLM_* lines. The recommendation itself (plan/fit/recommend.py) is tested beside its module."""
+form's SM_VLLM_* lines, and the goal's price and filters refused when malformed. The recommendation
+itself (plan/fit/recommend.py) is tested beside its module."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def test_the_instance_comes_from_the_flag_then_the_variable(capsys: pytest.Captu
         capsys, "--instance-type", "ml.inf2.xlarge", NEURONSERVE_INSTANCE_TYPE="ml.inf2.48xlarge"
     )
     by_var = recommend(capsys, NEURONSERVE_INSTANCE_TYPE=" ml.inf2.xlarge ")
-    assert by_flag["instance"].pop("source") == "--instance-type"
-    assert by_var["instance"].pop("source") == "NEURONSERVE_INSTANCE_TYPE"
+    # the flag sets the variable, as `plan --instance-type` does: the plan's errors name the variable
+    assert by_flag["instance"]["source"] == by_var["instance"]["source"] == "NEURONSERVE_INSTANCE_TYPE"
     assert by_flag == by_var
     assert by_flag["instance"]["name"] == "inf2.xlarge"
 
@@ -43,7 +44,9 @@ def test_no_instance_and_no_device_is_refused_naming_both(capsys: pytest.Capture
     assert "--instance-type" in err and "NEURONSERVE_INSTANCE_TYPE" in err
 
 
-@pytest.mark.parametrize(("dtype", "want"), [(None, "bfloat16"), (" float32 ", "float32"), ("fp8", "fp8")])
+@pytest.mark.parametrize(
+    ("dtype", "want"), [(None, "bfloat16"), ("float32", "float32"), ("float16", "float16")]
+)
 def test_the_dtype_is_sm_vllm_dtype_else_bfloat16(
     dtype: str | None, want: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -51,6 +54,23 @@ def test_the_dtype_is_sm_vllm_dtype_else_bfloat16(
     doc = recommend(capsys, "--instance-type", "ml.inf2.xlarge", **env)
     assert doc["model"]["dtype"] == want
     assert {c["env"]["SM_VLLM_DTYPE"] for c in doc["configurations"]} == {want}
+
+
+@pytest.mark.parametrize("dtype", ["fp8", " float32 "])
+def test_a_dtype_plan_refuses_is_refused_with_the_plans_error(
+    dtype: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--model-config", CONFIG, "--instance-type", "ml.inf2.xlarge"]
+    assert main(["plan", "--recommend", *argv], {**ENV, "SM_VLLM_DTYPE": dtype}) == 2
+    refused = capsys.readouterr().err
+    plan_env = {
+        **ENV,
+        "SM_VLLM_DTYPE": dtype,
+        "SM_VLLM_MODEL": str(Path(CONFIG).parent),
+        "NEURONSERVE_DEVICE": "neuron",
+    }
+    assert main(["plan", "--instance-type", "ml.inf2.xlarge"], plan_env) == 2
+    assert capsys.readouterr().err == refused and "is not a vLLM dtype" in refused
 
 
 def test_wider_weights_take_more_memory(capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,3 +113,31 @@ def test_text_form_ends_with_the_best_configurations_lines(capsys: pytest.Captur
     assert lines[0].startswith("instance: inf2.xlarge: 2 NeuronCores")
     tail = lines[lines.index("best configuration:") + 1 :]
     assert dict(shlex.split(line)[0].split("=", 1) for line in tail) == doc["configurations"][0]["env"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--price-per-hour", "0"], "--price-per-hour"),
+        (["--max-tpot-ms", "-1"], "--max-tpot-ms"),
+        (["--max-ttft-ms", "nan"], "--max-ttft-ms"),
+    ],
+)
+def test_a_price_or_target_that_is_not_positive_is_refused(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["plan", "--recommend", "--model-config", CONFIG, "--instance-type", "inf2.xlarge"]
+    assert main([*base, *argv], ENV) == 2
+    assert f"{flag} must be a positive number" in capsys.readouterr().err
+
+
+def test_the_region_comes_from_the_flag_then_the_aws_variables(capsys: pytest.CaptureFixture[str]) -> None:
+    def region(*argv: str, **env: str) -> Any:
+        return recommend(capsys, "--instance-type", "inf2.xlarge", "--max-model-len", "1024", *argv, **env)[
+            "price"
+        ]["region"]
+
+    assert region() == "us-east-1"
+    assert region(AWS_DEFAULT_REGION="eu-west-1") == "eu-west-1"
+    assert region(AWS_REGION="us-west-2", AWS_DEFAULT_REGION="eu-west-1") == "us-west-2"
+    assert region("--region", "eu-central-1", AWS_REGION="us-west-2") == "eu-central-1"

@@ -161,6 +161,7 @@ def test_cli_json_shape_and_secrets() -> None:
         "cache_key",
         "warnings",
         "memory",
+        "estimate",
         "replicas",
         "assets",
         "request_support",

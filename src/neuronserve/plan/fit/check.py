@@ -143,23 +143,24 @@ def suggestions(
 
 def check_fit(
     settings: Settings, facts: HostFacts, graph: dict[str, Any], model: ModelFacts | None, res: Resolution
-) -> tuple[InstanceFacts | None, memory.MemoryEstimate | None]:
-    """Estimate the plan's HBM per core; refuse (exit 2) over 100 %, warn over 90 %, skip with a reason."""
+) -> tuple[InstanceFacts | None, memory.MemoryEstimate | None, Placement | None]:
+    """Estimate the plan's HBM per core; refuse (exit 2) over 100 %, warn over 90 %, skip with a reason.
+    The placement (models and instance) is returned for the speed estimate (plan/fit/estimate_plan.py)."""
     if settings.fit.mode == "off":
-        return None, None
+        return None, None, None
     instance = instance_for(settings, facts)
     if instance is None:
         res.warn(
             "HBM fit not checked: no instance facts (no Neuron devices detected): set "
             "NEURONSERVE_INSTANCE_TYPE (e.g. ml.inf2.xlarge) to check it before compiling"
         )
-        return None, None
+        return None, None, None
     if model is None or not model.config:
         res.warn(
             "HBM fit not checked: the model has no local config.json yet (hub or s3:// model); "
             "run `neuronserve plan --recommend --model-config config.json` to check it beforehand"
         )
-        return instance, None
+        return instance, None, None
     try:
         models = [
             memory.Model(
@@ -170,7 +171,7 @@ def check_fit(
         ]
     except memory.ShapeError as err:
         res.warn(f"HBM fit not checked: {err}")
-        return instance, None
+        return instance, None, None
     name = res.speculation.draft
     draft = facts.paths.get(name) if name else None
     if name and draft and draft.config:
@@ -210,4 +211,4 @@ def check_fit(
             f"HBM estimate on {where}: {est.describe()}: above {memory.WARN_UTILIZATION:.0%}, "
             f"the load may run out of device memory; {OVERRIDES}"
         )
-    return instance, est
+    return instance, est, place

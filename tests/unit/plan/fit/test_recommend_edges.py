@@ -1,29 +1,52 @@
-"""The edge cases of `plan --recommend` (plan/fit/recommend.py) mutation testing found unchecked
-(docs/TESTING.md): the `plan --recommend --json` document in full (keys, rounding, env), the candidate
-lengths at their boundaries, a pinned --max-model-len / --max-num-seqs, the MoE roofline (experts a batch
-can touch, scaled by the checkpoint's own parameter count), and why_none's exact text. In process: the CLI
-tests of test_recommend.py run a subprocess, which mutation testing cannot see into.
+"""The edge cases of `plan --recommend` (plan/fit/recommend.py), in process (mutation testing cannot see
+into the CLI subprocesses of test_recommend.py): the document in full for one configuration, the candidate
+lengths at their boundaries, a pinned --max-num-seqs, the headroom (a batch plan warns about is not
+recommended), which refusal of the plan is raised, the goals' keys and ties, the filters, the printed env,
+the price table, and why_none's exact text. The planner is build_plan itself, on hand-made host facts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from tests.unit.plan.fit.test_recommend import DATA, cli, shape
 
+from neuronserve.config.settings import parse_settings
+from neuronserve.errors import ConfigError
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import instances, memory, recommend
 from neuronserve.plan.fit.instances import GIB
+from neuronserve.types import LaunchPlan
 
 BF16 = memory.Precision(2, 2)
 OVERHEAD = memory.DEFAULT_OVERHEAD_BYTES  # 1.5 GiB per core
 TAIL = "(Overhead assumed 1.5 GiB per core: NEURONSERVE_HBM_OVERHEAD_GIB, docs/FIT.md)"
 
 
-def why(name: str, instance: str, **pins: int) -> str:
-    """why_none as `plan --recommend --json` gives it (the document, bf16, default overhead)."""
-    doc = recommend.document(
+def planner(name: str, instance: str, **env: str) -> recommend.Planner:
+    """build_plan of the candidate's settings on `instance`, the model's config.json as the host's /m."""
+    config = json.loads((DATA / name / "config.json").read_text())
+    host = HostFacts(python="py", paths={"/m": ModelFacts("dir", config, "d" * 64)})
+    base = {
+        "SM_VLLM_MODEL": "/m",
+        "NEURONSERVE_DEVICE": "neuron",
+        "NEURONSERVE_INSTANCE_TYPE": instance,
+        **env,
+    }
+
+    def plan_of(candidate: Mapping[str, str]) -> LaunchPlan:
+        return build_plan(parse_settings({**base, **candidate}), host)
+
+    return plan_of
+
+
+def document(name: str, instance: str, **pins: Any) -> dict[str, Any]:
+    request = recommend.Request(
         name,
         memory.Model(shape(name), BF16),
         instances.instance_facts(instance),
@@ -31,6 +54,12 @@ def why(name: str, instance: str, **pins: int) -> str:
         "bfloat16",
         **pins,
     )
+    return recommend.document(request, planner(name, instance))
+
+
+def why(name: str, instance: str, **pins: int) -> str:
+    """why_none as `plan --recommend --json` gives it (the document, bf16, default overhead)."""
+    doc = document(name, instance, **pins)
     assert doc["configurations"] == []
     text = doc["why_none"]
     assert isinstance(text, str)
@@ -57,75 +86,146 @@ def test_candidate_lengths_at_their_boundaries(
     s = dataclasses.replace(shape("Llama-3.1-8B"), max_position_embeddings=max_position_embeddings)
     assert recommend.lengths(s, None) == expected
     assert recommend.lengths(s, 3000) == [3000]
+    assert recommend.lengths(s, None, 3000) == sorted({*expected, 3000})
 
 
 def test_the_json_document_in_full_for_llama_8b_on_inf2_xlarge_at_4096() -> None:
-    """Every key and value of `plan --recommend --json --max-model-len 4096` for Llama-3.1-8B on
-    inf2.xlarge (the first half derives the numbers by hand): TP 1 cannot hold the weights, TP 2
-    holds 16 sequences; 532.23 tokens/s rounds to one decimal, 30.0621824 ms to three; the env lines are
-    the ones a user pastes (prefix caching off, as the estimate assumes)."""
-    instance = instances.instance_facts("ml.inf2.xlarge")
+    """Llama-3.1-8B on inf2.xlarge at 4096 tokens: TP 1 cannot hold the weights; TP 2 holds 16 sequences
+    at 81 % (32 would be 106 %: refused). The memory and the estimate are the plan's for that env, which
+    is the one a user pastes (prefix caching off, as the estimate assumes)."""
+    doc = document("Llama-3.1-8B", "ml.inf2.xlarge", max_model_len=4096)
+    env = {
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+        "SM_VLLM_DATA_PARALLEL_SIZE": "1",
+        "SM_VLLM_MAX_MODEL_LEN": "4096",
+        "SM_VLLM_MAX_NUM_SEQS": "16",
+        "SM_VLLM_DTYPE": "bfloat16",
+        "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
+    }
+    plan = planner("Llama-3.1-8B", "ml.inf2.xlarge")(env)
     s = shape("Llama-3.1-8B")
-    doc = recommend.document(
-        "Llama-3.1-8B", memory.Model(s, BF16), instance, OVERHEAD, "bfloat16", max_model_len=4096
-    )
     assert doc == {
-        "instance": instance.as_json(),
+        "instance": instances.instance_facts("ml.inf2.xlarge").as_json(),
         "model": {"name": "Llama-3.1-8B", **s.as_json(), "parameters": 8_030_261_248, "dtype": "bfloat16"},
-        "ranking": {"by": "length", "max_model_len": 4096, "max_model_len_from": "--max-model-len"},
+        "ranking": {
+            "by": "length",
+            "goal": "throughput",
+            "max_model_len": 4096,
+            "max_model_len_from": "--max-model-len",
+        },
         "configurations": [
             {
                 "tensor_parallel_size": 2,
                 "data_parallel_size": 1,
                 "max_model_len": 4096,
                 "max_num_seqs": 16,
-                "memory": {
-                    "weights_bytes_per_core": 8_030_527_488,
-                    "kv_bytes_per_core": 16 * 268_435_456,
-                    "overhead_bytes_per_core": OVERHEAD,
-                    "hbm_bytes_per_core": 16 * GIB,
-                    "utilization": 0.8112,
-                    "fits": True,
-                },
-                "projected_output_tokens_per_s": 532.2,
-                "projected_ms_per_output_token": 30.062,
-                "env": {
-                    "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-                    "SM_VLLM_DATA_PARALLEL_SIZE": "1",
-                    "SM_VLLM_MAX_MODEL_LEN": "4096",
-                    "SM_VLLM_MAX_NUM_SEQS": "16",
-                    "SM_VLLM_DTYPE": "bfloat16",
-                    "SM_VLLM_ENABLE_PREFIX_CACHING": "false",
-                },
+                "memory": plan.memory,
+                "estimate": plan.estimate,
+                "usd_per_million_output_tokens": None,
+                "env": env,
             }
         ],
+        "dropped": [{"count": 1, "reason": recommend.HEADROOM}],  # TP 1
     }
+    assert plan.memory is not None and plan.memory["kv_bytes_per_core"] == 16 * 268_435_456
+    assert plan.memory["utilization"] == 0.8112
 
 
 def test_the_document_reports_the_checkpoint_parameter_count_when_known() -> None:
     """With safetensors headers (--model-dir) the document's `parameters` is the checkpoint's own count,
     not the one the config implies."""
     model = memory.Model(shape("Llama-3.2-1B"), BF16, 1_234_567_890)
-    doc = recommend.document("m", model, instances.instance_facts("inf2.xlarge"), OVERHEAD, "bfloat16")
+    request = recommend.Request("m", model, instances.instance_facts("inf2.xlarge"), OVERHEAD, "bfloat16")
+    doc = recommend.document(request, planner("Llama-3.2-1B", "inf2.xlarge"))
     assert doc["model"]["parameters"] == 1_234_567_890
 
 
 def test_a_pinned_max_num_seqs_is_the_only_batch_tried() -> None:
     """--max-num-seqs 3 (not a power of two): the one configuration uses exactly 3 sequences, at the pinned
     length, and its env says so."""
-    doc = recommend.document(
-        "Llama-3.1-8B",
-        memory.Model(shape("Llama-3.1-8B"), BF16),
-        instances.instance_facts("inf2.xlarge"),
-        OVERHEAD,
-        "bfloat16",
-        max_model_len=4096,
-        max_num_seqs=3,
-    )
+    doc = document("Llama-3.1-8B", "inf2.xlarge", max_model_len=4096, max_num_seqs=3)
     [config] = doc["configurations"]
     assert (config["tensor_parallel_size"], config["max_model_len"], config["max_num_seqs"]) == (2, 4096, 3)
     assert config["env"]["SM_VLLM_MAX_NUM_SEQS"] == "3"
     assert config["memory"]["kv_bytes_per_core"] == 3 * 268_435_456
+
+
+def test_a_batch_plan_warns_about_is_not_recommended() -> None:
+    """Llama-3.3-70B on trn1.32xlarge at 131072 tokens: TP 16 holds one sequence at 93 % (plan warns), so
+    that (TP, length) is dropped for the headroom; TP 32 keeps its largest batch below 90 %."""
+    doc = document("Llama-3.3-70B-Instruct", "trn1.32xlarge", max_model_len=131072)
+    assert [(c["tensor_parallel_size"], c["max_num_seqs"]) for c in doc["configurations"]] == [(32, 1)]
+    assert doc["configurations"][0]["memory"]["utilization"] <= memory.WARN_UTILIZATION
+    two = planner("Llama-3.3-70B-Instruct", "trn1.32xlarge")(
+        recommend.candidate_env(32, 1, 131072, 2, dtype="bfloat16", lnc=None)
+    )
+    assert two.memory is not None and two.memory["utilization"] > memory.WARN_UTILIZATION
+    assert {"count": 5, "reason": recommend.HEADROOM} in doc["dropped"]  # TP 1, 2, 4, 8 and 16
+
+
+def test_the_plans_most_frequent_refusal_is_the_one_raised() -> None:
+    dropped = recommend.Dropped()
+    rare, common = ConfigError("rare", ("A",)), ConfigError("common", ("B",))
+    dropped.add(recommend.HEADROOM)
+    dropped.add(recommend.HEADROOM)
+    dropped.add(recommend.HEADROOM)
+    dropped.add("rare", rare)
+    dropped.add("common", common)
+    dropped.add("common", ConfigError("common", ("C",)))
+    assert recommend.refusal(dropped) is common  # the first error of the most frequent message
+    assert recommend.refusal(recommend.Dropped()) is None
+    only_hbm = recommend.Dropped()
+    only_hbm.add(recommend.HEADROOM)
+    assert recommend.refusal(only_hbm) is None
+    assert dropped.as_json()[0] == {"count": 3, "reason": recommend.HEADROOM}
+
+
+def test_an_hbm_refusal_is_headroom_not_the_plans_error() -> None:
+    """A candidate the fit check refuses (its error names NEURONSERVE_FIT_CHECK) counts as the headroom;
+    the document then says nothing fits rather than raising the HBM error of one candidate."""
+    doc = document("Llama-3.3-70B-Instruct", "inf2.xlarge")
+    assert doc["configurations"] == [] and "nothing fits inf2.xlarge" in doc["why_none"]
+    assert [d["reason"] for d in doc["dropped"]] == [recommend.HEADROOM]
+
+
+def config(
+    tokens: float, tpot: float, tp: int = 1, ttft: float = 100.0, usd: float | None = None
+) -> recommend.Configuration:
+    est = {"instance_output_tokens_per_s": tokens, "tpot_ms": tpot, "ttft_ms": ttft}
+    return recommend.Configuration(tp, 1, 4096, 8, {}, {}, est, usd)
+
+
+def test_goal_keys_and_their_ties() -> None:
+    a, b, c = config(100, 20, tp=2), config(200, 30), config(100, 20, tp=1)
+    assert recommend.ranked([a, b, c], "goal", 4096, "throughput") == [b, c, a]
+    assert recommend.ranked([a, b, c], "goal", 4096, "latency") == [c, a, b]
+    priced = [dataclasses.replace(x, usd_per_hour=10.0) for x in (a, b, c)]
+    assert recommend.ranked(priced, "goal", 4096, "cost") == [priced[1], priced[2], priced[0]]
+    assert recommend.ranked([a, priced[1]], "goal", 4096, "cost") == [priced[1], a]  # unpriced last
+    assert priced[1].usd_per_million_output_tokens == pytest.approx(10 / (200 * 3600) * 1e6)
+    assert config(0, 1, usd=1.0).usd_per_million_output_tokens is None
+
+
+def test_filters_drop_what_misses_each_target() -> None:
+    fast, slow_tpot, slow_ttft = config(1, 10, ttft=50), config(1, 40, ttft=50), config(1, 10, ttft=900)
+    dropped = recommend.Dropped()
+    goal = recommend.Goal("throughput", max_tpot_ms=20, max_ttft_ms=500)
+    assert recommend.filtered([fast, slow_tpot, slow_ttft], goal, dropped) == [fast]
+    assert dropped.as_json() == [
+        {"count": 1, "reason": "estimated tpot_ms above --max-tpot-ms 20"},
+        {"count": 1, "reason": "estimated ttft_ms above --max-ttft-ms 500"},
+    ]
+    at_limit = config(1, 20, ttft=500)
+    assert recommend.filtered([at_limit], goal, recommend.Dropped()) == [at_limit]
+
+
+def test_the_printed_env_names_the_logical_core_setting_only_when_given() -> None:
+    assert "NEURON_LOGICAL_NC_CONFIG" not in recommend.candidate_env(
+        2, 1, 4096, 8, dtype="bfloat16", lnc=None
+    )
+    assert (
+        recommend.candidate_env(2, 1, 4096, 8, dtype="bfloat16", lnc="1")["NEURON_LOGICAL_NC_CONFIG"] == "1"
+    )
 
 
 def test_why_none_when_the_model_is_too_big_for_the_instance() -> None:
@@ -174,46 +274,6 @@ def test_why_none_for_a_model_no_instance_holds() -> None:
         "It fits on: no Neuron instance in the table. "
         "(Overhead assumed 2 GiB per core: NEURONSERVE_HBM_OVERHEAD_GIB, docs/FIT.md)"
     )
-
-
-# Mixtral-8x7B at TP 16: each core holds 32 layers x 8 experts x 3 x 4096 x ceil(14336 / 16) = 896
-# expert weights, 5,637,144,576 bytes in bf16. A decode step of B sequences routes B x 2 tokens, so it can
-# touch min(8, 2B) of the 8 experts: 1 sequence reads 2/8 of them, 2 read 4/8, 4 or more read all.
-MIXTRAL_EXPERT_BYTES_TP16 = 5_637_144_576
-
-
-@pytest.mark.parametrize(("seqs", "untouched"), [(1, 0.75), (2, 0.5), (4, 0.0), (256, 0.0)])
-def test_moe_roofline_reads_only_the_experts_a_batch_can_touch(seqs: int, untouched: float) -> None:
-    """Bytes one decode step reads per core: the weight shard less the experts no routed token can reach,
-    plus the whole KV cache."""
-    model = memory.Model(shape("Mixtral-8x7B-v0.1"), BF16)
-    full = memory.weights_bytes_per_core(model.shape, 16, BF16)
-    kv = 123_456_789
-    expected = full - untouched * MIXTRAL_EXPERT_BYTES_TP16 + kv
-    assert recommend.decode_bytes_per_core(model, 16, seqs, kv) == expected
-
-
-def test_moe_roofline_scales_with_the_checkpoint_parameter_count() -> None:
-    """With safetensors headers saying the checkpoint has half the parameters the config implies, both
-    the weight shard and the expert part of it are halved (the same ratio the memory estimate uses)."""
-    s = shape("Mixtral-8x7B-v0.1")
-    half = memory.hf_parameter_count(s) // 2
-    model = memory.Model(s, BF16, half)
-    full = memory.weights_bytes_per_core(s, 16, BF16, half)
-    assert full == 2_936_934_400
-    assert recommend.decode_bytes_per_core(model, 16, 4, 0) == full
-    assert recommend.decode_bytes_per_core(model, 16, 1, 0) == full - 0.75 * MIXTRAL_EXPERT_BYTES_TP16 / 2
-
-
-def test_experts_without_a_top_k_are_all_read() -> None:
-    """A config with num_local_experts but no num_experts_per_tok: the routing width is unknown, so the
-    roofline assumes every expert is read (the upper bound), not none."""
-    config = json.loads((DATA / "Mixtral-8x7B-v0.1" / "config.json").read_text())
-    del config["num_experts_per_tok"]
-    s = memory.model_shape(config)
-    assert (s.experts, s.experts_per_token) == (8, 0)
-    model = memory.Model(s, BF16)
-    assert recommend.decode_bytes_per_core(model, 16, 1, 0) == memory.weights_bytes_per_core(s, 16, BF16)
 
 
 def test_no_recommendation_for_an_instance_the_lane_cannot_run() -> None:

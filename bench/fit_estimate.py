@@ -1,0 +1,325 @@
+"""Fit the speed estimate's constants, and measure its error against every published source (not a test).
+
+    PYTHONPATH=src python bench/fit_estimate.py fit     # fit the constants on the calibration rows
+    PYTHONPATH=src python bench/fit_estimate.py table   # docs/FIT.md's error tables, constants as in the code
+    PYTHONPATH=src python bench/fit_estimate.py rows    # every row: estimate vs measurement
+
+Calibration rows (bench/data/estimate/calibration.csv) are optimum-neuron's guidellm runs of vLLM on Neuron,
+huggingface/optimum-neuron benchmark/vllm/ at commit 213224e6 (each row names its file; instance and TP
+read from the .env, docker-compose and READMEs there). Held-out rows (bench/data/estimate/heldout.csv) are
+every other published measurement found: aws-neuron/aws-neuron-sdk at commit 81ce03ae (NxD Inference and
+vllm-neuron tutorials, and the Neuron docs' transformers-neuronx decoder tables); the fit never sees them.
+Model shapes: bench/data/estimate/models.json (each config.json's source named).
+
+The fit: per NeuronCore generation, the three constants of plan/fit/estimate.py (step_s, collective_s,
+prefill_mfu), plus the shared CPU-sampling host rate, minimise the sum of squared log errors
+over that generation's calibration rows, each constant against the quantity it governs (the decode
+constants and host rate: TPOT; the prefill efficiency: TTFT); throughput is only checked (coordinate
+descent in log space; stdlib only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from neuronserve.plan.fit import estimate, instances, memory
+
+DATA = Path(__file__).resolve().parent / "data" / "estimate"
+QUANTITIES = ("tpot_ms", "ttft_ms", "instance_tps")
+
+
+@dataclass(frozen=True)
+class Row:
+    fields: dict[str, str]
+    models: list[memory.Model]
+    instance: instances.InstanceFacts
+    compiled: estimate.Compiled
+    workload: estimate.Workload
+
+    def measured(self, key: str) -> float | None:
+        text = self.fields.get(key, "")
+        return float(text) if text else None
+
+    def predicted(self) -> dict[str, float]:
+        est = estimate.estimate(self.models, self.instance, self.compiled, self.workload)
+        return {
+            "tpot_ms": est.tpot_ms,
+            "ttft_ms": est.ttft_ms,
+            "instance_tps": est.instance_output_tokens_per_s,
+        }
+
+    @property
+    def label(self) -> str:
+        f = self.fields
+        return f"{f['model']} {f['instance']} TP{f['tp']}x{f['dp']} bs{f['max_num_seqs']} {f['row']}"
+
+
+def _models() -> dict[str, memory.ModelShape]:
+    doc = json.loads((DATA / "models.json").read_text())
+    return {name: memory.model_shape(entry["config"]) for name, entry in doc.items()}
+
+
+def load(name: str) -> list[Row]:
+    shapes = _models()
+    rows = []
+    with open(DATA / name, newline="") as f:
+        for r in csv.DictReader(f):
+            quantized = r.get("quantized") == "1"
+            precision = memory.Precision(2, 1 if quantized else 2)
+            models = [memory.Model(shapes[r["model"]], precision)]
+            if r.get("draft") in shapes:
+                models.append(memory.Model(shapes[r["draft"]], precision))
+            chunk = int(r.get("chunk") or 0)
+            rows.append(
+                Row(
+                    fields=r,
+                    models=models,
+                    instance=instances.instance_facts(r["instance"]),
+                    compiled=estimate.Compiled(
+                        tp=int(r["tp"]),
+                        dp=int(r["dp"]),
+                        max_model_len=int(r["max_model_len"]),
+                        max_num_seqs=int(r["max_num_seqs"]),
+                        cpu_sampling=r.get("cpu_sampling") == "1",
+                        context_buckets=(chunk,) if chunk else None,
+                        speculative_tokens=int(r.get("spec_tokens") or 0),
+                    ),
+                    workload=estimate.Workload(
+                        int(r["input_len"]), int(r["output_len"]), int(r["concurrency"])
+                    ),
+                )
+            )
+    return rows
+
+
+def errors(rows: list[Row]) -> list[tuple[Row, str, float, float]]:
+    """(row, quantity, estimate, measurement) for every measured quantity."""
+    out = []
+    for row in rows:
+        pred = row.predicted()
+        for q in QUANTITIES:
+            meas = row.measured(q)
+            if meas:
+                out.append((row, q, pred[q], meas))
+    return out
+
+
+def loss(rows: list[Row], quantities: tuple[str, ...] = QUANTITIES) -> float:
+    return sum(math.log(p / m) ** 2 for _, q, p, m in errors(rows) if q in quantities)
+
+
+# Each constant is fitted to the quantity it governs: the decode constants (and the CPU-sampling host rate)
+# to TPOT, the prefill efficiency to TTFT; throughput, which mixes both, is only checked.
+# Physical bounds: a step has at least the host's millisecond (vLLM's scheduler, the graph launch); a
+# prefill reaches at most the peak.
+BOUNDS = {
+    "step_s": (1e-3, 1.0),
+    "collective_s": (1e-6, 1e-2),
+    "prefill_mfu": (1e-3, 1.0),
+    "host": (1e7, 1e11),
+}
+GOVERNS = {
+    "step_s": ("tpot_ms",),
+    "collective_s": ("tpot_ms",),
+    "prefill_mfu": ("ttft_ms",),
+    "host": ("tpot_ms",),
+}
+
+
+def _set(gen: str, k: estimate.Constants, host: float) -> None:
+    estimate.CONSTANTS[gen] = k
+    estimate.HOST_LOGITS_BYTES_PER_S = host
+
+
+def fit(rows: list[Row]) -> tuple[dict[str, estimate.Constants], float]:
+    """Coordinate descent in log space over each generation's constants and the shared host rate."""
+    by_gen: dict[str, list[Row]] = {}
+    for row in rows:
+        if row.fields.get("fit", "1") == "1":
+            by_gen.setdefault(estimate.generation(row.instance).name, []).append(row)
+    host = estimate.HOST_LOGITS_BYTES_PER_S
+    fitted = dict(estimate.CONSTANTS)
+    for _ in range(3):  # the host rate is shared: alternate
+        for gen, gen_rows in sorted(by_gen.items()):
+            k = fitted[gen]
+            params = [k.step_s, k.collective_s, k.prefill_mfu, host]
+            names = ["step_s", "collective_s", "prefill_mfu", "host"]
+            step = 1.0
+            while step > 0.01:
+                improved = False
+                for i in range(len(params)):
+                    if names[i] == "host" and not any(r.compiled.cpu_sampling for r in gen_rows):
+                        continue
+                    for sign in (1, -1):
+                        trial = list(params)
+                        trial[i] = params[i] * math.exp(sign * step)
+                        low, high = BOUNDS[names[i]]
+                        if not low <= trial[i] <= high:
+                            continue
+                        _set(gen, estimate.Constants(*trial[:3]), trial[3])
+                        new = loss(gen_rows, GOVERNS[names[i]])
+                        _set(gen, estimate.Constants(*params[:3]), params[3])
+                        if new < loss(gen_rows, GOVERNS[names[i]]) - 1e-12:
+                            params, improved = trial, True
+                            _set(gen, estimate.Constants(*params[:3]), params[3])
+                if not improved:
+                    step /= 2
+            fitted[gen] = estimate.Constants(*params[:3])
+            host = params[3]
+            _set(gen, fitted[gen], host)
+    return fitted, host
+
+
+def ratio(p: float, m: float) -> float:
+    """The error factor: max(est / meas, meas / est), 1 = exact."""
+    return max(p / m, m / p)
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=v.__getitem__)
+        r = [0.0] * len(v)
+        for pos, i in enumerate(order):
+            r[i] = float(pos)
+        return r
+
+    rx, ry = ranks(xs), ranks(ys)
+    return statistics.correlation(rx, ry) if len(xs) > 2 else float("nan")
+
+
+def p80(values: list[float]) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, math.ceil(0.8 * len(s)) - 1)]
+
+
+def table(rows: list[Row], title: str) -> list[str]:
+    """Per source: median and 80th-percentile error factor per quantity, signed bias, rank correlation
+    (ten rows or more), and the worst rows."""
+    lines = [
+        f"### {title}",
+        "",
+        "| source | family | rows | TPOT median / p80 | TTFT median / p80 | throughput median / p80 | "
+        "rank corr. TPOT / TTFT / thr. | pairs ordered right TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    sources: dict[str, list[Row]] = {}
+    for row in rows:
+        unfitted = " Llama 4 (not fitted: shared expert and interleaved MoE layers not modeled)"
+        sources.setdefault(
+            row.fields["source"] + (unfitted if row.fields.get("fit") == "0" else ""), []
+        ).append(row)
+    worst: list[str] = []
+    for source, srows in sources.items():
+        errs = errors(srows)
+        cells = []
+        corr = []
+        order = []
+        for q in QUANTITIES:
+            e = [(p, m) for _, qq, p, m in errs if qq == q]
+            order.append(concordance(e))
+            if not e:
+                cells.append("-")
+                corr.append("-")
+                continue
+            rs = [ratio(p, m) for p, m in e]
+            bias = statistics.median(p / m for p, m in e)
+            cells.append(f"{statistics.median(rs):.2f}x / {p80(rs):.2f}x (est/meas {bias:.2f})")
+            corr.append(f"{spearman([p for p, _ in e], [m for _, m in e]):.2f}" if len(e) >= 10 else "-")
+        family = ", ".join(sorted({r.fields.get("family") or "vllm-neuron (optimum)" for r in srows}))
+        lines.append(
+            f"| {source} | {family} | {len(srows)} | "
+            + " | ".join(cells)
+            + " | "
+            + " / ".join(corr)
+            + " | "
+            + " / ".join(order)
+            + " |"
+        )
+        for row, q, p, m in sorted(errs, key=lambda t: -ratio(t[2], t[3]))[:3]:
+            worst.append(
+                f"- {source}: {row.label}: {q} estimate {p:.1f} vs measured {m:.1f} ({ratio(p, m):.2f}x)"
+            )
+    return [*lines, "", "Worst rows:", "", *worst, ""]
+
+
+def concordance(pairs: list[tuple[float, float]]) -> str:
+    """Of the pairs of rows whose measurements differ by over 10 %, how many the estimate orders the same."""
+    right = total = 0
+    for i, (p1, m1) in enumerate(pairs):
+        for p2, m2 in pairs[i + 1 :]:
+            if max(m1, m2) / min(m1, m2) < 1.1:
+                continue
+            total += 1
+            right += (p1 - p2) * (m1 - m2) > 0
+    return f"{right}/{total}" if total else "-"
+
+
+def band(rows: list[Row]) -> dict[str, list[float]]:
+    """The measured/estimate ratio's 10th and 90th percentiles per quantity: the 80 % band the plan prints."""
+    out = {}
+    for q, key in (("tpot_ms", "tpot_ms"), ("ttft_ms", "ttft_ms"), ("instance_tps", "output_tokens_per_s")):
+        r = sorted(m / p for _, qq, p, m in errors(rows) if qq == q)
+        lo = r[max(0, math.ceil(0.1 * len(r)) - 1)]
+        hi = r[min(len(r) - 1, math.ceil(0.9 * len(r)) - 1)]
+        out[key] = [round(lo, 2), round(hi, 2)]
+    return out
+
+
+def family_summary(rows: list[Row], family: str) -> str:
+    errs = [t for t in errors(rows) if (t[0].fields.get("family") or "nxdi-vllm") == family]
+    parts = []
+    for q in QUANTITIES:
+        rs = [ratio(p, m) for _, qq, p, m in errs if qq == q]
+        if rs:
+            parts.append(f"{q} median {statistics.median(rs):.2f}x, p80 {p80(rs):.2f}x ({len(rs)})")
+    return f"{family}: " + "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=("fit", "table", "rows"))
+    args = parser.parse_args(argv)
+    calibration = load("calibration.csv")
+    heldout = load("heldout.csv")
+    if args.command == "fit":
+        fitted, host = fit(calibration)
+        for gen, k in sorted(fitted.items()):
+            print(
+                f'    "{gen}": Constants(step_s={k.step_s:.4g}, collective_s={k.collective_s:.4g}, '
+                f"prefill_mfu={k.prefill_mfu:.4g}),"
+            )
+        print(f"HOST_LOGITS_BYTES_PER_S = {host:.4g}")
+        print(f"calibration loss {loss([r for r in calibration if r.fields.get('fit') == '1']):.3f}")
+        family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
+        print(f"ERROR_BAND = {band([r for r in calibration if r.fields.get('fit') == '1'] + family)}")
+        return 0
+    if args.command == "rows":
+        for name, rows in (("calibration", calibration), ("held-out", heldout)):
+            for row, q, p, m in errors(rows):
+                print(f"{name:11} {row.label:70} {q:12} est {p:9.1f} meas {m:9.1f} {p / m:5.2f}")
+        return 0
+    print("\n".join(table(calibration, "Calibration (fitted on; optimum-neuron benchmark/vllm @213224e6)")))
+    print("\n".join(table(heldout, "Held out (never fitted on)")))
+    print("Our stack's family (NxD Inference / vLLM Neuron), held out:")
+    print("  " + family_summary(heldout, "nxdi-vllm"))
+    print("Calibration rows:")
+    print(
+        "  "
+        + family_summary(
+            [replace(r, fields={**r.fields, "family": "nxdi-vllm"}) for r in calibration], "nxdi-vllm"
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

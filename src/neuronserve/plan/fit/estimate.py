@@ -1,0 +1,326 @@
+"""How fast before the compile: TTFT, time per output token and throughput of one compiled configuration.
+
+A physical model with three fitted constants per NeuronCore generation (CONSTANTS); everything else is a
+published hardware figure (../shared/ESTIMATE.md, from aws-neuron-sdk about-neuron/arch/neuron-hardware at
+commit 81ce03ae) or a shape the plan already computes (plan/fit/memory.py). Pure: no I/O.
+
+Decode step (one token for every live sequence of a replica):
+- the core's weight shard is read from HBM (for MoE only the experts that the compiled rows' tokens can
+  route to, min(E, rows x top_k) of E, plus the dense part: padding rows route too), quantized
+  projections at their width;
+- the KV cache of every compiled row up to the token-generation bucket is read: the lane compiles a fixed
+  batch (max_num_seqs) and power-of-two length buckets (NxD Inference autobucketing.py:8-19), so a
+  request at context c reads the bucket holding c for all max_num_seqs rows, live or not; KV heads are
+  the per-core count after replication or MHA conversion (memory.kv_heads_per_core);
+- two all-reduces per layer across the TP group, each costing `collective_s` per doubling of TP
+  (log2(tp): the groups reduce in rings within and then across chips);
+- a fixed `step_s` for what no byte count covers (launching the graph, vLLM's scheduler, the host side),
+  once per step: a fused speculative step runs its draft inside the same graph;
+- with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
+  max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
+- speculation: one step runs k draft steps (their reads and collectives; an EAGLE head with no local
+  config.json is not counted) and one target step over k + 1 positions, and yields
+  `accepted_tokens` tokens (a stated assumption, ACCEPTED_FRACTION of k, replaceable by the caller).
+
+Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
+bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
+TP cores' BF16 peak; the weight shard read once; the two all-reduces per layer now move bucket x hidden x 2
+bytes over the chip-to-chip link; MoE prefill reads each routed expert's shard once per token and expert
+(expert dispatch, not FLOPs, dominates MoE prefill).
+
+Serving at concurrency C (per replica, every request input_len in and output_len out): requests of equal
+length fall into waves: C prefills, each followed by decode steps of the sequences already admitted, then
+output_len decode steps of C sequences. A request's tokens wait on average for half of the wave's other
+prefills (the first admitted sees C - 1, the last none), so
+  tpot = step + (C - 1) / 2 x prefill / output_len,
+  output_tokens_per_s = C x output_len / (C x prefill + output_len x step),
+  ttft = prefill (a request that finds its slot free; in a wave the k-th prompt also waits k - 1 prefills),
+and the instance's rate is DP times the replica's.
+
+The constants come from bench/fit_estimate.py (calibration rows: optimum-neuron benchmark/vllm at commit
+213224e6, bench/data/estimate/calibration.csv); docs/FIT.md has the held-out error table and ERROR_BAND is
+the 10th-90th percentile of measured / estimated per quantity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neuronserve.plan.fit import memory
+from neuronserve.plan.fit.instances import InstanceFacts
+
+MIN_BUCKET = 128
+DEFAULT_INPUT_LEN = 1024  # `plan --input-len` default (optimum-neuron's benchmark used ~1500)
+DEFAULT_OUTPUT_LEN = 256  # `plan --output-len` default  # autobucketing.py:8-19 starts at 128
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Per-chip hardware figures (ESTIMATE.md table) the model uses beside InstanceFacts' HBM ones."""
+
+    name: str
+    physical_cores: int
+    bf16_flops_per_chip: float
+    link_bytes_per_s: float  # chip-to-chip, per chip
+
+
+NC_V2_INF2 = Generation("NeuronCore-v2", 2, 190e12, 192e9)
+NC_V2_TRN1 = Generation("NeuronCore-v2", 2, 190e12, 384e9)
+NC_V3 = Generation("NeuronCore-v3", 8, 667e12, 1280e9)
+GENERATIONS = {
+    "Inferentia2": NC_V2_INF2,
+    "Trainium": NC_V2_TRN1,
+    "Inferentia2/Trainium": NC_V2_INF2,  # detected devices: the slower link is the safe side
+    "Trainium2": NC_V3,
+}
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The three fitted constants of one NeuronCore generation."""
+
+    step_s: float  # fixed time of a decode step (graph launch, scheduler, host)
+    collective_s: float  # one all-reduce, per doubling of the TP group
+    prefill_mfu: float  # fraction of the BF16 peak a prefill reaches
+
+
+# Fitted by `bench/fit_estimate.py fit` on 2026-12-07 (calibration: bench/data/estimate/calibration.csv).
+CONSTANTS = {
+    "NeuronCore-v2": Constants(step_s=0.005524, collective_s=6.696e-05, prefill_mfu=0.141),
+    "NeuronCore-v3": Constants(step_s=0.01259, collective_s=2.141e-05, prefill_mfu=0.2788),
+}
+# CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
+HOST_LOGITS_BYTES_PER_S = 4.95e08
+HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
+ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
+# The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
+# held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
+ERROR_BAND = {"tpot_ms": (0.5, 1.45), "ttft_ms": (0.58, 1.92), "output_tokens_per_s": (0.52, 1.95)}
+BASIS = (
+    "physical model (HBM reads, collectives, prefill FLOPs) fitted on optimum-neuron benchmark/vllm "
+    "@213224e6; held-out error in docs/FIT.md"
+)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the estimate assumes is served: prompt and output tokens per request, live requests per
+    replica (None: the compiled batch, max_num_seqs)."""
+
+    input_len: int | None = None
+    output_len: int | None = None
+    concurrency: int | None = None
+
+    def resolved(self, max_model_len: int, max_num_seqs: int) -> tuple[int, int, int]:
+        """(input_len, output_len, concurrency) with the defaults filled in: DEFAULT_INPUT_LEN in and
+        DEFAULT_OUTPUT_LEN out, shortened to fit max_model_len (input at most three quarters of it), and
+        max_num_seqs live sequences; a concurrency above max_num_seqs counts max_num_seqs (the rest wait)."""
+        out = self.output_len or min(DEFAULT_OUTPUT_LEN, max(1, max_model_len // 4))
+        inp = self.input_len or max(1, min(DEFAULT_INPUT_LEN, max_model_len * 3 // 4, max_model_len - out))
+        live = max(1, min(self.concurrency or max_num_seqs, max_num_seqs))
+        return inp, out, live
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What one replica compiles and how it samples: the plan's graph numbers."""
+
+    tp: int
+    dp: int
+    max_model_len: int
+    max_num_seqs: int
+    cpu_sampling: bool = False
+    context_buckets: tuple[int, ...] | None = None  # None: autobucketing's powers of two
+    speculative_tokens: int = 0  # num_speculative_tokens (0: none)
+    accepted_tokens: float | None = None  # tokens a speculative step yields (None: ACCEPTED_FRACTION)
+
+
+@dataclass(frozen=True)
+class SpeedEstimate:
+    """The estimate of one configuration at one workload. `as_json` is the plan's "estimate" object."""
+
+    ttft_ms: float
+    tpot_ms: float
+    output_tokens_per_s: float  # one replica
+    instance_output_tokens_per_s: float  # all DP replicas
+    input_len: int
+    output_len: int
+    concurrency: int  # per replica
+    generation: str
+    decode_step_ms: float
+    prefill_ms: float
+
+    def band(self) -> dict[str, list[float]]:
+        """Low and high of each quantity: the estimate times the measured 10th and 90th percentile of
+        measured / estimated (ERROR_BAND)."""
+        out: dict[str, list[float]] = {}
+        for key, value in (
+            ("ttft_ms", self.ttft_ms),
+            ("tpot_ms", self.tpot_ms),
+            ("output_tokens_per_s", self.output_tokens_per_s),
+            ("instance_output_tokens_per_s", self.instance_output_tokens_per_s),
+        ):
+            low, high = ERROR_BAND["output_tokens_per_s" if "tokens_per_s" in key else key]
+            out[key] = [_r(value * low), _r(value * high)]
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ttft_ms": _r(self.ttft_ms),
+            "tpot_ms": _r(self.tpot_ms),
+            "output_tokens_per_s": _r(self.output_tokens_per_s),
+            "instance_output_tokens_per_s": _r(self.instance_output_tokens_per_s),
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "concurrency": self.concurrency,
+            "band": self.band(),
+            "band_ratio": {k: list(v) for k, v in ERROR_BAND.items()},
+            "basis": BASIS,
+            "generation": self.generation,
+            "decode_step_ms": _r(self.decode_step_ms),
+            "prefill_ms": _r(self.prefill_ms),
+        }
+
+    def describe(self) -> str:
+        b = self.band()
+        return (
+            f"estimate at {self.input_len} in / {self.output_len} out, {self.concurrency} per replica: "
+            f"TTFT {self.ttft_ms:.0f} ms ({b['ttft_ms'][0]:.0f}-{b['ttft_ms'][1]:.0f}), "
+            f"TPOT {self.tpot_ms:.1f} ms ({b['tpot_ms'][0]:.1f}-{b['tpot_ms'][1]:.1f}), "
+            f"{self.instance_output_tokens_per_s:.0f} output tokens/s for the instance "
+            f"({b['instance_output_tokens_per_s'][0]:.0f}-{b['instance_output_tokens_per_s'][1]:.0f}; "
+            f"{self.output_tokens_per_s:.0f} per replica)"
+        )
+
+
+def _r(x: float) -> float:
+    return round(x, 2 if x < 100 else 1)
+
+
+def generation(instance: InstanceFacts) -> Generation:
+    return GENERATIONS.get(instance.chip, NC_V2_INF2)
+
+
+def bucket(tokens: int, max_model_len: int, given: Sequence[int] | None = None) -> int:
+    """The compiled length that holds `tokens`: the smallest given bucket that does, else the power of two
+    from MIN_BUCKET (autobucketing.py:8-19), capped at max_model_len."""
+    if given:
+        fitting = [b for b in sorted(given) if b >= tokens]
+        return fitting[0] if fitting else max(given)
+    size = MIN_BUCKET
+    while size < tokens:
+        size *= 2
+    return min(size, max_model_len)
+
+
+def _weight_bytes(model: memory.Model, tp: int, live_tokens: int) -> tuple[float, float]:
+    """(bytes a decode step reads, bytes of one routed expert's shard per layer) of the core's weights."""
+    shape, p = model.shape, model.precision
+    layout = memory.weight_layout(shape, tp)
+    scale = model.checkpoint_params / memory.hf_parameter_count(shape) if model.checkpoint_params else 1.0
+    total = (layout.linear * p.linear_bytes + layout.other * p.dtype_bytes) * scale
+    if not (shape.experts and shape.experts_per_token):
+        return total, 0.0
+    experts = layout.expert_linear * p.linear_bytes * scale
+    touched = min(shape.experts, live_tokens * shape.experts_per_token) / shape.experts
+    one_expert = experts / (shape.experts * shape.layers)
+    return total - experts * (1 - touched), one_expert
+
+
+def _kv_bytes(model: memory.Model, tp: int, rows: int, length: int) -> float:
+    return memory.kv_bytes_per_core(model.shape, tp, rows * length, model.precision.dtype_bytes)
+
+
+def _active_params(shape: memory.ModelShape, tp: int) -> float:
+    """Parameters one token passes through on the whole TP group (padded heads included)."""
+    layout = memory.weight_layout(shape, tp)
+    linear = float(layout.linear - layout.expert_linear)
+    if shape.experts and shape.experts_per_token:
+        linear += layout.expert_linear * shape.experts_per_token / shape.experts
+    return float(tp * (linear + math.ceil(shape.vocab / tp) * shape.hidden))
+
+
+def decode_step_s(
+    models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, context: int
+) -> float:
+    """One decode step of a replica, every compiled row at `context` tokens (see the docstring): static
+    shapes, so the live count does not enter; the compiled rows' tokens are what the MoE router spreads."""
+    k = CONSTANTS[generation(instance).name]
+    bw = instance.hbm_bytes_per_s_per_core
+    length = bucket(context, c.max_model_len)
+    spec = c.speculative_tokens
+    positions = 1 + spec
+    read = collectives = 0.0
+    for i, m in enumerate(models):
+        runs = 1 if i == 0 else spec  # a draft runs once per speculated token, inside the same graph
+        weights, _ = _weight_bytes(m, c.tp, c.max_num_seqs * (positions if i == 0 else 1))
+        read += runs * (weights + _kv_bytes(m, c.tp, c.max_num_seqs, length))
+        if c.tp > 1:
+            collectives += runs * 2 * m.shape.layers * k.collective_s * math.log2(c.tp)
+    step = read / bw + collectives + k.step_s
+    if c.cpu_sampling:
+        logits = c.max_num_seqs * positions * models[0].shape.vocab * 4
+        step += logits / HOST_LOGITS_BYTES_PER_S + HOST_SAMPLE_S
+    return step
+
+
+def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, input_len: int) -> float:
+    """Context encoding of one prompt of `input_len` tokens (see the docstring)."""
+    gen = generation(instance)
+    k = CONSTANTS[gen.name]
+    bw = instance.hbm_bytes_per_s_per_core
+    peak = gen.bf16_flops_per_chip / gen.physical_cores * instance.logical_nc_config * c.tp
+    chips = max(1, c.tp * instance.logical_nc_config // gen.physical_cores)
+    n = bucket(input_len, c.max_model_len, c.context_buckets)
+    passes = math.ceil(input_len / n)  # a prompt longer than the largest bucket: chunks (chunked prefill)
+    total = 0.0
+    for m in models:
+        s = m.shape
+        heads = math.ceil(s.heads / c.tp) * c.tp
+        context = passes * n
+        flops = 2 * _active_params(s, c.tp) * context + 4 * s.layers * n * context * heads * s.head_dim
+        weights, one_expert = _weight_bytes(m, c.tp, n)
+        dispatch = context * s.experts_per_token * s.layers * one_expert if s.experts else 0.0
+        collectives = 0.0
+        if c.tp > 1:
+            message = n * s.hidden * m.precision.dtype_bytes
+            wire = 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s if chips > 1 else 0.0
+            collectives = 2 * s.layers * (k.collective_s * math.log2(c.tp) + wire)
+        total += (
+            flops / (peak * k.prefill_mfu)
+            + (passes * weights + dispatch) / bw
+            + passes * (collectives + k.step_s)
+        )
+    return total
+
+
+def estimate(
+    models: Sequence[memory.Model], instance: InstanceFacts, compiled: Compiled, workload: Workload
+) -> SpeedEstimate:
+    """The estimate of one compiled configuration (models[0] the target, a second its speculative draft)
+    serving `workload` on `instance`. The public entry point: `plan` and `plan --recommend` call it."""
+    c = compiled
+    inp, out, live = workload.resolved(c.max_model_len, c.max_num_seqs)
+    context = min(inp + out // 2, c.max_model_len)
+    step = decode_step_s(models, instance, c, context)
+    if c.speculative_tokens:
+        yielded = c.accepted_tokens or 1 + ACCEPTED_FRACTION * c.speculative_tokens
+        step /= yielded
+    prefill = prefill_s(models, instance, c, inp)
+    cycle = live * prefill + out * step
+    per_replica = live * out / cycle
+    return SpeedEstimate(
+        ttft_ms=1000 * prefill,
+        tpot_ms=1000 * (step + (live - 1) / 2 * prefill / out),
+        output_tokens_per_s=per_replica,
+        instance_output_tokens_per_s=per_replica * c.dp,
+        input_len=inp,
+        output_len=out,
+        concurrency=live,
+        generation=generation(instance).name,
+        decode_step_ms=1000 * step,
+        prefill_ms=1000 * prefill,
+    )

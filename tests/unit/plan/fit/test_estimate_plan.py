@@ -1,0 +1,77 @@
+"""plan/fit/estimate_plan.py: the plan's own graph (TP, DP, sampling, buckets, speculation) and workload
+read into the speed estimate, through build_plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.support.golden_plans import LAPTOP_VERSIONS, MODELS, TABLES
+
+from neuronserve.config.settings import parse_settings
+from neuronserve.errors import ConfigError
+from neuronserve.plan.build import build_plan
+from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.fit.estimate import Workload
+from neuronserve.plan.fit.estimate_plan import compiled_of
+from neuronserve.plan.resolution import Resolution
+
+
+def _plan(env: dict[str, str], workload: Workload | None = None) -> dict[str, object] | None:
+    config = json.loads((MODELS / "Llama-3.1-8B" / "config.json").read_text())
+    facts = HostFacts(
+        python="py",
+        cores_source="test",
+        paths={"/m": ModelFacts("dir", config, "x", None)},
+        option_tables=TABLES,
+        versions=LAPTOP_VERSIONS,
+    )
+    base = {
+        "SM_VLLM_MODEL": "/m",
+        "NEURONSERVE_INSTANCE_TYPE": "inf2.48xlarge",
+        "SM_VLLM_MAX_MODEL_LEN": "4096",
+    }
+    return build_plan(parse_settings({**base, **env}, device="neuron"), facts, workload=workload).estimate
+
+
+def test_the_plan_reads_its_own_graph_dp_and_sampling() -> None:
+    one = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"})
+    three = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_DATA_PARALLEL_SIZE": "3"})
+    cpu = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": "null"})
+    assert one and three and cpu
+    assert three["instance_output_tokens_per_s"] == pytest.approx(
+        3 * one["instance_output_tokens_per_s"], rel=0.01
+    )
+    assert cpu["tpot_ms"] > one["tpot_ms"]  # type: ignore[operator]
+
+
+def test_the_plan_takes_the_workload_and_refuses_one_longer_than_the_model() -> None:
+    est = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}, Workload(1500, 250, 1))
+    assert est and (est["input_len"], est["output_len"], est["concurrency"]) == (1500, 250, 1)
+    with pytest.raises(ConfigError, match="--input-len 4000 \\+ --output-len 250 exceeds max_model_len 4096"):
+        _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"}, Workload(4000, 250, 1))
+
+
+def test_no_estimate_without_an_instance_or_on_cpu() -> None:
+    assert _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_INSTANCE_TYPE": ""}) is None
+    assert _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "NEURONSERVE_FIT_CHECK": "off"}) is None
+
+
+def test_compiled_of_reads_buckets_chunks_and_speculation() -> None:
+    res = Resolution.of(
+        parse_settings({"SM_VLLM_SPECULATIVE_CONFIG": '{"model": "/d", "num_speculative_tokens": 4}'})
+    )
+    graph = {
+        "tp": 8,
+        "max_model_len": 4096,
+        "max_num_seqs": 4,
+        "override": {"context_encoding_buckets": [512, 2048]},
+    }
+    c = compiled_of(graph, 2, res)
+    assert (c.tp, c.dp, c.max_num_seqs, c.context_buckets, c.speculative_tokens) == (8, 2, 4, (512, 2048), 4)
+    chunked = compiled_of({**graph, "chunked_prefill": True, "max_num_batched_tokens": 1024}, 1, res)
+    assert chunked.context_buckets == (1024,)
+    cpu = compiled_of(
+        {**graph, "override": {"on_device_sampling_config": None}}, 1, Resolution.of(parse_settings({}))
+    )
+    assert cpu.cpu_sampling and cpu.speculative_tokens == 0
