@@ -286,6 +286,7 @@ def render_text(doc: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.instance_type:  # read like the variable, as `plan --instance-type` does
+        instances.refuse_unserved(args.instance_type, "--instance-type")  # named as typed, as plan does
         environ = {**environ, "NEURONSERVE_INSTANCE_TYPE": args.instance_type}
     for flag in ("max_model_len", "max_num_seqs"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
