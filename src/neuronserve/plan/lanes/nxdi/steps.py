@@ -66,6 +66,11 @@ def _multimodal_keys(n: Launch, res: Resolution) -> None:
     multimodal.check_user_keys(n.model, res, n.rules)
 
 
+def _trained_context(n: Launch, res: Resolution) -> None:
+    """max_model_len beyond what config.json's positions (and rope scaling) cover: said (rules.py)."""
+    rules.warn_beyond_trained(n.length, n.model.config if n.model else None, n.model_uri, res)
+
+
 def _multimodal_launch(n: Launch, res: Resolution) -> None:
     multimodal.check_launch(n.model, n.settings, res, seqs=n.seqs, length=n.length, rules=n.rules)
 
@@ -172,6 +177,7 @@ STEPS: tuple[Step, ...] = (
     _multimodal_keys,
     launch.tp,
     launch.model_len,
+    _trained_context,
     launch.seqs,
     _multimodal_launch,
     launch.dtype,
