@@ -18,12 +18,18 @@ BASE = {"SM_VLLM_MODEL": model_dir("Llama-3.1-8B"), "SM_VLLM_MAX_MODEL_LEN": "40
         ("inf2.24xlarge", {"SM_VLLM_TENSOR_PARALLEL_SIZE": "3"}, "1, 2, 4, 6, 12"),
         ("ml.inf2.24xlarge", {"SM_VLLM_TENSOR_PARALLEL_SIZE": "5"}, "1, 2, 4, 6, 12"),
         ("trn1.32xlarge", {"SM_VLLM_TENSOR_PARALLEL_SIZE": "7"}, "1, 2, 4, 8, 16, 32"),
-        ("inf2.24xlarge", {"SM_VLLM_TENSOR_PARALLEL_SIZE": "5", "SM_VLLM_DATA_PARALLEL_SIZE": "2"}, "1, 2, 4, 6, 12"),
+        (
+            "inf2.24xlarge",
+            {"SM_VLLM_TENSOR_PARALLEL_SIZE": "5", "SM_VLLM_DATA_PARALLEL_SIZE": "2"},
+            "1, 2, 4, 6, 12",
+        ),
         ("trn2.48xlarge", {"SM_VLLM_TENSOR_PARALLEL_SIZE": "12"}, "1, 2, 4, 8, 16, 32, 64"),
         ("inf2.48xlarge", {"OPTION_TENSOR_PARALLEL_DEGREE": "3"}, "1, 2, 4, 6, 8, 12, 24"),
     ],
 )
-def test_a_tp_that_does_not_tile_the_instance_is_refused(instance: str, env: dict[str, str], valid: str) -> None:
+def test_a_tp_that_does_not_tile_the_instance_is_refused(
+    instance: str, env: dict[str, str], valid: str
+) -> None:
     proc = neuronserve(["plan", "--instance-type", instance], {**BASE, **env})
     assert proc.returncode == 2, proc.stdout
     var, tp = next((k, v) for k, v in env.items() if "TENSOR_PARALLEL" in k)
@@ -32,7 +38,8 @@ def test_a_tp_that_does_not_tile_the_instance_is_refused(instance: str, env: dic
 
 
 @pytest.mark.parametrize(
-    ("instance", "tp"), [("inf2.24xlarge", "4"), ("inf2.24xlarge", "6"), ("trn1.32xlarge", "16"), ("inf2.48xlarge", "8")]
+    ("instance", "tp"),
+    [("inf2.24xlarge", "4"), ("inf2.24xlarge", "6"), ("trn1.32xlarge", "16"), ("inf2.48xlarge", "8")],
 )
 def test_a_tp_recommend_offers_plans(instance: str, tp: str) -> None:
     proc = neuronserve(["plan", "--instance-type", instance], {**BASE, "SM_VLLM_TENSOR_PARALLEL_SIZE": tp})

@@ -303,7 +303,8 @@ def trained_context(config: dict[str, Any]) -> tuple[int, str] | None:
     max_position_embeddings (text_config's for a multimodal model), times a rope_scaling factor unless the
     RoPE type is already scaled; yarn scales its original_max_position_embeddings. With what covers it, in
     words. None when the config names no length."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else {}
     mpe = config.get("max_position_embeddings") or text.get("max_position_embeddings")
     if not json_int(mpe) or mpe <= 0:
         return None

@@ -19,6 +19,7 @@ from neuronserve.plan.lanes.nxdi import (
     launch,
     models,
     multimodal,
+    override_fields,
     overrides,
     profiles,
     rules,
@@ -59,6 +60,13 @@ def _guards(n: Launch, res: Resolution) -> None:
         guards.check_parallelism(n.settings)
     guards.check_quantized_path(res)
     guards.check_speculative_fields(n.settings, res)
+
+
+def _override_fields(n: Launch, res: Resolution) -> None:
+    """Before any rule adds a key: each user key is a field the lane's NxD Inference reads, or one the
+    plugin pops itself (override_fields.py). The in-tree integration's framework is not the plugin's."""
+    if n.integration == Integration.PLUGIN:
+        override_fields.check_override_keys(n.model, res, n.rules)
 
 
 def _multimodal_keys(n: Launch, res: Resolution) -> None:
@@ -174,6 +182,7 @@ STEPS: tuple[Step, ...] = (
     _task,
     _architecture,
     _guards,
+    _override_fields,
     _multimodal_keys,
     launch.tp,
     launch.model_len,
