@@ -43,7 +43,7 @@ def subclasses(cls: type) -> list[type]:
 
 
 def probe(cls: type, key: str, capture: Capture, default: Any, always: dict[str, Any]) -> str:
-    """"read", "unexpected" or "undecided" for one keyword argument, passed beside `always`."""
+    """ "read", "unexpected" or "undecided" for one keyword argument, passed beside `always`."""
     for value in (default, *CANDIDATES):
         capture.messages.clear()
         try:

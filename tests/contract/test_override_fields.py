@@ -44,7 +44,10 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, di
         }
         result = root / f"{lane.nxdi}.json"
         cmd = [sys.executable, "-m", "tests.contract.fields_child", lane.nxdi, str(result)]
-        procs[lane.nxdi] = (subprocess.Popen(cmd, env=env, cwd=root, stderr=subprocess.PIPE, text=True), result)
+        procs[lane.nxdi] = (
+            subprocess.Popen(cmd, env=env, cwd=root, stderr=subprocess.PIPE, text=True),
+            result,
+        )
     out = {}
     for source, (proc, result) in procs.items():
         _, err = proc.communicate(timeout=240)

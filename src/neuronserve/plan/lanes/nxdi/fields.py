@@ -202,3 +202,143 @@ CONFIG_CLASS: dict[str, dict[str, str]] = {
         "qwen3_vl": "Qwen3VLNeuronConfig",
     },
 }
+
+# reference folder -> model type -> the attributes its InferenceConfig class asserts
+# a config has (get_required_attributes), space-separated
+REQUIRED: dict[str, dict[str, str]] = {
+    "nxdi-0.7.14366": {
+        "dbrx": (
+            "d_model n_heads max_seq_len emb_pdrop resid_pdrop pad_token_id vocab_size attn_config ffn_config"
+        ),
+        "gpt_oss": (
+            "num_hidden_layers num_local_experts num_experts_per_tok vocab_size hidden_size "
+            "intermediate_size head_dim num_attention_heads num_key_value_heads sliding_window "
+            "initial_context_length rope_theta rope_scaling_factor rope_ntk_alpha rope_ntk_beta "
+            "pad_token_id"
+        ),
+        "llama": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "llama4": (
+            "text_config.hidden_size text_config.num_attention_heads text_config.num_hidden_layers "
+            "text_config.num_key_value_heads text_config.pad_token_id text_config.vocab_size "
+            "text_config.max_position_embeddings text_config.rope_theta text_config.rms_norm_eps "
+            "text_config.hidden_act text_config.num_local_experts text_config.num_experts_per_tok "
+            "vision_config.image_size vision_config.patch_size vision_config.num_hidden_layers "
+            "vision_config.num_channels vision_config.hidden_size vision_config.num_attention_heads "
+            "vision_config.rope_theta vision_config.vision_output_dim"
+        ),
+        "mixtral": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta num_local_experts num_experts_per_tok "
+            "rms_norm_eps"
+        ),
+        "mllama": (
+            "text_config.hidden_size text_config.num_attention_heads text_config.num_hidden_layers "
+            "text_config.num_key_value_heads text_config.pad_token_id text_config.vocab_size "
+            "text_config.max_position_embeddings text_config.rope_theta text_config.rms_norm_eps "
+            "text_config.hidden_act text_config.cross_attention_layers vision_config.max_num_tiles "
+            "vision_config.image_size vision_config.patch_size vision_config.num_hidden_layers "
+            "vision_config.num_global_layers vision_config.num_channels vision_config.hidden_size "
+            "vision_config.attention_heads vision_config.intermediate_layers_indices"
+        ),
+        "qwen2": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "qwen3": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads head_dim "
+            "pad_token_id vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "qwen3_moe": (
+            "head_dim hidden_act hidden_size max_position_embeddings moe_intermediate_size "
+            "norm_topk_prob num_attention_heads num_experts num_experts_per_tok num_hidden_layers "
+            "num_key_value_heads rms_norm_eps rope_scaling rope_theta tie_word_embeddings vocab_size"
+        ),
+    },
+    "nxdi-2.28.0": {
+        "dbrx": (
+            "d_model n_heads max_seq_len emb_pdrop resid_pdrop pad_token_id vocab_size attn_config ffn_config"
+        ),
+        "gpt_oss": (
+            "num_hidden_layers num_local_experts num_experts_per_tok vocab_size hidden_size "
+            "intermediate_size head_dim num_attention_heads num_key_value_heads sliding_window "
+            "initial_context_length rope_theta rope_scaling_factor rope_ntk_alpha rope_ntk_beta "
+            "pad_token_id"
+        ),
+        "llama": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "llama4": (
+            "text_config.hidden_size text_config.num_attention_heads text_config.num_hidden_layers "
+            "text_config.num_key_value_heads text_config.pad_token_id text_config.vocab_size "
+            "text_config.max_position_embeddings text_config.rope_theta text_config.rms_norm_eps "
+            "text_config.hidden_act text_config.num_local_experts text_config.num_experts_per_tok "
+            "vision_config.image_size vision_config.patch_size vision_config.num_hidden_layers "
+            "vision_config.num_channels vision_config.hidden_size vision_config.num_attention_heads "
+            "vision_config.rope_theta vision_config.vision_output_dim"
+        ),
+        "mixtral": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta num_local_experts num_experts_per_tok "
+            "rms_norm_eps"
+        ),
+        "mllama": (
+            "text_config.hidden_size text_config.num_attention_heads text_config.num_hidden_layers "
+            "text_config.num_key_value_heads text_config.pad_token_id text_config.vocab_size "
+            "text_config.max_position_embeddings text_config.rope_theta text_config.rms_norm_eps "
+            "text_config.hidden_act text_config.cross_attention_layers vision_config.max_num_tiles "
+            "vision_config.image_size vision_config.patch_size vision_config.num_hidden_layers "
+            "vision_config.num_global_layers vision_config.num_channels vision_config.hidden_size "
+            "vision_config.attention_heads vision_config.intermediate_layers_indices"
+        ),
+        "pixtral": (
+            "text_config vision_config multimodal_projector_bias text_config.hidden_size "
+            "text_config.num_attention_heads text_config.num_hidden_layers "
+            "text_config.num_key_value_heads text_config.pad_token_id text_config.vocab_size "
+            "text_config.max_position_embeddings text_config.rope_theta text_config.rms_norm_eps "
+            "text_config.hidden_act vision_config.image_size vision_config.patch_size "
+            "vision_config.num_hidden_layers vision_config.num_channels vision_config.hidden_size "
+            "vision_config.num_attention_heads vision_config.rope_theta"
+        ),
+        "qwen2": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads pad_token_id "
+            "vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "qwen2_vl": (
+            "text_config vision_config text_config.hidden_size text_config.num_attention_heads "
+            "text_config.num_hidden_layers text_config.num_key_value_heads text_config.pad_token_id "
+            "text_config.vocab_size text_config.max_position_embeddings text_config.rope_theta "
+            "text_config.rms_norm_eps text_config.hidden_act vision_config.depth "
+            "vision_config.mlp_ratio vision_config.num_heads vision_config.in_channels "
+            "vision_config.patch_size vision_config.spatial_merge_size "
+            "vision_config.temporal_patch_size"
+        ),
+        "qwen3": (
+            "hidden_size num_attention_heads num_hidden_layers num_key_value_heads head_dim "
+            "pad_token_id vocab_size max_position_embeddings rope_theta rms_norm_eps hidden_act"
+        ),
+        "qwen3_moe": (
+            "head_dim hidden_act hidden_size max_position_embeddings moe_intermediate_size "
+            "norm_topk_prob num_attention_heads num_experts num_experts_per_tok num_hidden_layers "
+            "num_key_value_heads rms_norm_eps rope_scaling rope_theta tie_word_embeddings vocab_size"
+        ),
+        "qwen3_vl": (
+            "text_config vision_config text_config.attention_bias text_config.attention_dropout "
+            "text_config.num_attention_heads text_config.bos_token_id text_config.dtype "
+            "text_config.eos_token_id text_config.head_dim text_config.hidden_act "
+            "text_config.hidden_size text_config.initializer_range text_config.intermediate_size "
+            "text_config.max_position_embeddings text_config.num_attention_heads "
+            "text_config.num_hidden_layers text_config.num_key_value_heads text_config.rms_norm_eps "
+            "text_config.rope_scaling text_config.rope_theta text_config.vocab_size "
+            "vision_config.deepstack_visual_indexes vision_config.depth vision_config.hidden_act "
+            "vision_config.hidden_size vision_config.in_channels vision_config.initializer_range "
+            "vision_config.intermediate_size vision_config.num_heads "
+            "vision_config.num_position_embeddings vision_config.out_hidden_size "
+            "vision_config.patch_size vision_config.spatial_merge_size "
+            "vision_config.temporal_patch_size"
+        ),
+    },
+}

@@ -40,7 +40,9 @@ TYPO = {"sequence_paralel_enabled": True}
 def test_a_misspelt_key_is_refused_with_the_closest_field(env: dict[str, str], var: str, lane: str) -> None:
     proc = neuronserve(INF2, {**LLAMA, **env, "NEURONSERVE_STACK": lane})
     assert proc.returncode == 2, proc.stdout
-    assert proc.stderr.startswith(f"neuronserve plan: error: {var} sets sequence_paralel_enabled, "), proc.stderr
+    assert proc.stderr.startswith(f"neuronserve plan: error: {var} sets sequence_paralel_enabled, "), (
+        proc.stderr
+    )
     assert "Unexpected keyword arguments" in proc.stderr
     assert "did you mean sequence_parallel_enabled?" in proc.stderr
     if var.startswith("SM_NEURON_SEQ"):
@@ -105,6 +107,9 @@ def test_lane_2_32_names_the_closest_documented_field() -> None:
 def test_the_field_list_is_what_the_reference_source_says() -> None:
     """fields.py is regenerated from the lanes' NxD Inference source; a drift fails here."""
     proc = subprocess.run(
-        [str(ROOT / "scripts" / "neuron-config-fields"), "--check"], capture_output=True, text=True, check=False
+        [str(ROOT / "scripts" / "neuron-config-fields"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
