@@ -59,8 +59,9 @@ class PluginRules:
       BlockSize) and the LoRA ranks its LoRAConfig accepts.
     - `chunked_prefill_forced`: the lane's vLLM turns chunked prefill on for every generate model with no
       way to turn it off, so the native scheduler (DISABLE_NEURON_CUSTOM_SCHEDULER=1) always chunks.
-    - `warn_eagle3`: say that a speculative method "eagle3" is not what the plugin's source wires
-      (`check_eagle3`); off for 2.27, whose plans stay as they were.
+    - `speculative_methods`: the speculative methods the lane runs as asked (plan/lanes/nxdi/speculation.py
+      refuses the others); `draft_own_class`: the plugin builds an EAGLE draft's config with the draft's
+      own config class when its architecture resolves (else with the target's).
     - `chunked_prefill_refused`: where the lane's NxD Inference refuses chunked prefill when it builds
       the model ("" when it builds it).
     - `nxdi_source`: the reference folder of the lane's NxD Inference source, whose NeuronConfig fields
@@ -89,7 +90,8 @@ class PluginRules:
     block_sizes: tuple[int, ...]
     lora_ranks: tuple[int, ...]
     chunked_prefill_forced: bool
-    warn_eagle3: bool = False
+    speculative_methods: tuple[str, ...] = ("eagle",)
+    draft_own_class: bool = False
     chunked_prefill_refused: str = ""
     vision_required: tuple[tuple[str, str, Any], ...] = ()
     vision_defaults: tuple[tuple[str, str, Any], ...] = ()
@@ -177,7 +179,8 @@ V0_2 = PluginRules(
 # - EAGLE3: AWS lists EAGLE3 for Llama 3.1 8B in 2.28, but 0.4.1 turns on NxD Inference's EAGLE path
 #   only for method "eagle" (loader :1117-1118, as 0.2.2+lts :793-794); what is new is the draft's
 #   own class, detected from its config.json with the target's as fallback (:355-409), and a
-#   `draft_overrides` override key (:184). So "eagle3" is planned with a warning (check_eagle3).
+#   `draft_overrides` override key (:184). So "eagle3" is refused as on 2.27 (speculation.py), and the
+#   draft's own class is used when it resolves (draft_own_class).
 # - vLLM 0.13.0: BlockSize adds 256 (config/cache.py:22), MaxLoRARanks adds 1 (config/lora.py:25), and
 #   chunked prefill defaults on but --no-enable-chunked-prefill is honoured (engine/arg_utils.py:1857-1870).
 V0_4 = PluginRules(
@@ -202,7 +205,7 @@ V0_4 = PluginRules(
     block_sizes=(1, 8, 16, 32, 64, 128, 256),
     lora_ranks=(1, 8, 16, 32, 64, 128, 256, 320, 512),
     chunked_prefill_forced=False,
-    warn_eagle3=True,
+    draft_own_class=True,
     # NxD Inference 2.28 NeuronBaseForCausalLM.__init__ raises NotImplementedError("Chunked Prefill is
     # not available in NxDI for now") for any chunked_prefill_config (models/model_base.py:3096-3097):
     # tests/contract builds it and sees the raise, where NxD Inference 0.7 (lane 2.27) builds it.
@@ -231,14 +234,3 @@ def plugin_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
         digits = "".join(ch for ch in piece if ch.isdecimal())
         parts.append(int(digits or 0))
     return tuple(parts) >= floor
-
-
-def check_eagle3(method: str, origin: str, rules: PluginRules) -> str | None:
-    """The warning a speculative method "eagle3" gets on a lane whose plugin source does not wire it."""
-    if not rules.warn_eagle3 or method.lower() != "eagle3":
-        return None
-    return (
-        f"{origin}: method eagle3 on {rules.plugin}, which turns on NxD Inference's EAGLE path only for "
-        'method "eagle" (it compiles eagle3 as a plain fused draft unless NxD Inference detects it from '
-        "the draft's config.json); AWS lists EAGLE3 for Llama 3.1 8B in this SDK: check the compile log"
-    )

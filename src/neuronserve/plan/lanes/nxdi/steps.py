@@ -21,8 +21,8 @@ from neuronserve.plan.lanes.nxdi import (
     multimodal,
     override_fields,
     overrides,
-    profiles,
     rules,
+    speculation,
 )
 from neuronserve.plan.lanes.nxdi.intree import choose_integration, tnx_kv
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
@@ -167,13 +167,20 @@ def _sampling(n: Launch, res: Resolution) -> None:
     overrides.check_sampling(res)
 
 
-def _eagle(n: Launch, res: Resolution) -> None:
-    said = profiles.check_eagle3(res.speculation.method, res.origins["speculative-config"], n.rules)
-    if said:
-        res.warn(said)
+def _speculative_method(n: Launch, res: Resolution) -> None:
+    """A method the lane does not run as asked is refused, naming the one it runs (speculation.py; the
+    plugin's rules: the in-tree integration is not it)."""
     cfg = res.speculation.config
     n.draft = n.facts.paths.get(str(cfg.get("model"))) if cfg is not None else None
+    if n.integration == Integration.PLUGIN:
+        speculation.check_method(n.draft, res, n.rules)
+
+
+def _eagle(n: Launch, res: Resolution) -> None:
     rules.check_eagle(n.draft, res)
+    if n.integration == Integration.PLUGIN:
+        speculation.check_draft_class(n.model, n.draft, res, n.rules)
+        speculation.check_prefix(res, n.rules)
 
 
 # The order the plan resolves and refuses in (see the module docstring).
@@ -182,6 +189,7 @@ STEPS: tuple[Step, ...] = (
     _task,
     _architecture,
     _guards,
+    _speculative_method,
     _override_fields,
     _multimodal_keys,
     launch.tp,
