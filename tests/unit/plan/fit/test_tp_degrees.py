@@ -4,8 +4,12 @@ the declared instance; typed as a user types it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
-from tests.support.typed import model_dir, neuronserve
+from tests.support.typed import ROOT, model_dir, neuronserve
 
 from neuronserve.plan.fit import instances
 
@@ -68,3 +72,34 @@ def test_the_rule_is_the_hardware_s(name: str) -> None:
     for t in range(1, facts.cores + 1):
         tiles = facts.cores % t == 0 and (per_chip % t == 0 or t % per_chip == 0)
         assert (t in valid) == tiles
+
+
+def test_the_ecs_renderer_refuses_it_too() -> None:
+    """ecs/render.py checks the environment with the same plan (neuronserve.deploy.validate.plan_check)."""
+    given = [
+        "SM_VLLM_MODEL=s3://models/llama-8b/",
+        "SM_VLLM_MAX_MODEL_LEN=4096",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE=5",
+    ]
+    args = [
+        sys.executable,
+        str(ROOT / "ecs" / "render.py"),
+        "--image",
+        "img:1",
+        "--instance-type",
+        "inf2.24xlarge",
+    ]
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "src"),
+        "SM_MODEL_DIR": "/nonexistent",
+    }
+    proc = subprocess.run(
+        [*args, *(a for g in given for a in ("--env", g))],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout
+    assert "SM_VLLM_TENSOR_PARALLEL_SIZE=5 does not tile" in proc.stderr
