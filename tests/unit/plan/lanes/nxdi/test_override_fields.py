@@ -113,3 +113,26 @@ def test_the_field_list_is_what_the_reference_source_says() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_nested_multimodal_key_is_checked_against_the_model_s_class() -> None:
+    """Llama 4's text_neuron_config is built with Llama4NeuronConfig (an MoENeuronConfig: capacity_factor
+    is read), key by key like a top-level override (vllm-neuron 0.2.2+lts loader :428-437)."""
+    env = {
+        "SM_VLLM_MODEL": str(ROOT / "tests" / "contract" / "data" / "models" / "llama4-scout"),
+        "SM_VLLM_MAX_MODEL_LEN": "2048",
+        "SM_VLLM_MAX_NUM_SEQS": "4",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "8",
+        "NEURONSERVE_FIT_CHECK": "off",
+    }
+    nested = {"text_neuron_config": {"sequence_paralel_enabled": True}}
+    proc = neuronserve(INF2, {**env, "SM_NEURON_OVERRIDE_CONFIG": json.dumps(nested)})
+    assert proc.returncode == 2, proc.stdout
+    assert (
+        "sets text_neuron_config.sequence_paralel_enabled, which NxD Inference's Llama4NeuronConfig"
+        in proc.stderr
+    )
+    assert "did you mean sequence_parallel_enabled?" in proc.stderr
+    nested = {"text_neuron_config": {"capacity_factor": 1.0}}
+    proc = neuronserve(INF2, {**env, "SM_NEURON_OVERRIDE_CONFIG": json.dumps(nested)})
+    assert proc.returncode == 0, proc.stderr
