@@ -144,7 +144,10 @@ def check_draft_class(
     draft_type = draft_key[0] if draft_key else None
     if rules.draft_own_class and draft_type in CONFIG_CLASS[source]:
         return  # built with its own class (0.4.1 loader :355-409)
-    own = set(REQUIRED[source].get(draft_type or "", "").split())  # its own HF class gives these
+    # The draft's config is loaded through its own Hugging Face class (by config.json model_type), whose
+    # defaults give the attributes its family requires.
+    family = str(draft.config.get("model_type") or draft_type or "")
+    own = set(REQUIRED[source].get(family, "").split())
     missing = [
         a
         for a in REQUIRED[source][target_key[0]].split()
