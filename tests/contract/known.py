@@ -61,7 +61,7 @@ SILENT: list[tuple[str, str]] = [
         "fused draft model",
     ),
     (
-        r"/issue-42-ngram$",
+        r"^2\.27/issue-42-ngram$",
         "vLLM hands the target model over as the draft for ngram (vLLM 0.11.0 config/speculative.py:275-279) "
         "and the plugin compiles it as a fused draft model (vllm-neuron 0.2.2+lts loader :291-301): no "
         "prompt lookup",

@@ -329,8 +329,9 @@ def warn_beyond_trained(length: int, config: dict[str, Any] | None, model_uri: s
 
     vLLM refuses such a length itself (config/model.py:1869-1890, unless VLLM_ALLOW_LONG_MAX_MODEL_LEN),
     but vllm-neuron replaces that check with one that returns the length as given (0.2.2+lts
-    platform_overrides.py:49-54, installed by platform.py), so it compiles and serves; positions beyond
-    the trained ones were never seen in training, and output there may degrade."""
+    platform_overrides.py:49-54, 0.4.1 :52-57, installed by platform.py), so it compiles and serves
+    (tests/contract cases issue-42-beyond-trained-positions build on both lanes); positions beyond the
+    trained ones were never seen in training, and output there may degrade."""
     covered = trained_context(config or {})
     if covered is None or length <= covered[0]:
         return

@@ -8,8 +8,9 @@ asked, a draft the config class cannot describe, and EAGLE with prefix caching.
   model ("draft_model", also what vLLM detects when no method is given and the draft's name says no EAGLE)
   is refused by vLLM itself before the plugin sees it ("Speculative decoding with draft model is not
   supported yet", vLLM 0.11.0 config/speculative.py:348-353, 0.13.0 :379-384), and for "ngram" vLLM hands the
-  target model over as the draft (config/speculative.py:275-279), so the plugin compiles the target as its
-  own fused draft instead of prompt lookup (the contract tier builds it). So each lane runs "eagle" only
+  target model over as the draft (config/speculative.py:275-279), so 0.2.2+lts compiles the target as its
+  own fused draft instead of prompt lookup (the contract tier builds it), and 0.4.1 fails to read a draft
+  config from "ngram" (loader :355-372). So each lane runs "eagle" only
   (PluginRules.speculative_methods), and the method is resolved as vLLM resolves it (`method_of`).
 - The draft's config class. 0.2.2+lts builds the draft's config with the target's config class (loader
   :291-295), and NxD Inference asserts that the config carries every attribute that class requires
@@ -100,12 +101,14 @@ def check_method(draft: ModelFacts | None, res: Resolution, rules: PluginRules) 
             f'supported yet", {DRAFT_REFUSED_AT.get(rules.vllm, "config/speculative.py")})'
         )
     else:
-        extra = (
-            "; for ngram vLLM hands over the target itself as the draft (vLLM config/speculative.py:"
-            "275-279), so the target is compiled as its own draft, with no prompt lookup"
-            if method == "ngram"
-            else ""
-        )
+        extra = ""
+        if method == "ngram" and rules.draft_own_class:
+            extra = '; for ngram it then fails to read a draft config.json from "ngram" (loader :355-372)'
+        elif method == "ngram":
+            extra = (
+                "; for ngram vLLM hands over the target itself as the draft (vLLM config/speculative.py:"
+                "275-279), so the target is compiled as its own draft, with no prompt lookup"
+            )
         why = (
             f'{rules.plugin} turns on NxD Inference\'s EAGLE path only for "eagle" '
             f"({EAGLE_ONLY_AT.get(rules.plugin, 'its loader')}) and compiles any other method as a plain "
