@@ -23,7 +23,7 @@ LANES = ("2.27", "2.28")
 TEXT_MODEL = "llama-1b-4k"
 MULTIMODAL = {"2.27": ("llama4-scout", "pixtral-12b"), "2.28": ("llama4-scout", "pixtral-12b", "qwen2-vl-7b")}
 # TP per model: within each instance's cores and dividing the model's heads.
-TP = {"llama-1b-4k": "2", "llama4-scout": "8", "pixtral-12b": "8", "qwen2-vl-7b": "4"}
+TP = {"llama-1b-4k": "2", "llama4-scout": "8", "pixtral-12b": "8", "qwen2-vl-7b": "4", "mixtral-8x7b-2l": "8"}
 
 BASE = {"SM_VLLM_MODEL": "{model}", "SM_VLLM_MAX_MODEL_LEN": "2048", "SM_VLLM_MAX_NUM_SEQS": "4"}
 LORA = {
@@ -227,6 +227,39 @@ def issue_cases() -> list[Case]:
     return out
 
 
+def issue_42_cases() -> list[Case]:
+    """Issue 42 items 3, 5 and 10 on both lanes: a misspelt override key, a length beyond the trained
+    positions, and the speculative configurations the plugin does not run as asked."""
+    out: list[Case] = []
+    trn1 = INSTANCES["trn1"]
+    spec = '{{"method": "{method}", "model": "{{draft}}", "num_speculative_tokens": 4}}'
+    for lane in LANES:
+        settings = {
+            "misspelt-override": {"SM_NEURON_SEQUENCE_PARALEL_ENABLED": "true"},
+            "beyond-trained-positions": {"SM_VLLM_MAX_MODEL_LEN": "8192"},
+            "eagle3": {"SM_VLLM_SPECULATIVE_CONFIG": spec.format(method="eagle3")},
+            "ngram": {
+                "SM_VLLM_SPECULATIVE_CONFIG": '{"method": "ngram", "num_speculative_tokens": 4, '
+                '"prompt_lookup_max": 4}'
+            },
+            "plain-draft-model": {
+                "SM_VLLM_SPECULATIVE_CONFIG": '{"model": "{model}", "num_speculative_tokens": 4}'
+            },
+            "eagle3-override-with-prefix": {
+                **FEATURES["prefix"],
+                "SM_VLLM_SPECULATIVE_CONFIG": EAGLE,
+                "SM_NEURON_IS_EAGLE3": "true",
+            },
+        }
+        for name, env in settings.items():
+            out.append(Case(f"{lane}/issue-42-{name}", lane, trn1, TEXT_MODEL, _with(TEXT_MODEL, env)))
+        mixtral = _with("mixtral-8x7b-2l", {"SM_VLLM_SPECULATIVE_CONFIG": EAGLE})
+        out.append(
+            Case(f"{lane}/issue-42-eagle-llama-draft-on-mixtral", lane, trn1, "mixtral-8x7b-2l", mixtral)
+        )
+    return out
+
+
 def golden_cases() -> list[Case]:
     """The golden matrix's Neuron hosts of lanes 2.27 and 2.28, every configuration, as golden_plans.py
     builds it (the laptop hosts get its LAPTOP_TP when the configuration names no TP)."""
@@ -250,4 +283,4 @@ def golden_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    return [*feature_cases(), *issue_cases(), *golden_cases()]
+    return [*feature_cases(), *issue_cases(), *issue_42_cases(), *golden_cases()]

@@ -50,6 +50,29 @@ SILENT: list[tuple[str, str]] = [
         "ignored (vllm-neuron 0.2.2+lts worker/neuronx_distributed_model_loader.py:500-508; 0.4.1 :653-686)",
     ),
     (
+        r"/issue-42-misspelt-override$",
+        'NxD Inference logs "NeuronConfig init: Unexpected keyword arguments" and compiles without the key '
+        "(models/config.py:563 at v0.7.14366, :605 at 2.28.0)",
+    ),
+    (
+        r"/issue-42-eagle3$",
+        'the plugin turns on NxD Inference\'s EAGLE path only for method "eagle" (vllm-neuron 0.2.2+lts '
+        "worker/neuronx_distributed_model_loader.py:791-794, 0.4.1 :1112-1118): eagle3 compiles as a plain "
+        "fused draft model",
+    ),
+    (
+        r"^2\.27/issue-42-ngram$",
+        "vLLM hands the target model over as the draft for ngram (vLLM 0.11.0 config/speculative.py:275-279) "
+        "and the plugin compiles it as a fused draft model (vllm-neuron 0.2.2+lts loader :291-301): no "
+        "prompt lookup",
+    ),
+    (
+        r"/issue-42-eagle3-override-with-prefix$",
+        "the fused-speculation model asserts against EAGLE3 with prefix caching when it is built for tracing "
+        "(NxD Inference models/model_base.py:1707 at v0.7.14366, :1700 at 2.28.0), after the compile this "
+        "tier stops at",
+    ),
+    (
         r"/blockkv\+multimodal/qwen2-vl",
         "NxD Inference 2.28 turns the block KV layout (and prefix caching, chunked prefill, fused "
         "speculation) off for Qwen2-VL's text model with a warning "

@@ -6,6 +6,11 @@ runtime refuses that only after the download and the compile. The instance type 
 cores there are (plan/fit/instances.py: chips x cores per chip, over NEURON_LOGICAL_NC_CONFIG on Trn2,
 where TP counts logical cores), so TP, DP x TP and the core ids in NEURON_RT_VISIBLE_CORES are refused
 here when they need more. This is a count, not an estimate: NEURONSERVE_FIT_CHECK=off does not skip it.
+
+The same instance facts decide which TP degrees tile it (plan/fit/instances.valid_tp_degrees, the degrees
+`plan --recommend` offers): a TP outside them (TP 3 or 5 on inf2.24xlarge, TP 7 on trn1.32xlarge) is refused
+here too, naming the valid ones, so `plan`, `--recommend` and every deploy renderer answer with one rule
+(docs/FIT.md, "Which TP degrees an instance takes").
 """
 
 from __future__ import annotations
@@ -67,6 +72,16 @@ def check_cores(settings: Settings, instance: InstanceFacts | None, tp: int) -> 
         raise ConfigError(
             f"{tp_origin}={tp} needs {tp} NeuronCores, but {name} {_has(instance)}: set {tp_origin} to at "
             f"most {instance.cores}{_larger(instance, tp)}",
+            (tp_origin, INSTANCE_VAR),
+        )
+    valid = instances.valid_tp_degrees(instance)
+    if tp not in valid:
+        per_chip = instance.cores // instance.chips
+        raise ConfigError(
+            f"{tp_origin}={tp} does not tile {name}, which {_has(instance)}: a TP group must fit inside one "
+            f"chip or span whole chips ({per_chip} NeuronCores each) and divide the {instance.cores} cores "
+            f"into whole replicas: set {tp_origin} to one of {', '.join(map(str, valid))} "
+            "(the degrees `neuronserve plan --recommend` offers; docs/FIT.md)",
             (tp_origin, INSTANCE_VAR),
         )
     dp, dp_origin = replicas.requested(settings)

@@ -278,16 +278,17 @@ def test_2_28_plans_lora_without_named_adapters_and_says_how_they_arrive() -> No
     assert any("loads them at run time" in w for w in p.warnings)
 
 
-def test_eagle3_on_2_28_is_planned_with_what_the_plugin_source_wires() -> None:
+def test_eagle3_is_refused_on_both_lanes_as_the_plugin_source_wires_it() -> None:
+    """Both plugins turn on NxD Inference's EAGLE path for "eagle" only (plan/lanes/nxdi/speculation.py)."""
     spec = {**EAGLE, "method": "eagle3"}
     env = {"SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec)}
-    for lane, said in (("2.27", False), ("2.28", True)):
+    for lane, plugin in (("2.27", "0.2.2+lts"), ("2.28", "0.4.1")):
         base = {**CONFIGS["eagle"], **env}
-        p = plan(
+        err = refusal(
             {**HUB_MODEL, **base, "SM_VLLM_MAX_MODEL_LEN": "128", "NEURONSERVE_STACK": lane},
             facts(versions=dict(NO_PLUGIN), paths=PATHS),
         )
-        assert any("method eagle3 on vllm-neuron 0.4.1" in w for w in p.warnings) is said
+        assert f'"method": "eagle3" is not run as asked on vllm-neuron {plugin}' in str(err)
 
 
 def test_the_plan_command_reports_the_lane_and_refuses_what_it_owes() -> None:

@@ -66,7 +66,9 @@ def neuron_engine(
     cache.check_artifacts_setting(settings, rules)
     for step in (launch.tp, launch.model_len, launch.seqs, launch.dtype):
         step(n, res)
-    cfg = translate.translate(res, dict(settings.additional_config), n.length, top_level=rules.top_level)
+    cfg = translate.translate(
+        res, dict(settings.additional_config), n.length, rules.lane, top_level=rules.top_level
+    )
     n.batched = batched_tokens(n, cfg, res, rules)
     n.kv_flags, res.kv = kv_flags(settings, res, rules)
     translate.check_buckets(

@@ -30,8 +30,8 @@ reachable here stops at 2.32, so no commit can be given):
   `num_seqs_buckets`, `kv_segment_size_buckets` (the same rules as 2.32: the largest prefill bucket is
   max_num_batched_tokens, the largest decode bucket max_num_seqs). The rest of that page's table
   (sampling, quantization, KV cache, scheduling) was not readable here: FIELDS_0_29 lists only what
-  was read; plan/lanes/native/translate.py still checks the keys against 2.32's list (issue 42 adds
-  the per-lane check and can hook FIELDS_0_29 up).
+  was read, so translate.FIELDS_BY_LANE checks 2.33's keys against 2.32's documented list plus these
+  (a key 2.33 dropped is not refused until its page can be read).
 - LoRA: multi-LoRA arrives in SDK 2.34.0 (its release notes); 2.33 lists none, so it stays refused.
 """
 
@@ -46,14 +46,13 @@ PRECOMPILE_VAR = "TORCH_CACHING_PRECOMPILE"
 @dataclass(frozen=True)
 class NativeRules:
     """One rewritten-plugin lane's differences. `plugin`: how messages name it ("vllm-neuron 0.24").
-    `top_level`: its additional_config keys. `fields`: its documented neuron_config fields (None: the
-    renderer's 2.32 list, translate.FIELDS). `keyed_subdir`: where, under VLLM_CACHE_ROOT, the keyed
+    `top_level`: its additional_config keys (its neuron_config fields: translate.FIELDS_BY_LANE).
+    `keyed_subdir`: where, under VLLM_CACHE_ROOT, the keyed
     cache entry is ("" = the whole root). `engine_env`: variables the plan always sets for it."""
 
     lane: str
     plugin: str
     top_level: frozenset[str]
-    fields: frozenset[str] | None
     keyed_subdir: str
     engine_env: dict[str, str] = field(default_factory=dict)
 
@@ -64,7 +63,6 @@ V0_24 = NativeRules(
     lane="2.32",
     plugin="vllm-neuron 0.24",
     top_level=frozenset({"neuron_config", "vision_neuron_config", "mm_language_model_only"}),
-    fields=None,
     keyed_subdir=COMPILE_CACHE_SUBDIR,
 )
 
@@ -75,7 +73,6 @@ V0_29 = NativeRules(
     lane="2.33",
     plugin="vllm-neuron 0.29",
     top_level=frozenset({"neuron_config", "encoder_neuron_config"}),
-    fields=FIELDS_0_29,
     keyed_subdir="",
     engine_env={BACKEND_VAR: "neuron_native", PRECOMPILE_VAR: "1"},
 )

@@ -40,12 +40,14 @@ What the docs do not settle (the plan's choice, said where it is made):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import json_int
+from neuronserve.plan.lanes.native.rules import FIELDS_0_29
 from neuronserve.plan.resolution import Resolution
 
 LANE = "2.32"
@@ -65,6 +67,9 @@ FIELDS = frozenset(
         "quantization",
     }
 )
+# The neuron_config fields of each native lane, by lane id: a newer lane adds its documented list here.
+# 2.33's page was read only in part (plan/lanes/native/rules.py): its fields read there plus 2.32's.
+FIELDS_BY_LANE: dict[str, frozenset[str]] = {LANE: FIELDS, "2.33": FIELDS | FIELDS_0_29}
 # Top-level additional_config keys of 2.32 besides neuron_config (reference:14-16, :154-176).
 TOP_LEVEL = frozenset({"neuron_config", "vision_neuron_config", "mm_language_model_only"})
 SAMPLING_KEYS = frozenset({"temperature", "top_k", "top_p", "all_greedy"})  # reference:79
@@ -167,12 +172,19 @@ BY_KEY = {row.key: row for row in ROWS}
 
 
 def translate(
-    res: Resolution, additional: dict[str, Any], length: int, *, top_level: frozenset[str] = TOP_LEVEL
+    res: Resolution,
+    additional: dict[str, Any],
+    length: int,
+    lane: str = LANE,
+    *,
+    top_level: frozenset[str] = TOP_LEVEL,
 ) -> dict[str, Any]:
-    """The 2.32 neuron_config of a launch: the user's 2.32-native neuron_config (SM_VLLM_ADDITIONAL_CONFIG)
-    plus every override key mapped through ROWS; a refused key, an unknown one, or two settings landing
-    on one field are refused naming the variable that set it. `top_level`: the lane's additional_config
-    keys (plan/lanes/native/rules.py; 2.33 renamed vision_neuron_config to encoder_neuron_config)."""
+    """The native neuron_config of a launch: the user's native neuron_config (SM_VLLM_ADDITIONAL_CONFIG)
+    plus every override key mapped through ROWS; a refused key, an unknown one (named with the closest
+    documented field: FIELDS_BY_LANE[lane]), or two settings landing on one field are refused naming the
+    variable that set it. `top_level`: the lane's additional_config keys (plan/lanes/native/rules.py; 2.33
+    renamed vision_neuron_config to encoder_neuron_config)."""
+    fields = FIELDS_BY_LANE.get(lane, FIELDS)
     _check_top_level(additional, top_level)
     native = additional.get("neuron_config") or {}
     if not isinstance(native, dict):
@@ -182,24 +194,25 @@ def translate(
     out: dict[str, Any] = {}
     came: dict[str, str] = {}
     for key, value in native.items():
-        if key not in FIELDS:
+        if key not in fields:
             raise ConfigError(
-                f"SM_VLLM_ADDITIONAL_CONFIG: neuron_config {key} is {NOT_IN_LANE}; vllm-neuron 0.24 takes "
-                f"{', '.join(sorted(FIELDS))} ({REF}:46-51, :79, :115)",
+                f"SM_VLLM_ADDITIONAL_CONFIG: neuron_config {key} is {NOT_IN_LANE}{_near(key, fields)}; "
+                f"vllm-neuron 0.24 takes {', '.join(sorted(fields))} ({REF}:46-51, :79, :115)",
                 ("SM_VLLM_ADDITIONAL_CONFIG",),
             )
         _land(out, came, key, value, "SM_VLLM_ADDITIONAL_CONFIG")
     for key, value in res.override.items():
         var = res.origin(key)
-        field, new = map_key(key, value, var, length)
+        field, new = map_key(key, value, var, length, fields)
         _land(out, came, field, new, var)
     for field, var in came.items():
         res.origins.setdefault(field, var)
     return out
 
 
-def map_key(key: str, value: Any, var: str, length: int) -> tuple[str, Any]:
-    """(the 2.32 field, its value) for one 2.27 override key, or ConfigError with the lane's name for it."""
+def map_key(key: str, value: Any, var: str, length: int, fields: frozenset[str] = FIELDS) -> tuple[str, Any]:
+    """(the 2.32 field, its value) for one 2.27 override key, or ConfigError with the lane's name for it
+    (an unknown key: with the closest documented field or mapped key, `_near`)."""
     row = BY_KEY.get(key)
     if row is not None and row.field is not None:
         return row.field, row.convert(value, var, length)
@@ -214,13 +227,19 @@ def map_key(key: str, value: Any, var: str, length: int) -> tuple[str, Any]:
             f"({row.cite}); remove {var}",
             (var,),
         )
-    if key in FIELDS:
+    if key in fields:
         return key, value
     raise ConfigError(
-        f"{var} sets {key}: {NOT_IN_LANE}; vllm-neuron 0.24's neuron_config takes "
-        f"{', '.join(sorted(FIELDS))} ({REF}:46-51, :79, :115); remove {var}",
+        f"{var} sets {key}: {NOT_IN_LANE}{_near(key, {*fields, *BY_KEY})}; vllm-neuron 0.24's "
+        f"neuron_config takes {', '.join(sorted(fields))} ({REF}:46-51, :79, :115); remove {var}",
         (var,),
     )
+
+
+def _near(key: str, names: Iterable[str]) -> str:
+    """ ", did you mean X?" for the closest name (difflib), or nothing."""
+    found = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
+    return f" (did you mean {found[0]}?)" if found else ""
 
 
 def _land(out: dict[str, Any], came: dict[str, str], field: str, value: Any, var: str) -> None:

@@ -291,3 +291,55 @@ def check_eagle(draft: ModelFacts | None, res: Resolution) -> None:
             f"lm_head.weight into the draft checkpoint",
             (origin,),
         )
+
+
+# RoPE types whose max_position_embeddings already is the scaled length, so vLLM applies no factor
+# (vLLM 0.11.0 config/model.py:1839-1862, _get_and_verify_max_len).
+ROPE_ALREADY_SCALED = ("su", "longrope", "llama3")
+
+
+def trained_context(config: dict[str, Any]) -> tuple[int, str] | None:
+    """The longest position a config.json covers, as vLLM 0.11.0 derives it (config/model.py:1839-1862):
+    max_position_embeddings (text_config's for a multimodal model), times a rope_scaling factor unless the
+    RoPE type is already scaled; yarn scales its original_max_position_embeddings. With what covers it, in
+    words. None when the config names no length."""
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else {}
+    mpe = config.get("max_position_embeddings") or text.get("max_position_embeddings")
+    if not json_int(mpe) or mpe <= 0:
+        return None
+    said = f"max_position_embeddings {mpe}"
+    scaling = config.get("rope_scaling") or text.get("rope_scaling")
+    if not isinstance(scaling, dict):
+        return mpe, said
+    kind = str(scaling.get("rope_type") or scaling.get("type") or "default")
+    factor = scaling.get("factor", 1.0)
+    if kind in ROPE_ALREADY_SCALED or not isinstance(factor, int | float) or isinstance(factor, bool):
+        return mpe, said
+    base = scaling.get("original_max_position_embeddings", mpe) if kind == "yarn" else mpe
+    if not json_int(base):
+        return mpe, said
+    covered = int(base * factor)
+    return covered, f"{said} with rope_scaling {kind} x {factor:g} = {covered}"
+
+
+def warn_beyond_trained(length: int, config: dict[str, Any] | None, model_uri: str, res: Resolution) -> None:
+    """max_model_len above the positions the model was trained for, and no rope scaling that covers it:
+    planned, as the stack does, and said with both numbers and the setting the length came from.
+
+    vLLM refuses such a length itself (config/model.py:1869-1890, unless VLLM_ALLOW_LONG_MAX_MODEL_LEN),
+    but vllm-neuron replaces that check with one that returns the length as given (0.2.2+lts
+    platform_overrides.py:49-54, 0.4.1 :52-57, installed by platform.py), so it compiles and serves
+    (tests/contract cases issue-42-beyond-trained-positions build on both lanes); positions beyond the
+    trained ones were never seen in training, and output there may degrade."""
+    covered = trained_context(config or {})
+    if covered is None or length <= covered[0]:
+        return
+    limit, what = covered
+    var = res.origins["max-model-len"]
+    res.warn(
+        f"{var}={length} is above {model_uri}/config.json {what}: vllm-neuron skips vLLM's own length check "
+        "(0.2.2+lts platform_overrides.py:49-54), so it compiles and serves, but positions past "
+        f"{limit} were never trained and output there may degrade: set {var}={limit} or less, or a "
+        "rope_scaling in config.json that covers it"
+    )

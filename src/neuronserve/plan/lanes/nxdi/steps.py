@@ -19,9 +19,10 @@ from neuronserve.plan.lanes.nxdi import (
     launch,
     models,
     multimodal,
+    override_fields,
     overrides,
-    profiles,
     rules,
+    speculation,
 )
 from neuronserve.plan.lanes.nxdi.intree import choose_integration, tnx_kv
 from neuronserve.plan.lanes.nxdi.kv import kv_layout
@@ -61,9 +62,21 @@ def _guards(n: Launch, res: Resolution) -> None:
     guards.check_speculative_fields(n.settings, res)
 
 
+def _override_fields(n: Launch, res: Resolution) -> None:
+    """Before any rule adds a key: each user key is a field the lane's NxD Inference reads, or one the
+    plugin pops itself (override_fields.py). The in-tree integration's framework is not the plugin's."""
+    if n.integration == Integration.PLUGIN:
+        override_fields.check_override_keys(n.model, res, n.rules)
+
+
 def _multimodal_keys(n: Launch, res: Resolution) -> None:
     """Before any rule adds a key: a multimodal model's override holds only its nested objects."""
     multimodal.check_user_keys(n.model, res, n.rules)
+
+
+def _trained_context(n: Launch, res: Resolution) -> None:
+    """max_model_len beyond what config.json's positions (and rope scaling) cover: said (rules.py)."""
+    rules.warn_beyond_trained(n.length, n.model.config if n.model else None, n.model_uri, res)
 
 
 def _multimodal_launch(n: Launch, res: Resolution) -> None:
@@ -154,13 +167,20 @@ def _sampling(n: Launch, res: Resolution) -> None:
     overrides.check_sampling(res)
 
 
-def _eagle(n: Launch, res: Resolution) -> None:
-    said = profiles.check_eagle3(res.speculation.method, res.origins["speculative-config"], n.rules)
-    if said:
-        res.warn(said)
+def _speculative_method(n: Launch, res: Resolution) -> None:
+    """A method the lane does not run as asked is refused, naming the one it runs (speculation.py; the
+    plugin's rules: the in-tree integration is not it)."""
     cfg = res.speculation.config
     n.draft = n.facts.paths.get(str(cfg.get("model"))) if cfg is not None else None
+    if n.integration == Integration.PLUGIN:
+        speculation.check_method(n.draft, res, n.rules)
+
+
+def _eagle(n: Launch, res: Resolution) -> None:
     rules.check_eagle(n.draft, res)
+    if n.integration == Integration.PLUGIN:
+        speculation.check_draft_class(n.model, n.draft, res, n.rules)
+        speculation.check_prefix(res, n.rules)
 
 
 # The order the plan resolves and refuses in (see the module docstring).
@@ -169,9 +189,12 @@ STEPS: tuple[Step, ...] = (
     _task,
     _architecture,
     _guards,
+    _speculative_method,
+    _override_fields,
     _multimodal_keys,
     launch.tp,
     launch.model_len,
+    _trained_context,
     launch.seqs,
     _multimodal_launch,
     launch.dtype,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuronserve.plan.lanes.nxdi.profiles import V0_2, V0_4, check_eagle3, plugin_at_least
+from neuronserve.plan.lanes.nxdi.profiles import V0_2, V0_4, plugin_at_least
 
 
 @pytest.mark.parametrize(
@@ -39,9 +39,6 @@ def test_0_4_1_loads_all_0_2_2_loads_and_more() -> None:
     assert (V0_2.structured_outputs_on_cpu, V0_4.structured_outputs_on_cpu) == (False, True)
 
 
-def test_eagle3_is_said_on_0_4_1_only() -> None:
-    said = check_eagle3("EAGLE3", "SM_VLLM_SPECULATIVE_CONFIG", V0_4)
-    assert said is not None
-    assert said.startswith("SM_VLLM_SPECULATIVE_CONFIG: method eagle3 on vllm-neuron 0.4.1, which turns on")
-    assert check_eagle3("eagle3", "X", V0_2) is None
-    assert check_eagle3("eagle", "X", V0_4) is None
+def test_both_plugins_run_eagle_only_and_0_4_1_builds_the_draft_s_own_class() -> None:
+    assert V0_2.speculative_methods == V0_4.speculative_methods == ("eagle",)
+    assert (V0_2.draft_own_class, V0_4.draft_own_class) == (False, True)
