@@ -287,7 +287,9 @@ def family_summary(rows: list[Row], family: str) -> str:
 # `compare`: how a layer's latency grows with TP, and what an MoE row costs, against the estimate's choice
 # (none; (2 + 2 top_k) / 4). Each variant is refitted on the calibration rows alone.
 def _chips(instance: instances.InstanceFacts, tp: int) -> int:
-    return max(1, math.ceil(tp * instance.logical_nc_config / estimate.generation(instance).physical_cores))
+    return int(
+        max(1, math.ceil(tp * instance.logical_nc_config / estimate.generation(instance).physical_cores))
+    )
 
 
 GROWTHS = {
@@ -314,7 +316,7 @@ def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
     saved = estimate.collective_growth, estimate.row_units, dict(estimate.CONSTANTS)
     host = estimate.HOST_LOGITS_BYTES_PER_S
     for (g, growth), (u, units) in ((g, u) for g in GROWTHS.items() for u in ROW_UNITS.items()):
-        estimate.collective_growth, estimate.row_units = growth, units  # type: ignore[assignment]
+        estimate.collective_growth, estimate.row_units = growth, units
         fit(calibration)
 
         def medians(rows: list[Row]) -> str:
@@ -327,7 +329,7 @@ def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
             f"| {g} | {u} | {loss(fitted_rows, ('tpot_ms',)):.2f} / {loss(fitted_rows):.2f} | "
             f"{medians(family)} | {medians(others)} |"
         )
-        estimate.collective_growth, estimate.row_units = saved[0], saved[1]  # type: ignore[assignment]
+        estimate.collective_growth, estimate.row_units = saved[0], saved[1]
         estimate.CONSTANTS.clear()
         estimate.CONSTANTS.update(saved[2])
         estimate.HOST_LOGITS_BYTES_PER_S = host

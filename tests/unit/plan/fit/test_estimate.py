@@ -202,8 +202,9 @@ def test_the_constants_reproduce_the_calibration_rows_within_their_band() -> Non
 
 
 def test_the_constants_are_what_the_fit_finds_on_the_calibration_rows() -> None:
-    """`bench/fit_estimate.py fit` from its fixed start, on the calibration rows alone, gives the constants in
-    the code (to the 4 digits printed): a constant edited by hand, or a fit changed without the code, fails."""
+    """`bench/fit_estimate.py fit` from its fixed start, on the calibration rows alone, gives the code's
+    constants (to the 4 digits printed): a constant edited by hand, or a fit changed without the code,
+    fails."""
     saved, host = dict(estimate.CONSTANTS), estimate.HOST_LOGITS_BYTES_PER_S
     try:
         fitted, fitted_host = fit_estimate.fit(fit_estimate.load("calibration.csv"))
