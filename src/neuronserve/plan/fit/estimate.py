@@ -84,7 +84,7 @@ GENERATIONS = {
 class Constants:
     """The three fitted constants of one NeuronCore generation."""
 
-    layer_s: float  # one layer's fixed latency in a step (its kernels and two all-reduces), one chip
+    layer_s: float  # one layer's fixed latency in a step or prefill pass (kernels, two all-reduces)
     row_s: float  # one layer's time per compiled row (per dense-layer equivalent of a row's matmuls)
     prefill_mfu: float  # fraction of the BF16 peak a prefill reaches
 
@@ -248,7 +248,7 @@ def _active_params(shape: memory.ModelShape, tp: int) -> float:
 def collective_growth(instance: InstanceFacts, tp: int) -> float:
     """How a layer's fixed latency (`layer_s`, its kernels and its two all-reduces) grows with the TP group:
     not at all. The calibration rows cannot tell a growth from none (their fit's loss moves by 4 % between
-    none, log2(2 TP) and 1 + log2(chips)), and every held-out source is fitted worse with one: at TP 64 a
+    none, log2(2 TP) and 1 + log2(chips)), and every held-out source's error is larger with one: at TP 64 a
     trn2 layer costs about what it costs at TP 4 (docs/FIT.md, "Decode: what a step costs beyond its
     bytes"; `bench/fit_estimate.py compare` reruns the comparison by replacing this function)."""
     del instance, tp
