@@ -284,8 +284,9 @@ def family_summary(rows: list[Row], family: str) -> str:
     return f"{family}: " + "; ".join(parts)
 
 
-# `compare`: how a layer's latency grows with TP, and what an MoE row costs, against the estimate's choice
-# (none; (2 + 2 top_k) / 4). Each variant is refitted on the calibration rows alone.
+# `compare`: what an MoE prefill pays for its experts, how a layer's latency grows with TP, and what an MoE
+# row costs, against the estimate's choices (the first of each). Each variant is refitted on the
+# calibration rows alone.
 def _chips(instance: instances.InstanceFacts, tp: int) -> int:
     return int(
         max(1, math.ceil(tp * instance.logical_nc_config / estimate.generation(instance).physical_cores))
@@ -297,6 +298,24 @@ GROWTHS = {
     "log2(2 TP)": lambda instance, tp: math.log2(2 * tp),
     "1 + log2(chips)": lambda instance, tp: 1 + math.log2(_chips(instance, tp)),
 }
+
+
+def _moe_prefill_bytes(
+    model: memory.Model, instance: instances.InstanceFacts, c: estimate.Compiled, tokens: int
+) -> float:
+    """The first version's MoE prefill: each routed expert's weight shard read once per token and expert."""
+    shape = model.shape
+    if not (shape.experts and shape.experts_per_token):
+        return 0.0
+    layout = memory.weight_layout(shape, c.tp)
+    one_expert = layout.expert_linear * model.precision.linear_bytes / (shape.experts * shape.layers)
+    return tokens * shape.experts_per_token * shape.layers * one_expert / instance.hbm_bytes_per_s_per_core
+
+
+MOE_PREFILLS = {
+    "row_s per routed expert pass": estimate.moe_prefill_s,
+    "expert bytes per token": _moe_prefill_bytes,
+}
 ROW_UNITS = {
     "(2 + 2 top_k) / 4": estimate.row_units,
     "1": lambda shape: 1.0,
@@ -305,34 +324,41 @@ ROW_UNITS = {
 
 
 def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
+    """Each variant refitted on the calibration rows alone: its calibration loss and its held-out medians."""
     fitted_rows = [r for r in calibration if r.fields.get("fit") == "1"]
     family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
     others = [r for r in heldout if r.fields.get("family") != "nxdi-vllm"]
-    lines = [
-        "| layer latency growth with TP | MoE row units | calibration loss (TPOT / all) | "
-        "held-out NxDI/vllm-neuron TPOT / TTFT / thr. median | transformers-neuronx TPOT / TTFT / thr. |",
-        "|---|---|---|---|---|",
-    ]
-    saved = estimate.collective_growth, estimate.row_units, dict(estimate.CONSTANTS)
-    host = estimate.HOST_LOGITS_BYTES_PER_S
-    for (g, growth), (u, units) in ((g, u) for g in GROWTHS.items() for u in ROW_UNITS.items()):
-        estimate.collective_growth, estimate.row_units = growth, units
-        fit(calibration)
 
-        def medians(rows: list[Row]) -> str:
-            return " / ".join(
-                f"{statistics.median(ratio(p, m) for _, qq, p, m in errors(rows) if qq == q):.2f}x"
-                for q in QUANTITIES
-            )
-
-        lines.append(
-            f"| {g} | {u} | {loss(fitted_rows, ('tpot_ms',)):.2f} / {loss(fitted_rows):.2f} | "
-            f"{medians(family)} | {medians(others)} |"
+    def medians(rows: list[Row]) -> str:
+        return " / ".join(
+            f"{statistics.median(ratio(p, m) for _, qq, p, m in errors(rows) if qq == q):.2f}x"
+            for q in QUANTITIES
         )
-        estimate.collective_growth, estimate.row_units = saved[0], saved[1]
-        estimate.CONSTANTS.clear()
-        estimate.CONSTANTS.update(saved[2])
-        estimate.HOST_LOGITS_BYTES_PER_S = host
+
+    lines = [
+        "| MoE prefill | layer latency growth with TP | MoE row units | calibration loss TPOT / TTFT / all | "
+        "held-out NxDI/vllm-neuron TPOT / TTFT / thr. median | transformers-neuronx TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|",
+    ]
+    saved = estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units, dict(estimate.CONSTANTS)
+    host = estimate.HOST_LOGITS_BYTES_PER_S
+    for d, dispatch in MOE_PREFILLS.items():
+        for g, growth in GROWTHS.items():
+            for u, units in ROW_UNITS.items():
+                estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units = (
+                    dispatch,
+                    growth,
+                    units,
+                )
+                fit(calibration)
+                losses = " / ".join(
+                    f"{loss(fitted_rows, qs):.2f}" for qs in (("tpot_ms",), ("ttft_ms",), QUANTITIES)
+                )
+                lines.append(f"| {d} | {g} | {u} | {losses} | {medians(family)} | {medians(others)} |")
+                estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units = saved[:3]
+                estimate.CONSTANTS.clear()
+                estimate.CONSTANTS.update(saved[3])
+                estimate.HOST_LOGITS_BYTES_PER_S = host
     return lines
 
 

@@ -27,8 +27,8 @@ Prefill (context encoding of one prompt, padded to its context-encoding bucket):
 bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
 TP cores' BF16 peak; the weight shard read once; each layer's `layer_s` once per pass; the two
 all-reduces per layer move bucket x hidden x 2 bytes over the chip-to-chip link when TP spans chips;
-MoE prefill reads each routed expert's shard once per token and expert (expert dispatch, not FLOPs,
-dominates MoE prefill).
+MoE prefill pays `row_s` for every token's pass through each routed expert (moe_prefill_s: expert
+dispatch, not FLOPs, dominates MoE prefill).
 
 Serving at concurrency C (per replica, every request input_len in and output_len out): requests of equal
 length fall into waves: C prefills, each followed by decode steps of the sequences already admitted, then
@@ -91,16 +91,16 @@ class Constants:
 
 # Fitted by `bench/fit_estimate.py fit` on 2026-12-07 (calibration: bench/data/estimate/calibration.csv).
 CONSTANTS = {
-    "NeuronCore-v2": Constants(layer_s=3.056e-04, row_s=8.896e-06, prefill_mfu=0.1367),
-    "NeuronCore-v3": Constants(layer_s=1.793e-04, row_s=9.506e-06, prefill_mfu=0.2718),
+    "NeuronCore-v2": Constants(layer_s=2.197e-04, row_s=8.896e-06, prefill_mfu=0.1394),
+    "NeuronCore-v3": Constants(layer_s=1.741e-04, row_s=6.887e-06, prefill_mfu=0.2777),
 }
 # CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
-HOST_LOGITS_BYTES_PER_S = 5.028e08
+HOST_LOGITS_BYTES_PER_S = 4.587e08
 HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
 ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
 # The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
 # held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
-ERROR_BAND = {"tpot_ms": (0.71, 1.59), "ttft_ms": (0.58, 2.09), "output_tokens_per_s": (0.45, 1.28)}
+ERROR_BAND = {"tpot_ms": (0.77, 1.32), "ttft_ms": (0.55, 1.46), "output_tokens_per_s": (0.61, 1.32)}
 BASIS = (
     "physical model (HBM reads, per-layer and per-row latency, prefill FLOPs) fitted on optimum-neuron "
     "benchmark/vllm @213224e6; held-out error in docs/FIT.md"
@@ -218,18 +218,17 @@ def bucket(tokens: int, max_model_len: int, given: Sequence[int] | None = None) 
     return min(size, max_model_len)
 
 
-def _weight_bytes(model: memory.Model, tp: int, live_tokens: int) -> tuple[float, float]:
-    """(bytes a decode step reads, bytes of one routed expert's shard per layer) of the core's weights."""
+def _weight_bytes(model: memory.Model, tp: int, live_tokens: int) -> float:
+    """The bytes of the core's weight shard that `live_tokens` tokens read (MoE: the experts routed to)."""
     shape, p = model.shape, model.precision
     layout = memory.weight_layout(shape, tp)
     scale = model.checkpoint_params / memory.hf_parameter_count(shape) if model.checkpoint_params else 1.0
     total = (layout.linear * p.linear_bytes + layout.other * p.dtype_bytes) * scale
     if not (shape.experts and shape.experts_per_token):
-        return total, 0.0
+        return total
     experts = layout.expert_linear * p.linear_bytes * scale
     touched = min(shape.experts, live_tokens * shape.experts_per_token) / shape.experts
-    one_expert = experts / (shape.experts * shape.layers)
-    return total - experts * (1 - touched), one_expert
+    return total - experts * (1 - touched)
 
 
 def _kv_bytes(model: memory.Model, tp: int, rows: int, length: int) -> float:
@@ -247,10 +246,10 @@ def _active_params(shape: memory.ModelShape, tp: int) -> float:
 
 def collective_growth(instance: InstanceFacts, tp: int) -> float:
     """How a layer's fixed latency (`layer_s`, its kernels and its two all-reduces) grows with the TP group:
-    not at all. The calibration rows cannot tell a growth from none (their fit's loss moves by 4 % between
-    none, log2(2 TP) and 1 + log2(chips)), and every held-out source's error is larger with one: at TP 64 a
-    trn2 layer costs about what it costs at TP 4 (docs/FIT.md, "Decode: what a step costs beyond its
-    bytes"; `bench/fit_estimate.py compare` reruns the comparison by replacing this function)."""
+    not at all. Refitted with log2(2 TP) or 1 + log2(chips) instead, the calibration rows are fitted worse
+    (loss 4.26 against 4.98 and 5.67), and so is every held-out source: a trn2 layer costs about the same
+    at TP 4, 16 and 64 (docs/FIT.md, "Decode: what a step costs beyond its bytes";
+    `bench/fit_estimate.py compare` reruns the comparison by replacing this function)."""
     del instance, tp
     return 1.0
 
@@ -258,11 +257,25 @@ def collective_growth(instance: InstanceFacts, tp: int) -> float:
 def row_units(shape: memory.ModelShape) -> float:
     """A compiled row's matmul passes in one layer, in dense-layer units: a dense layer runs four per row
     (attention's QKV and output, the MLP's gate/up and down); an MoE layer runs attention's two and two
-    per routed expert, (2 + 2 x top_k) / 4. The calibration prefers this to 1 or top_k per row
-    (`bench/fit_estimate.py compare`)."""
+    per routed expert, (2 + 2 x top_k) / 4. The calibration rows are fitted better with this than with 1
+    or top_k per row (`bench/fit_estimate.py compare`)."""
     if not (shape.experts and shape.experts_per_token):
         return 1.0
     return (2 + 2 * shape.experts_per_token) / 4
+
+
+def moe_prefill_s(model: memory.Model, instance: InstanceFacts, c: Compiled, tokens: int) -> float:
+    """Expert dispatch in a prefill: every prompt token passes through its top_k experts one by one, as a
+    decode row does, at `row_s` per dense-layer unit (two matmul passes per expert of a dense layer's
+    four: row_units). Measured MoE prefills are nowhere near their FLOPs or bytes (optimum-neuron's
+    Qwen3 MoE: 32-50 ms per layer for 2048 tokens at TP 4 to 64, 0.3-1.5 % of the BF16 peak), but near
+    this count: 2-3 us per token, expert and layer (docs/FIT.md, "MoE prefill")."""
+    del c
+    shape = model.shape
+    if not (shape.experts and shape.experts_per_token):
+        return 0.0
+    row_s = CONSTANTS[generation(instance).name].row_s
+    return tokens * shape.layers * row_s * 2 * shape.experts_per_token / 4
 
 
 def decode_step_s(
@@ -280,7 +293,7 @@ def decode_step_s(
     for i, m in enumerate(models):
         runs = 1 if i == 0 else spec  # a draft runs once per speculated token, inside the same graph
         rows = c.max_num_seqs * (positions if i == 0 else 1)
-        weights, _ = _weight_bytes(m, c.tp, rows)
+        weights = _weight_bytes(m, c.tp, rows)
         read += runs * (weights + _kv_bytes(m, c.tp, c.max_num_seqs, length))
         per_layer = k.layer_s * growth + k.row_s * rows * row_units(m.shape)
         layers += runs * m.shape.layers * per_layer
@@ -307,15 +320,15 @@ def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compil
         heads = math.ceil(s.heads / c.tp) * c.tp
         context = passes * n
         flops = 2 * _active_params(s, c.tp) * context + 4 * s.layers * n * context * heads * s.head_dim
-        weights, one_expert = _weight_bytes(m, c.tp, n)
-        dispatch = context * s.experts_per_token * s.layers * one_expert if s.experts else 0.0
+        weights = _weight_bytes(m, c.tp, n)
         wire = 0.0
         if c.tp > 1 and chips > 1:
             message = n * s.hidden * m.precision.dtype_bytes
             wire = 2 * s.layers * 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s
         total += (
             flops / (peak * k.prefill_mfu)
-            + (passes * weights + dispatch) / bw
+            + passes * weights / bw
+            + moe_prefill_s(m, instance, c, context)
             + passes * (wire + s.layers * k.layer_s * growth)
         )
     return total
