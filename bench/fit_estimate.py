@@ -118,7 +118,7 @@ def loss(rows: list[Row], quantities: tuple[str, ...] = QUANTITIES) -> float:
 
 # Each constant is fitted to the quantity it governs: the decode constants (and the CPU-sampling host rate)
 # to TPOT, the prefill efficiency to TTFT; throughput, which mixes both, is only checked.
-# Physical bounds: a step has at least the host's millisecond (vLLM's scheduler, the graph launch); a
+# Physical bounds: a layer's latency between a microsecond and 10 ms, a row's below a millisecond; a
 # prefill reaches at most the peak.
 BOUNDS = {
     "layer_s": (1e-6, 1e-2),
