@@ -3,6 +3,7 @@
     PYTHONPATH=src python bench/fit_estimate.py fit     # fit the constants on the calibration rows
     PYTHONPATH=src python bench/fit_estimate.py table   # docs/FIT.md's error tables, constants as in the code
     PYTHONPATH=src python bench/fit_estimate.py rows    # every row: estimate vs measurement
+    PYTHONPATH=src python bench/fit_estimate.py compare # refit each variant of the layer cost, compare
 
 Calibration rows (bench/data/estimate/calibration.csv) are optimum-neuron's guidellm runs of vLLM on Neuron,
 huggingface/optimum-neuron benchmark/vllm/ at commit 213224e6 (each row names its file; instance and TP
@@ -11,11 +12,11 @@ every other published measurement found: aws-neuron/aws-neuron-sdk at commit 81c
 vllm-neuron tutorials, and the Neuron docs' transformers-neuronx decoder tables); the fit never sees them.
 Model shapes: bench/data/estimate/models.json (each config.json's source named).
 
-The fit: per NeuronCore generation, the three constants of plan/fit/estimate.py (step_s, collective_s,
+The fit: per NeuronCore generation, the three constants of plan/fit/estimate.py (layer_s, row_s,
 prefill_mfu), plus the shared CPU-sampling host rate, minimise the sum of squared log errors
 over that generation's calibration rows, each constant against the quantity it governs (the decode
 constants and host rate: TPOT; the prefill efficiency: TTFT); throughput is only checked (coordinate
-descent in log space; stdlib only).
+descent in log space from a fixed start; stdlib only).
 """
 
 from __future__ import annotations
@@ -117,17 +118,18 @@ def loss(rows: list[Row], quantities: tuple[str, ...] = QUANTITIES) -> float:
 
 # Each constant is fitted to the quantity it governs: the decode constants (and the CPU-sampling host rate)
 # to TPOT, the prefill efficiency to TTFT; throughput, which mixes both, is only checked.
-# Physical bounds: a step has at least the host's millisecond (vLLM's scheduler, the graph launch); a
+# Physical bounds: a layer's latency between a microsecond and 10 ms, a row's below a millisecond; a
 # prefill reaches at most the peak.
 BOUNDS = {
-    "step_s": (1e-3, 1.0),
-    "collective_s": (1e-6, 1e-2),
+    "layer_s": (1e-6, 1e-2),
+    "row_s": (1e-8, 1e-3),
     "prefill_mfu": (1e-3, 1.0),
     "host": (1e7, 1e11),
 }
+START = (1e-4, 1e-6, 0.2)  # layer_s, row_s, prefill_mfu
 GOVERNS = {
-    "step_s": ("tpot_ms",),
-    "collective_s": ("tpot_ms",),
+    "layer_s": ("tpot_ms",),
+    "row_s": ("tpot_ms",),
     "prefill_mfu": ("ttft_ms",),
     "host": ("tpot_ms",),
 }
@@ -144,15 +146,15 @@ def fit(rows: list[Row]) -> tuple[dict[str, estimate.Constants], float]:
     for row in rows:
         if row.fields.get("fit", "1") == "1":
             by_gen.setdefault(estimate.generation(row.instance).name, []).append(row)
-    host = estimate.HOST_LOGITS_BYTES_PER_S
-    fitted = dict(estimate.CONSTANTS)
+    host = 1e9  # a fixed start (START too): the fit does not depend on the constants in the code
+    fitted = {gen: estimate.Constants(*START) for gen in by_gen}
     for _ in range(3):  # the host rate is shared: alternate
         for gen, gen_rows in sorted(by_gen.items()):
             k = fitted[gen]
-            params = [k.step_s, k.collective_s, k.prefill_mfu, host]
-            names = ["step_s", "collective_s", "prefill_mfu", "host"]
+            params = [k.layer_s, k.row_s, k.prefill_mfu, host]
+            names = ["layer_s", "row_s", "prefill_mfu", "host"]
             step = 1.0
-            while step > 0.01:
+            while step > 1e-3:
                 improved = False
                 for i in range(len(params)):
                     if names[i] == "host" and not any(r.compiled.cpu_sampling for r in gen_rows):
@@ -282,11 +284,89 @@ def family_summary(rows: list[Row], family: str) -> str:
     return f"{family}: " + "; ".join(parts)
 
 
+# `compare`: what an MoE prefill pays for its experts, how a layer's latency grows with TP, and what an MoE
+# row costs, against the estimate's choices (the first of each). Each variant is refitted on the
+# calibration rows alone.
+def _chips(instance: instances.InstanceFacts, tp: int) -> int:
+    return int(
+        max(1, math.ceil(tp * instance.logical_nc_config / estimate.generation(instance).physical_cores))
+    )
+
+
+GROWTHS = {
+    "none": estimate.collective_growth,
+    "log2(2 TP)": lambda instance, tp: math.log2(2 * tp),
+    "1 + log2(chips)": lambda instance, tp: 1 + math.log2(_chips(instance, tp)),
+}
+
+
+def _moe_prefill_bytes(
+    model: memory.Model, instance: instances.InstanceFacts, c: estimate.Compiled, tokens: int
+) -> float:
+    """The first version's MoE prefill: each routed expert's weight shard read once per token and expert."""
+    shape = model.shape
+    if not (shape.experts and shape.experts_per_token):
+        return 0.0
+    layout = memory.weight_layout(shape, c.tp)
+    one_expert = layout.expert_linear * model.precision.linear_bytes / (shape.experts * shape.layers)
+    return tokens * shape.experts_per_token * shape.layers * one_expert / instance.hbm_bytes_per_s_per_core
+
+
+MOE_PREFILLS = {
+    "row_s per routed expert pass": estimate.moe_prefill_s,
+    "expert bytes per token": _moe_prefill_bytes,
+}
+ROW_UNITS = {
+    "(2 + 2 top_k) / 4": estimate.row_units,
+    "1": lambda shape: 1.0,
+    "top_k": lambda shape: float(shape.experts_per_token or 1),
+}
+
+
+def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
+    """Each variant refitted on the calibration rows alone: its calibration loss and its held-out medians."""
+    fitted_rows = [r for r in calibration if r.fields.get("fit") == "1"]
+    family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
+    others = [r for r in heldout if r.fields.get("family") != "nxdi-vllm"]
+
+    def medians(rows: list[Row]) -> str:
+        return " / ".join(
+            f"{statistics.median(ratio(p, m) for _, qq, p, m in errors(rows) if qq == q):.2f}x"
+            for q in QUANTITIES
+        )
+
+    lines = [
+        "| MoE prefill | layer latency growth with TP | MoE row units | calibration loss TPOT / TTFT / all | "
+        "held-out NxDI/vllm-neuron TPOT / TTFT / thr. median | transformers-neuronx TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|",
+    ]
+    saved = estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units, dict(estimate.CONSTANTS)
+    host = estimate.HOST_LOGITS_BYTES_PER_S
+    for d, dispatch in MOE_PREFILLS.items():
+        for g, growth in GROWTHS.items():
+            for u, units in ROW_UNITS.items():
+                estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units = (
+                    dispatch,
+                    growth,
+                    units,
+                )
+                fit(calibration)
+                losses = " / ".join(
+                    f"{loss(fitted_rows, qs):.2f}" for qs in (("tpot_ms",), ("ttft_ms",), QUANTITIES)
+                )
+                lines.append(f"| {d} | {g} | {u} | {losses} | {medians(family)} | {medians(others)} |")
+                estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units = saved[:3]
+                estimate.CONSTANTS.clear()
+                estimate.CONSTANTS.update(saved[3])
+                estimate.HOST_LOGITS_BYTES_PER_S = host
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("fit", "table", "rows"))
+    parser.add_argument("command", choices=("fit", "table", "rows", "compare"))
     args = parser.parse_args(argv)
     calibration = load("calibration.csv")
     heldout = load("heldout.csv")
@@ -294,13 +374,16 @@ def main(argv: list[str] | None = None) -> int:
         fitted, host = fit(calibration)
         for gen, k in sorted(fitted.items()):
             print(
-                f'    "{gen}": Constants(step_s={k.step_s:.4g}, collective_s={k.collective_s:.4g}, '
+                f'    "{gen}": Constants(layer_s={k.layer_s:.4e}, row_s={k.row_s:.4e}, '
                 f"prefill_mfu={k.prefill_mfu:.4g}),"
             )
         print(f"HOST_LOGITS_BYTES_PER_S = {host:.4g}")
         print(f"calibration loss {loss([r for r in calibration if r.fields.get('fit') == '1']):.3f}")
         family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
         print(f"ERROR_BAND = {band([r for r in calibration if r.fields.get('fit') == '1'] + family)}")
+        return 0
+    if args.command == "compare":
+        print("\n".join(compare(calibration, heldout)))
         return 0
     if args.command == "rows":
         for name, rows in (("calibration", calibration), ("held-out", heldout)):

@@ -12,21 +12,23 @@ Decode step (one token for every live sequence of a replica):
   batch (max_num_seqs) and power-of-two length buckets (NxD Inference autobucketing.py:8-19), so a
   request at context c reads the bucket holding c for all max_num_seqs rows, live or not; KV heads are
   the per-core count after replication or MHA conversion (memory.kv_heads_per_core);
-- two all-reduces per layer across the TP group, each costing `collective_s` per doubling of TP
-  (log2(tp): the groups reduce in rings within and then across chips);
-- a fixed `step_s` for what no byte count covers (launching the graph, vLLM's scheduler, the host side),
-  once per step: a fused speculative step runs its draft inside the same graph;
+- every layer costs `layer_s` (its kernels' launch and its two all-reduces across the TP group; how that
+  grows with TP: collective_growth) plus `row_s` per compiled row and dense-layer equivalent of the row's
+  matmuls (row_units: an MoE row passes through attention and top_k experts). A fixed cost per step, the
+  first version's model, fitted worse: the calibration's dense rows are batch 32, and the per-row cost
+  was then paid by every step, batch 1 included (docs/FIT.md);
 - with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
   max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
-- speculation: one step runs k draft steps (their reads and collectives; an EAGLE head with no local
+- speculation: one step runs k draft steps (their reads and layers; an EAGLE head with no local
   config.json is not counted) and one target step over k + 1 positions, and yields
   `accepted_tokens` tokens (a stated assumption, ACCEPTED_FRACTION of k, replaceable by the caller).
 
 Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
 bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
-TP cores' BF16 peak; the weight shard read once; the two all-reduces per layer now move bucket x hidden x 2
-bytes over the chip-to-chip link; MoE prefill reads each routed expert's shard once per token and expert
-(expert dispatch, not FLOPs, dominates MoE prefill).
+TP cores' BF16 peak; the weight shard read once; each layer's `layer_s` once per pass; the two
+all-reduces per layer move bucket x hidden x 2 bytes over the chip-to-chip link when TP spans chips;
+MoE prefill pays `row_s` for every token's pass through each routed expert (moe_prefill_s: expert
+dispatch, not FLOPs, dominates MoE prefill).
 
 Serving at concurrency C (per replica, every request input_len in and output_len out): requests of equal
 length fall into waves: C prefills, each followed by decode steps of the sequences already admitted, then
@@ -82,26 +84,26 @@ GENERATIONS = {
 class Constants:
     """The three fitted constants of one NeuronCore generation."""
 
-    step_s: float  # fixed time of a decode step (graph launch, scheduler, host)
-    collective_s: float  # one all-reduce, per doubling of the TP group
+    layer_s: float  # one layer's fixed latency in a step or prefill pass (kernels, two all-reduces)
+    row_s: float  # one layer's time per compiled row (per dense-layer equivalent of a row's matmuls)
     prefill_mfu: float  # fraction of the BF16 peak a prefill reaches
 
 
 # Fitted by `bench/fit_estimate.py fit` on 2026-12-07 (calibration: bench/data/estimate/calibration.csv).
 CONSTANTS = {
-    "NeuronCore-v2": Constants(step_s=0.005524, collective_s=6.696e-05, prefill_mfu=0.141),
-    "NeuronCore-v3": Constants(step_s=0.01259, collective_s=2.141e-05, prefill_mfu=0.2788),
+    "NeuronCore-v2": Constants(layer_s=2.197e-04, row_s=8.896e-06, prefill_mfu=0.1394),
+    "NeuronCore-v3": Constants(layer_s=1.741e-04, row_s=6.887e-06, prefill_mfu=0.2777),
 }
 # CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
-HOST_LOGITS_BYTES_PER_S = 4.95e08
+HOST_LOGITS_BYTES_PER_S = 4.587e08
 HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
 ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
 # The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
 # held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
-ERROR_BAND = {"tpot_ms": (0.5, 1.45), "ttft_ms": (0.58, 1.92), "output_tokens_per_s": (0.52, 1.95)}
+ERROR_BAND = {"tpot_ms": (0.77, 1.32), "ttft_ms": (0.55, 1.46), "output_tokens_per_s": (0.61, 1.32)}
 BASIS = (
-    "physical model (HBM reads, collectives, prefill FLOPs) fitted on optimum-neuron benchmark/vllm "
-    "@213224e6; held-out error in docs/FIT.md"
+    "physical model (HBM reads, per-layer and per-row latency, prefill FLOPs) fitted on optimum-neuron "
+    "benchmark/vllm @213224e6; held-out error in docs/FIT.md"
 )
 
 
@@ -216,18 +218,17 @@ def bucket(tokens: int, max_model_len: int, given: Sequence[int] | None = None) 
     return min(size, max_model_len)
 
 
-def _weight_bytes(model: memory.Model, tp: int, live_tokens: int) -> tuple[float, float]:
-    """(bytes a decode step reads, bytes of one routed expert's shard per layer) of the core's weights."""
+def _weight_bytes(model: memory.Model, tp: int, live_tokens: int) -> float:
+    """The bytes of the core's weight shard that `live_tokens` tokens read (MoE: the experts routed to)."""
     shape, p = model.shape, model.precision
     layout = memory.weight_layout(shape, tp)
     scale = model.checkpoint_params / memory.hf_parameter_count(shape) if model.checkpoint_params else 1.0
     total = (layout.linear * p.linear_bytes + layout.other * p.dtype_bytes) * scale
     if not (shape.experts and shape.experts_per_token):
-        return total, 0.0
+        return total
     experts = layout.expert_linear * p.linear_bytes * scale
     touched = min(shape.experts, live_tokens * shape.experts_per_token) / shape.experts
-    one_expert = experts / (shape.experts * shape.layers)
-    return total - experts * (1 - touched), one_expert
+    return total - experts * (1 - touched)
 
 
 def _kv_bytes(model: memory.Model, tp: int, rows: int, length: int) -> float:
@@ -243,6 +244,40 @@ def _active_params(shape: memory.ModelShape, tp: int) -> float:
     return float(tp * (linear + math.ceil(shape.vocab / tp) * shape.hidden))
 
 
+def collective_growth(instance: InstanceFacts, tp: int) -> float:
+    """How a layer's fixed latency (`layer_s`, its kernels and its two all-reduces) grows with the TP group:
+    not at all. Refitted with log2(2 TP) or 1 + log2(chips) instead, the calibration rows are fitted worse
+    (loss 4.26 against 4.98 and 5.67), and so is every held-out source: a trn2 layer costs about the same
+    at TP 4, 16 and 64 (docs/FIT.md, "Decode: what a step costs beyond its bytes";
+    `bench/fit_estimate.py compare` reruns the comparison by replacing this function)."""
+    del instance, tp
+    return 1.0
+
+
+def row_units(shape: memory.ModelShape) -> float:
+    """A compiled row's matmul passes in one layer, in dense-layer units: a dense layer runs four per row
+    (attention's QKV and output, the MLP's gate/up and down); an MoE layer runs attention's two and two
+    per routed expert, (2 + 2 x top_k) / 4. The calibration rows are fitted better with this than with 1
+    or top_k per row (`bench/fit_estimate.py compare`)."""
+    if not (shape.experts and shape.experts_per_token):
+        return 1.0
+    return (2 + 2 * shape.experts_per_token) / 4
+
+
+def moe_prefill_s(model: memory.Model, instance: InstanceFacts, c: Compiled, tokens: int) -> float:
+    """Expert dispatch in a prefill: every prompt token passes through its top_k experts one by one, as a
+    decode row does, at `row_s` per dense-layer unit (two matmul passes per expert of a dense layer's
+    four: row_units). Measured MoE prefills are nowhere near their FLOPs or bytes (optimum-neuron's
+    Qwen3 MoE: 32-50 ms per layer for 2048 tokens at TP 4 to 64, 0.3-1.5 % of the BF16 peak), but near
+    this count: 2-3 us per token, expert and layer (docs/FIT.md, "MoE prefill")."""
+    del c
+    shape = model.shape
+    if not (shape.experts and shape.experts_per_token):
+        return 0.0
+    row_s = CONSTANTS[generation(instance).name].row_s
+    return tokens * shape.layers * row_s * 2 * shape.experts_per_token / 4
+
+
 def decode_step_s(
     models: Sequence[memory.Model], instance: InstanceFacts, c: Compiled, context: int
 ) -> float:
@@ -253,14 +288,16 @@ def decode_step_s(
     length = bucket(context, c.max_model_len)
     spec = c.speculative_tokens
     positions = 1 + spec
-    read = collectives = 0.0
+    growth = collective_growth(instance, c.tp)
+    read = layers = 0.0
     for i, m in enumerate(models):
         runs = 1 if i == 0 else spec  # a draft runs once per speculated token, inside the same graph
-        weights, _ = _weight_bytes(m, c.tp, c.max_num_seqs * (positions if i == 0 else 1))
+        rows = c.max_num_seqs * (positions if i == 0 else 1)
+        weights = _weight_bytes(m, c.tp, rows)
         read += runs * (weights + _kv_bytes(m, c.tp, c.max_num_seqs, length))
-        if c.tp > 1:
-            collectives += runs * 2 * m.shape.layers * k.collective_s * math.log2(c.tp)
-    step = read / bw + collectives + k.step_s
+        per_layer = k.layer_s * growth + k.row_s * rows * row_units(m.shape)
+        layers += runs * m.shape.layers * per_layer
+    step = read / bw + layers
     if c.cpu_sampling:
         logits = c.max_num_seqs * positions * models[0].shape.vocab * 4
         step += logits / HOST_LOGITS_BYTES_PER_S + HOST_SAMPLE_S
@@ -274,6 +311,7 @@ def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compil
     bw = instance.hbm_bytes_per_s_per_core
     peak = gen.bf16_flops_per_chip / gen.physical_cores * instance.logical_nc_config * c.tp
     chips = max(1, c.tp * instance.logical_nc_config // gen.physical_cores)
+    growth = collective_growth(instance, c.tp)
     n = bucket(input_len, c.max_model_len, c.context_buckets)
     passes = math.ceil(input_len / n)  # a prompt longer than the largest bucket: chunks (chunked prefill)
     total = 0.0
@@ -282,17 +320,16 @@ def prefill_s(models: Sequence[memory.Model], instance: InstanceFacts, c: Compil
         heads = math.ceil(s.heads / c.tp) * c.tp
         context = passes * n
         flops = 2 * _active_params(s, c.tp) * context + 4 * s.layers * n * context * heads * s.head_dim
-        weights, one_expert = _weight_bytes(m, c.tp, n)
-        dispatch = context * s.experts_per_token * s.layers * one_expert if s.experts else 0.0
-        collectives = 0.0
-        if c.tp > 1:
+        weights = _weight_bytes(m, c.tp, n)
+        wire = 0.0
+        if c.tp > 1 and chips > 1:
             message = n * s.hidden * m.precision.dtype_bytes
-            wire = 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s if chips > 1 else 0.0
-            collectives = 2 * s.layers * (k.collective_s * math.log2(c.tp) + wire)
+            wire = 2 * s.layers * 2 * (c.tp - 1) / c.tp * message / gen.link_bytes_per_s
         total += (
             flops / (peak * k.prefill_mfu)
-            + (passes * weights + dispatch) / bw
-            + passes * (collectives + k.step_s)
+            + passes * weights / bw
+            + moe_prefill_s(m, instance, c, context)
+            + passes * (wire + s.layers * k.layer_s * growth)
         )
     return total
 
