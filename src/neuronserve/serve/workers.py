@@ -227,11 +227,17 @@ class Workers:
                 if stuck is None:
                     continue
                 reason = "stuck"
-                log.warning("front worker %d (pid %d) %s: killing it (SIGKILL)", i, proc.pid, stuck)
-                proc.kill()
+                proc.kill()  # SIGKILL: a stopped process takes it too
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5.0)
-            self.on_restart(reason)
+                log.warning("front worker %d (pid %d) %s: killed, restarting it", i, proc.pid, stuck)
+            else:
+                log.warning(
+                    "front worker %d exited with code %s: restarting it (pid %d)", i, proc.returncode, proc.pid
+                )
+            with contextlib.suppress(OSError):  # its pipe: no descriptor left behind per replacement
+                if proc.stdin is not None:
+                    proc.stdin.close()
             self.board.forget_worker(i)
             _forget_metrics(proc.pid, self.metrics_dir)
             self.deaths[i] = [t for t in self.deaths[i] if now - t < self.window_s] + [now]
@@ -242,13 +248,7 @@ class Workers:
                     f"within {self.window_s:g} s (NEURONSERVE_MAX_RESTARTS={self.max_restarts}, "
                     f"NEURONSERVE_RESTART_WINDOW_S={self.window_s:g})"
                 )
-            log.warning(
-                "front worker %d (pid %d) %s with code %s: replacing it",
-                i,
-                proc.pid,
-                "was killed" if reason == "stuck" else "exited",
-                proc.returncode,
-            )
+            self.on_restart(reason)
             self._spawn(i)
         return None
 
