@@ -121,8 +121,8 @@ def worker_count(configured: int | None, replicas: int, cpus: Callable[[], int] 
     usable = cpus()
     count = max(1, min(needed, usable))
     log.info(
-        "NEURONSERVE_FRONT_WORKERS=auto: %d front worker(s): %d replica(s) x %d stream events/s at most = "
-        "%d/s; one worker is sized for %d/s (docs/PERFORMANCE.md) -> %d needed; %d CPU(s) usable",
+        "NEURONSERVE_FRONT_WORKERS=auto chose %d front process(es): %d replica(s) x %d stream events/s at "
+        "most = %d/s; one process is sized for %d/s (docs/PERFORMANCE.md) -> %d needed; %d CPU(s) usable",
         count,
         replicas,
         REPLICA_EVENTS_PER_S,

@@ -62,7 +62,7 @@ def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus(
     assert worker_count(None, 64, cpus) == 4  # more are needed than there are CPUs: the CPUs
     line = caplog.records[-1].getMessage()
     assert "64 replica(s)" in line and f"{64 * REPLICA_EVENTS_PER_S}/s" in line, line
-    assert "4 CPU(s) usable" in line and line.startswith("NEURONSERVE_FRONT_WORKERS=auto: 4 front worker(s)")
+    assert "4 CPU(s) usable" in line and line.startswith("NEURONSERVE_FRONT_WORKERS=auto chose 4 front process(es)")
 
 
 def test_the_sockets_share_one_port_and_a_held_port_is_refused() -> None:
