@@ -59,12 +59,15 @@ STOP_WAIT_S = 10.0  # a worker's own graceful stop is 3 s (uvicorn's), then it i
 CGROUP = Path("/sys/fs/cgroup")
 BEAT_S = 0.5  # a worker stamps its heartbeat this often (serve/worker.py)
 START_S = 60.0  # a new worker's first heartbeat may take this long (its imports), or the timeout if longer
-# Sizing `auto` (docs/PERFORMANCE.md, "Front capacity per worker"): what one worker serves with its
-# core to itself, halved so that a worker is never run near saturation (bench/bench_ceiling.py: 1 worker
-# on one core), against the most one Neuron replica can ask of it (a decode step of every sequence of a
-# large batch, faster than the measured instances; docs/PERFORMANCE.md says how it is bounded).
-WORKER_EVENTS_PER_S = 40_000  # stream events per second one worker is sized for
-REPLICA_EVENTS_PER_S = 8_000  # stream events per second one replica can produce at most
+# Sizing `auto` (docs/PERFORMANCE.md, "Front capacity per worker"): what one worker served with a core
+# of its own in bench/bench_ceiling.py, the worst of the runs on the shared 2-vCPU machine (CPU per unit
+# inflated by the other work there: a quiet machine served 3-5x more), against the most one Neuron
+# replica can ask of the front: 64 sequences decoding at a step every 13 ms (12x the published 409
+# tokens/s of a TP 8 replica of Llama-3.1-8B on inf2), each non-streamed request holding them 100 ms.
+WORKER_EVENTS_PER_S = 20_000  # stream events per second (TGI reframed, 50 us each)
+WORKER_REQUESTS_PER_S = 1_700  # non-streamed requests per second (590 us each)
+REPLICA_EVENTS_PER_S = 5_000
+REPLICA_REQUESTS_PER_S = 640
 
 
 @dataclass(frozen=True)
@@ -111,23 +114,25 @@ def _cgroup_quota(root: Path) -> float | None:
 
 
 def worker_count(configured: int | None, replicas: int, cpus: Callable[[], int] = usable_cpus) -> int:
-    """NEURONSERVE_FRONT_WORKERS: as set, or auto (None): enough workers for what `replicas` replicas
-    can produce at most (REPLICA_EVENTS_PER_S each, WORKER_EVENTS_PER_S per worker), at most `cpus()`
+    """NEURONSERVE_FRONT_WORKERS: as set, or auto (None): enough workers for the most `replicas` replicas
+    can ask of the front, in stream events and in requests (the constants above), at most `cpus()`
     (only then asked); the numbers are logged."""
     if configured is not None:
         return configured
-    demand = replicas * REPLICA_EVENTS_PER_S
-    needed = math.ceil(demand / WORKER_EVENTS_PER_S)
+    events, requests = replicas * REPLICA_EVENTS_PER_S, replicas * REPLICA_REQUESTS_PER_S
+    needed = max(math.ceil(events / WORKER_EVENTS_PER_S), math.ceil(requests / WORKER_REQUESTS_PER_S))
     usable = cpus()
     count = max(1, min(needed, usable))
     log.info(
-        "NEURONSERVE_FRONT_WORKERS=auto chose %d front process(es): %d replica(s) x %d stream events/s at "
-        "most = %d/s; one process is sized for %d/s (docs/PERFORMANCE.md) -> %d needed; %d CPU(s) usable",
+        "NEURONSERVE_FRONT_WORKERS=auto chose %d front process(es): %d replica(s) ask at most %d stream "
+        "events/s and %d requests/s; one process is sized for %d and %d (docs/PERFORMANCE.md) -> %d "
+        "needed; %d CPU(s) usable",
         count,
         replicas,
-        REPLICA_EVENTS_PER_S,
-        demand,
+        events,
+        requests,
         WORKER_EVENTS_PER_S,
+        WORKER_REQUESTS_PER_S,
         needed,
         usable,
     )
@@ -233,7 +238,10 @@ class Workers:
                 log.warning("front worker %d (pid %d) %s: killed, restarting it", i, proc.pid, stuck)
             else:
                 log.warning(
-                    "front worker %d exited with code %s: restarting it (pid %d)", i, proc.returncode, proc.pid
+                    "front worker %d exited with code %s: restarting it (pid %d)",
+                    i,
+                    proc.returncode,
+                    proc.pid,
                 )
             with contextlib.suppress(OSError):  # its pipe: no descriptor left behind per replacement
                 if proc.stdin is not None:

@@ -11,7 +11,9 @@ import pytest
 
 from neuronserve.serve.workers import (
     REPLICA_EVENTS_PER_S,
+    REPLICA_REQUESTS_PER_S,
     WORKER_EVENTS_PER_S,
+    WORKER_REQUESTS_PER_S,
     reuseport_sockets,
     usable_cpus,
     worker_count,
@@ -53,7 +55,10 @@ def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus(
         return 4
 
     assert worker_count(3, 8, cpus) == 3 and not asked  # as set: the CPUs are not even read
-    per_worker = WORKER_EVENTS_PER_S // REPLICA_EVENTS_PER_S  # replicas one worker is sized for
+    # replicas one worker is sized for: the tighter of the two measures
+    per_worker = min(
+        WORKER_EVENTS_PER_S // REPLICA_EVENTS_PER_S, WORKER_REQUESTS_PER_S // REPLICA_REQUESTS_PER_S
+    )
     assert per_worker >= 2
     caplog.set_level(logging.INFO, logger="neuronserve.serve")
     assert worker_count(None, 1, cpus) == 1
@@ -61,8 +66,9 @@ def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus(
     assert worker_count(None, per_worker + 1, cpus) == 2
     assert worker_count(None, 64, cpus) == 4  # more are needed than there are CPUs: the CPUs
     line = caplog.records[-1].getMessage()
-    assert "64 replica(s)" in line and f"{64 * REPLICA_EVENTS_PER_S}/s" in line, line
-    assert "4 CPU(s) usable" in line and line.startswith("NEURONSERVE_FRONT_WORKERS=auto chose 4 front process(es)")
+    assert line.startswith("NEURONSERVE_FRONT_WORKERS=auto chose 4 front process(es)"), line
+    assert f"64 replica(s) ask at most {64 * REPLICA_EVENTS_PER_S} stream events/s" in line, line
+    assert f"and {64 * REPLICA_REQUESTS_PER_S} requests/s" in line and "4 CPU(s) usable" in line, line
 
 
 def test_the_sockets_share_one_port_and_a_held_port_is_refused() -> None:
