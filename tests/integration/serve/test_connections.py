@@ -127,8 +127,8 @@ async def body_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 def test_a_pipelined_request_whose_head_shares_a_read_with_a_large_body_is_answered() -> None:
     """The end of a large body and the start of the next request's head in one read, the rest of the
-    head in a later one: only the head's bytes count against the header limit (the whole read was counted as that head: a 431, the connection closed,
-    the first answer lost)."""
+    head in a later one: only the head's bytes count against the header limit (the whole read was
+    counted as that head: a 431, the connection closed, the first answer lost)."""
     body = b"x" * 200_000
     first = b"POST /up HTTP/1.1\r\nhost: a\r\ncontent-length: %d\r\n\r\n" % len(body)
     second = b"GET /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n"
