@@ -46,17 +46,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-ping", action="store_true", help="no /ping prober during the front rounds")
     p.add_argument("--engine-procs", type=int, default=1, help="synthetic engine processes (SO_REUSEPORT)")
     p.add_argument("--engine-access-log", choices=("on", "off"), default="on", help="engine's access lines")
-    p.add_argument(
-        "--probe-thread", choices=("on", "off"), default="on", help="NEURONSERVE_PROBE_THREAD of the serve"
-    )
-    p.add_argument(
-        "--probe-door",
-        choices=("thread", "process"),
-        help="NEURONSERVE_PROBE_DOOR of the serve (default: its own)",
-    )
-    p.add_argument(
-        "--fast-path", choices=("on", "off"), help="NEURONSERVE_FAST_PATH of the serve (default: its own, on)"
-    )
     p.add_argument("--engine-step-ms", type=float, default=0.0, help="engine step (default 0: no pause)")
     p.add_argument("--engine-nice", type=int, help="NEURONSERVE_ENGINE_NICE (default: serve's own)")
     p.add_argument("--profile", choices=("py-spy", "cprofile"), help="profile the front under one kind")
@@ -66,7 +55,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--front-workers",
         type=int,
-        help="NEURONSERVE_FRONT_WORKERS of the serve in the ceiling run (default: its own, 1)",
+        help="NEURONSERVE_FRONT_WORKERS of the serve in the ceiling run (default: its own, auto)",
     )
     args = p.parse_args(argv)
     if args.duration < 1 or args.connections < 1 or args.threads < 1 or args.rounds < 1:
@@ -98,9 +87,6 @@ def options(args: argparse.Namespace, dialect: str, **extra: Any) -> serve.Optio
         dialect=dialect,
         engine_procs=args.engine_procs,
         engine_access_log=args.engine_access_log == "on",
-        probe_thread=args.probe_thread == "on",
-        probe_door=args.probe_door,
-        fast_path=None if args.fast_path is None else args.fast_path == "on",
         engine_nice=args.engine_nice,
         engine_step_s=args.engine_step_ms / 1000.0,
         **extra,

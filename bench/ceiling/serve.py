@@ -39,9 +39,6 @@ class Options:
     engine_access_log: bool = True  # as vLLM with the plan's argv (SYNTH_ACCESS_LOG)
     engine_step_s: float = 0.0  # SYNTH_STEP_S: 0 = as fast as it can
     engine_nice: int | None = None  # NEURONSERVE_ENGINE_NICE (the default when None)
-    probe_thread: bool = True  # NEURONSERVE_PROBE_THREAD: /ping and /live from the probe door
-    probe_door: str | None = None  # NEURONSERVE_PROBE_DOOR (not set when None): thread or process
-    fast_path: bool | None = None  # NEURONSERVE_FAST_PATH (not set when None)
     cprofile_out: Path | None = None  # run the front under bench/ceiling/profiled_serve.py
 
 
@@ -92,12 +89,7 @@ def environment(tmp: Path, port: int, engine_port: int, opts: Options) -> dict[s
         SYNTH_PROCS=str(opts.engine_procs),
         SYNTH_ACCESS_LOG="1" if opts.engine_access_log else "0",
         SYNTH_STEP_S=str(opts.engine_step_s),
-        NEURONSERVE_PROBE_THREAD="true" if opts.probe_thread else "false",
     )
-    if opts.probe_door is not None:
-        env["NEURONSERVE_PROBE_DOOR"] = opts.probe_door
-    if opts.fast_path is not None:
-        env["NEURONSERVE_FAST_PATH"] = str(opts.fast_path).lower()
     if opts.workers is not None:
         env["NEURONSERVE_FRONT_WORKERS"] = str(opts.workers)
     if opts.engine_nice is not None:

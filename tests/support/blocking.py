@@ -1,6 +1,5 @@
 """A test-only route that blocks the event loop, composed in front of the real front: a synchronous
-sleep, as a wedged call or a saturated loop would hold it (tests/integration/serve/test_watchdog.py,
-test_probedoor.py)."""
+sleep, as a wedged call or a saturated loop would hold it (tests/integration/serve/test_watchdog.py)."""
 
 from __future__ import annotations
 

@@ -206,40 +206,6 @@ _OWN_VARS: tuple[Var, ...] = (
         p.number,
     ),
     Var(
-        "NEURONSERVE_PROBE_THREAD",
-        "",
-        True,
-        NS,
-        "true: /ping and /live are answered by a thread of their own, so a busy or blocked event loop "
-        "does not delay them; false: the event loop answers them with every other route (read by the "
-        "front server at start)",
-        p.boolean,
-    ),
-    Var(
-        "NEURONSERVE_PROBE_DOOR",
-        "",
-        "process",
-        NS,
-        "Where the probe door runs when NEURONSERVE_PROBE_THREAD is true: process (a small process of its "
-        "own beside each front process, sharing no GIL with the busy event loop: /ping p99 under load "
-        "about half the thread's, docs/PERFORMANCE.md; answers built by the front at each change of its "
-        "state, and from the board's bytes as they are with front workers) or thread (a thread of the "
-        "front process, no extra process) (read by the front server at start)",
-        p.choice("thread", "process"),
-    ),
-    Var(
-        "NEURONSERVE_FAST_PATH",
-        "",
-        True,
-        NS,
-        "true: a plain (not streamed) POST to /invocations, /generate or / whose whole body comes with "
-        "its head is served from the front's connection, without uvicorn's request cycle and the ASGI "
-        "layers (the same handler, limits, ids, metrics and access line; 6-14 % less front CPU per "
-        "request, docs/PERFORMANCE.md); false: every request takes uvicorn's cycle and the gate "
-        "(read by the front server at start)",
-        p.boolean,
-    ),
-    Var(
         "NEURONSERVE_DATA_PARALLEL",
         "data-parallel-size",
         None,
@@ -251,13 +217,26 @@ _OWN_VARS: tuple[Var, ...] = (
     Var(
         "NEURONSERVE_FRONT_WORKERS",
         "",
-        1,
+        None,
         NS,
-        "Front processes sharing the port (SO_REUSEPORT), each with every route: N, or auto (one per "
-        "data-parallel replica, at most the CPUs the container may use). Limits, sessions, /ping and "
-        "/metrics stay container-wide; 1 serves in the supervisor's own process",
+        "Front processes sharing the port (SO_REUSEPORT), each with every route: N, or auto (enough that "
+        "the front is not the bottleneck of the plan's replicas, at most the CPUs the container may use; "
+        "the numbers are logged at start, docs/PERFORMANCE.md). Limits, sessions, /ping and /metrics stay "
+        "container-wide; 1 serves in the supervisor's own process",
         p.count_or_auto,
         "serve.front_workers",
+        default_doc="auto",
+    ),
+    Var(
+        "NEURONSERVE_FRONT_WORKER_TIMEOUT_S",
+        "",
+        30.0,
+        NS,
+        "Seconds a front worker's event loop may go without its heartbeat (stopped, blocked, spinning) "
+        "before the supervisor kills and replaces it, logged with its pid and counted in "
+        "neuronserve_front_worker_restarts_total; only with 2 or more front workers (read by the "
+        "server at start)",
+        p.seconds_above_zero,
     ),
     Var(
         "NEURONSERVE_MIN_READY_REPLICAS",

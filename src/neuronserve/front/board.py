@@ -10,7 +10,9 @@ Who writes what (one writer per field, so most fields need no lock):
   of the server state (detail, staging progress, model names, replicas, its /live verdict: written and
   read under its own lock, before the phase byte so a worker that sees READY finds the model names),
   and each replica's phase, health, liveness, generation (its engine deaths) and restarts;
-- each worker: its in-flight count (limiter.py) and, per replica, its outstanding and routed counts;
+- each worker: its in-flight count (limiter.py), per replica its outstanding and routed counts, and its
+  heartbeat (serve/worker.py: its event loop stamps it; the supervisor replaces a worker whose
+  heartbeat is older than NEURONSERVE_FRONT_WORKER_TIMEOUT_S, serve/workers.py);
 - every process: the session ledger (sessions.py), under its own lock.
 
 Locks are fcntl.lockf byte ranges of the memfd: the kernel drops a lock whose holder dies.
@@ -96,6 +98,7 @@ class Board:
         self._rows_at = self._replicas_at + REPLICA_BYTES * replicas
         self._blob_at = self._rows_at + 16 * workers * replicas
         self._ledger_at = self._blob_at + BLOB_BYTES
+        self._beats_at = self._ledger_at + LEDGER_HEADER + LEDGER_SLOT * sessions
         self.size = self.size_of(workers, replicas, sessions)
         self.map = mmap.mmap(fd, self.size)
         view = memoryview(self.map)
@@ -103,12 +106,12 @@ class Board:
         self.rows = view[self._rows_at : self._blob_at].cast(
             "q"
         )  # (outstanding, routed) per worker x replica
-        self.ledger = view[self._ledger_at : self.size]
+        self.ledger = view[self._ledger_at : self._beats_at]
         self._published = b""  # the last snapshot this process wrote
         self.flight_lock = FileLock(fd, FLIGHT_LOCK)
         self.ledger_lock = FileLock(fd, LEDGER_LOCK)
-        # A record lock is the process's, so two threads of one worker (its loop and the probe door
-        # both read the state) would share it: the mutex keeps them to one at a time.
+        # A record lock is the process's, so two threads of one process (the supervisor's loop and its
+        # staging thread both reach the state) would share it: the mutex keeps them to one at a time.
         self._snapshot_mutex = threading.Lock()
         self._snapshot_lock = FileLock(fd, SNAPSHOT_LOCK)
 
@@ -121,6 +124,7 @@ class Board:
             + BLOB_BYTES
             + LEDGER_HEADER
             + LEDGER_SLOT * sessions
+            + 8 * workers  # the workers' heartbeats
         )
 
     @classmethod
@@ -154,6 +158,14 @@ class Board:
     def phase_code(self) -> int:
         return self.map[_PHASE]
 
+    # --- each worker's heartbeat ------------------------------------------------------------------
+    def worker_beat(self, worker: int) -> float:
+        """When worker `worker`'s event loop last stamped its heartbeat (time.monotonic; 0: never)."""
+        return float(struct.unpack_from("d", self.map, self._beats_at + 8 * worker)[0])
+
+    def set_worker_beat(self, worker: int, at: float) -> None:
+        put(self.map, "d", self._beats_at + 8 * worker, at)
+
     def set_flags(self, phase: int, healthy: bool, alive: bool) -> None:
         m = self.map
         m[_HEALTHY], m[_ALIVE] = int(healthy), int(alive)
@@ -161,17 +173,6 @@ class Board:
 
     def seq(self) -> int:
         return int(struct.unpack_from("Q", self.map, _SEQ)[0])
-
-    def basis_span(self) -> tuple[int, int, int]:
-        """(descriptor, offset, size) of the bytes a worker's /ping and /live answers follow: the phase,
-        health and liveness bytes and the snapshot's sequence number. The probe door's process reads
-        them at each probe and answers from its published bytes only while they are unchanged
-        (serve/probeboard.py, its basis)."""
-        return self.fd, _PHASE, _SEQ + 8 - _PHASE
-
-    def basis(self) -> bytes:
-        """Those bytes as they are now."""
-        return bytes(self.map[_PHASE : _SEQ + 8])
 
     @contextlib.contextmanager
     def _snapshot_held(self) -> Iterator[None]:

@@ -74,8 +74,8 @@ class Sent(Protocol):
 
 
 class CancelOnLeave:
-    """The one rule of all three ways a request hears its client leave (the watcher task, the
-    connection's Departure, the fast path): called when the client goes, it cancels `task` unless
+    """The one rule of both ways a request hears its client leave (the watcher task, the
+    connection's Departure): called when the client goes, it cancels `task` unless
     the answer is complete (`sent`) or it cancelled already; after a CancelledError, `caused` says
     whether that was this cancel alone (one from elsewhere is not the caller's to swallow)."""
 

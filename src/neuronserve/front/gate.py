@@ -185,8 +185,8 @@ class Gate:
     def finish(
         self, scope: Scope, charge: Charge, status: int, start: float, first_byte: float | None
     ) -> None:
-        """An admitted request is over (the gate's or the fast path's, serve/fastpath.py): its slots
-        back, then measured and logged with its status (none written: 500, as uvicorn answers)."""
+        """An admitted request is over: its slots back, then measured and logged with its status (none
+        written: 500, as uvicorn answers)."""
         self.limiter.release(charge.weight)
         code = status or 500
         self.record.measure(scope, scope.get("path", ""), code, start, first_byte)

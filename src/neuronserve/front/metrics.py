@@ -45,6 +45,7 @@ BASE_LABELS: tuple[str, ...] = ()  # e.g. ("replica",) once the front routes to 
 REJECT_REASONS = ("limit", "payload", "draining", "not_ready", "bad_request", "not_found")
 CACHE_EVENTS = ("hit", "miss", "publish_ok", "publish_failed", "corrupt")
 STAGE_KINDS = ("model", "artifacts")
+WORKER_RESTART_REASONS = ("exited", "stuck")  # serve/workers.py: a front worker replaced, and why
 # neuronserve_build_info (lane: plan/lanes/registry.py)
 BUILD_LABELS = ("version", "vllm", "plugin", "sdk", "lane")
 ENGINE_SCRAPE_TIMEOUT_S = 1.0  # a saturated engine may answer /metrics late: never hold a scrape longer
@@ -134,6 +135,13 @@ class FrontMetrics:
         self.engine_starts = Counter(
             "neuronserve_engine_starts", "Engine processes started", BASE_LABELS, registry=reg
         )
+        self.front_worker_restarts = Counter(
+            "neuronserve_front_worker_restarts",
+            "Front workers replaced by the supervisor: exited, or stuck (no heartbeat for "
+            "NEURONSERVE_FRONT_WORKER_TIMEOUT_S)",
+            ("reason",),
+            registry=reg,
+        )
         info = Gauge(
             "neuronserve_build_info",
             "Versions of neuronserve and its engine stack (value 1)",
@@ -147,6 +155,8 @@ class FrontMetrics:
             self.rejected.labels(reason=reason)
         for event in CACHE_EVENTS:
             self.cache_events.labels(event=event)
+        for why in WORKER_RESTART_REASONS:
+            self.front_worker_restarts.labels(reason=why)
         for kind in STAGE_KINDS:
             self.stage_bytes.labels(kind=kind)
             self.stage_seconds.labels(kind=kind)
@@ -172,6 +182,9 @@ class FrontMetrics:
             if ttfb is None:
                 ttfb = self._ttfb[route, schema] = self.ttfb.labels(route=route, schema=schema)
             ttfb.observe(ttfb_s)
+
+    def worker_restarted(self, reason: str) -> None:
+        self.front_worker_restarts.labels(reason=reason).inc()
 
     def reject(self, reason: str) -> None:
         self.rejected.labels(reason=reason).inc()

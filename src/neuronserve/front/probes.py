@@ -1,10 +1,9 @@
-"""The answers of /ping and /live, from state alone: one function for the route (front/handlers.py)
-and for the probe door (serve/probedoor.py), which answers them from its own thread while the event
-loop is busy. Both must give the same bytes, so both build them here.
+"""The answers of /ping and /live, from state alone (front/handlers.py's routes).
 
-Why nothing here awaits or touches the loop: the door calls it from another thread. It reads the
-state's fields and verdicts, which are plain values or callables that read plain values
-(front/state.py, serve/watchdog.py, serve/lifecycle.py `Supervisor.verdict`).
+Why from state, on the event loop that serves every request: a loop that cannot answer fails its
+probes by timeout, which is what SageMaker (/ping), ECS and a kubelet act on; nothing here awaits the
+engine. It reads the state's fields and verdicts, which are plain values or callables that read plain
+values (front/state.py, serve/watchdog.py, serve/lifecycle.py `Supervisor.verdict`).
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ from neuronserve.front.state import ServerState
 
 
 def ping(state: ServerState) -> Response:
-    """SageMaker's /ping: 200 with no body when READY and the engine answers its health check, else 503
-    with the phase and why (front/state.py `ping_body`)."""
+    """SageMaker's /ping: 200 with no body when READY, the engine answers its health check and the event
+    loop runs on time, else 503 with the phase and why (front/state.py `ping_body`)."""
     if state.ready():
         return Response(status_code=200)
     return JSONResponse(state.ping_body(), status_code=503)

@@ -1,11 +1,10 @@
 """What the front keeps of each request once it is answered, refused or abandoned: the request
 metrics and the one access line.
 
-Why a module of its own: two request paths write the same record, the gate (front/gate.py) and the
-fast path (serve/fastpath.py), and they must write it alike (tests/integration/serve/test_fastpath.py
-compares the access lines and metrics of both). The handlers tell it what only they know, through
-the request's scope: its schema (SCHEMA_KEY), its token counts (TOKENS_KEY), the status a handler
-refused it with (REJECTED_KEY, for the rejection reasons).
+Why a module of its own: the gate (front/gate.py) writes it at three moments (answered, refused,
+abandoned), and the record is one thing whichever ends the request. The handlers tell it what only they
+know, through the request's scope: its schema (SCHEMA_KEY), its token counts (TOKENS_KEY), the status a
+handler refused it with (REJECTED_KEY, for the rejection reasons).
 
 The access line: `METHOD PATH status= latency_ms= tokens_in= tokens_out= request_id=`, written by
 logbatch.info_line as `logging.getLogger("neuronserve.access").info` would write it. The method and

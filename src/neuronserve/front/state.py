@@ -3,7 +3,9 @@
 Why explicit: the health answer must never depend on an inline call to a (possibly saturated) engine.
 The supervisor moves the phase; a background poller stores the engine's last /health result here.
 
-Readiness and liveness are two answers (docs/DESIGN.md, "Probes"): /ping is 200 only when READY; /live
+Readiness and liveness are two answers (docs/DESIGN.md, "Probes"): /ping is 200 only when READY and the
+event loop that answers it runs on time (the watchdog's verdict, serve/watchdog.py: a loop that ran
+late past NEURONSERVE_LIVE_LOOP_STALL_S serves requests late too, so the load balancer should know); /live
 is 200 in every phase while the process makes progress, and 503 naming the check that failed when it
 is wedged: the event loop stalled (the watchdog thread's verdict, serve/watchdog.py: a stalled loop
 cannot see its own stall), staging advanced by no byte and no file for NEURONSERVE_LIVE_STAGE_STALL_S,
@@ -79,12 +81,8 @@ class ServerState:
         self.device: str = ""  # neuron | cpu, for TGI's /info
         self.stack: dict[str, str] = {}  # the plan's stack lane, for /info and /version
         # Set by the supervisor once the engine runs: a non-blocking waitpid, so /ping reports an engine
-        # death without waiting for the supervisor's next poll: at once from the routes and the thread
-        # door; the door's process sees it through the engines' pidfds (engine_pids below).
+        # death without waiting for the supervisor's next poll.
         self.engine_alive: Callable[[], bool] = lambda: True
-        # The engines' main processes still running, whose exit changes what /ping answers: the probe
-        # door's process follows them (serve/doorprocess.py, serve/engineexits.py).
-        self.engine_pids: Callable[[], list[int]] = list
         # Set with several replicas: each one's phase, listed in the 503 body (and enough_ready above).
         self.replicas: Callable[[], list[dict[str, Any]]] | None = None
         # Liveness (/live), set by serve/: the loop watchdog's verdict and the supervisor's (its poll
@@ -96,7 +94,7 @@ class ServerState:
         self._advanced = self._since  # when staging last advanced (a new step or more bytes)
         self._failed_check = "engine"  # the /live check a FAILED phase is reported under
         # Called after each phase move and each change of the engine's health: the supervisor publishes
-        # it to its front workers at once, the probe door's process gets the new answers at once.
+        # it to its front workers at once.
         self._listeners: list[Callable[[], object]] = []
 
     @property
@@ -131,16 +129,6 @@ class ServerState:
         for listener in self._listeners:
             listener()
 
-    def shared_span(self) -> tuple[int, int, int] | None:
-        """Shared bytes another process writes that this state's answers follow (a front worker's
-        board, statemirror.py); None: the state is this process's own, and every change of it is told
-        to the listeners."""
-        return None
-
-    def shared_basis(self) -> bytes:
-        """The bytes of `shared_span` as they are now (empty when there is none)."""
-        return b""
-
     def set_progress(self, progress: Progress) -> None:
         """Called every few seconds while a step runs (stage/progress.py); the same step at the same
         byte count is no advance."""
@@ -155,8 +143,14 @@ class ServerState:
             self._changed()
 
     def ready(self) -> bool:
-        """True only when /ping may answer 200: READY and the engine's last health check passed."""
-        return self._phase == Phase.READY and self._healthy and self.engine_alive()
+        """True only when /ping may answer 200: READY, the engine's last health check passed, and the
+        event loop runs on time."""
+        return (
+            self._phase == Phase.READY
+            and self._healthy
+            and self.engine_alive()
+            and self.loop_verdict() is None
+        )
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -247,5 +241,10 @@ class ServerState:
                 "percent": None if p.percent is None else round(p.percent, 1),
                 "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
             }
+        loop = self.loop_verdict()
+        if loop is not None:  # the loop ran late past its limit (serve/watchdog.py)
+            body["loop"] = loop
+            if "detail" not in body:
+                body["detail"] = loop
         body["elapsed_s"] = round(self._clock() - snap.since, 1)
         return body

@@ -56,15 +56,9 @@ class MirroredState(ServerState):
     def move(self, to: Phase, detail: str = "") -> bool:
         raise RuntimeError("a front worker does not move the phase: the supervisor does")
 
-    def shared_span(self) -> tuple[int, int, int] | None:
-        return self._board.basis_span()
-
-    def shared_basis(self) -> bytes:
-        return self._board.basis()
-
     def ready(self) -> bool:
         code, healthy, alive = self._board.flags()
-        return PHASES[code] == Phase.READY and healthy and alive
+        return PHASES[code] == Phase.READY and healthy and alive and self.loop_verdict() is None
 
     def snapshot(self) -> Snapshot:
         self._take()

@@ -13,6 +13,9 @@ header with `+=`, uvicorn the pieces of the URL), 47 s of PID 1 for 16 MiB.
 - Header size: counted as the bytes arrive, before the parser joins them: over `max_header_bytes`
   the client gets 431 and the connection is closed, so the work per request is bounded by the limit,
   never by what the client sends.
+- Content-Length: more than MAX_LENGTH_DIGITS digits is refused with 400 before any route sees it
+  (llhttp accepts leading zeros, and Python's int() refuses a string of over 4,300 digits: each route
+  reading it would fail its own way, a 500 for most).
 - Open connections: up to `max_connections` serve every route. `PING_RESERVE` more serve only
   the probes, /ping and /live (SageMaker's health check and a kubelet's must keep answering while
   clients hold every connection; other routes get 503 and the connection is closed); beyond those, a
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,14 +40,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from neuronserve.front.disconnect import DEPARTURE_KEY, Departure
 from neuronserve.front.errors import error_bytes
 from neuronserve.serve.corking import CorkedTransport
-from neuronserve.serve.exchange import Exchange
-from neuronserve.serve.fastpath import FastPath
 
 log = logging.getLogger("neuronserve.front")
 
 PING_RESERVE = 32  # connections beyond max_connections that may still ask /ping or /live
 PING_PATHS = frozenset({b"/ping", b"/live"})
-NOT_FAST = frozenset({b"transfer-encoding", b"expect", b"upgrade"})  # heads the fast path leaves to uvicorn
+MAX_LENGTH_DIGITS = 19  # a Content-Length of more digits is not a length (2**63 has 19)
 HEADER_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 MAX_CONNECTIONS = 1024
@@ -91,16 +91,8 @@ def _refusing_app(status: int, message: str, *, retry: bool = False) -> ASGIApp:
     return app
 
 
-def _none_held() -> int:
-    return 0
-
-
-def protocol_class(
-    limits: ConnectionLimits, held: Callable[[], int] | None = None, fast: FastPath | None = None
-) -> type[asyncio.Protocol]:
-    """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection);
-    `held`: the connections open outside the loop (serve/probedoor.py), counted with its own; `fast`:
-    the fast path for plain generate requests (serve/fastpath.py), None for none."""
+def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """uvicorn's `http=` protocol class with these limits (uvicorn builds one protocol per connection)."""
     too_large = (
         f"the request line and headers are over {limits.max_header_bytes} bytes "
         "(NEURONSERVE_MAX_HEADER_BYTES)"
@@ -115,8 +107,6 @@ def protocol_class(
         TOO_LARGE = _response(431, b"Request Header Fields Too Large", too_large)
         TOO_LARGE_APP = staticmethod(_refusing_app(431, too_large))
         BUSY_APP = staticmethod(_refusing_app(503, busy, retry=True))
-        HELD = staticmethod(held or _none_held)
-        FAST = fast
 
     return Guarded
 
@@ -126,38 +116,27 @@ class _GuardedProtocol(HttpToolsProtocol):
     TOO_LARGE: bytes
     TOO_LARGE_APP: staticmethod[[Scope, Any, Any], Any]
     BUSY_APP: staticmethod[[Scope, Any, Any], Any]
-    HELD: staticmethod[[], int]
-    FAST: FastPath | None
+    LENGTH_APP = staticmethod(
+        _refusing_app(400, f"the Content-Length has more than {MAX_LENGTH_DIGITS} digits: not a length")
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # from the probe door (serve/probedoor.py): the bytes it read, and what is left of the
-        # header deadline it began at its accept
-        self.preread = b""
-        self.first_head_s: float | None = None
         self._head_timer: asyncio.TimerHandle | None = None
         self._in_head = False  # between a request's first byte and the end of its headers
         self._head_bytes = 0  # bytes received while in the head (counted before parsing)
         self._head_size = 0  # the URL's and headers' bytes as parsed
+        self._began = False  # a request began in the read being parsed
+        self._absurd_length = False  # a Content-Length of more than MAX_LENGTH_DIGITS digits
         self.departure = Departure()  # fired when the client goes: the gate's requests cancel on it
-        # a request the fast path took at its head, while its body arrives (in the same read)
-        self._fast_parts: list[bytes] | None = None
-        self._fast_start = 0.0
-        self._fast_keep = True
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # every write of the connection through one queue, joined per turn of the loop (corking.py)
         super().connection_made(CorkedTransport(transport, self.loop))  # type: ignore[arg-type]
-        if self._open() > self.LIMITS.max_connections + PING_RESERVE:
+        if len(self.connections) > self.LIMITS.max_connections + PING_RESERVE:
             transport.abort()  # not even /ping: the reserve is taken too
             return
         self._start_head()
-        if self.preread:
-            data, self.preread = self.preread, b""
-            self.data_received(data)
-
-    def _open(self) -> int:
-        return len(self.connections) + self.HELD()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
@@ -169,8 +148,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._head_size = 0
         if self._head_timer is None:
-            budget, self.first_head_s = self.first_head_s or self.LIMITS.header_timeout_s, None
-            self._head_timer = self.loop.call_later(budget, self._head_expired)
+            self._head_timer = self.loop.call_later(self.LIMITS.header_timeout_s, self._head_expired)
 
     def _stop_head_timer(self) -> None:
         self._in_head = False
@@ -189,13 +167,14 @@ class _GuardedProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        self._began = False
         super().data_received(data)
-        if self._fast_parts is not None:  # the body did not come whole with its head: uvicorn's cycle
-            parts, self._fast_parts = self._fast_parts, None
-            if not self.transport.is_closing():
-                self._to_cycle(parts, complete=False)
         if self._in_head and not self.transport.is_closing():
-            self._head_bytes += len(data)
+            # A head that began in this read may follow the end of an earlier request's body in it (a
+            # pipelined request after a large upload): its share of the read is unknown, so what the
+            # parser has taken of it stands for it; every later read counts whole. One read is bounded
+            # by the transport's buffer, and the parsed size is checked again at the end of the head.
+            self._head_bytes = self._head_size if self._began else self._head_bytes + len(data)
             if self._head_bytes > self.LIMITS.max_header_bytes:
                 self._refuse_head()
 
@@ -210,6 +189,8 @@ class _GuardedProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.scope[DEPARTURE_KEY] = self.departure  # type: ignore[literal-required]
+        self._began = True
+        self._absurd_length = False
         self._start_head()
 
     def on_url(self, url: bytes) -> None:
@@ -218,6 +199,8 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._head_size += len(name) + len(value) + 4
+        if len(value) > MAX_LENGTH_DIGITS and name.lower() == b"content-length":
+            self._absurd_length = True
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -225,14 +208,15 @@ class _GuardedProtocol(HttpToolsProtocol):
         app = None
         if self._head_size > self.LIMITS.max_header_bytes:
             app = self.TOO_LARGE_APP
+        elif self._absurd_length:
+            app = self.LENGTH_APP
         elif (
-            self._open() > self.LIMITS.max_connections
+            len(self.connections) > self.LIMITS.max_connections
             and httptools.parse_url(self.url).path not in PING_PATHS
         ):
             app = self.BUSY_APP
         if app is None:
-            if self.FAST is None or not self._fast_takes(self.FAST):
-                super().on_headers_complete()
+            super().on_headers_complete()
             return
         # uvicorn's own cycle answers the refusal (the body, if any, is never read: connection: close)
         served, self.app = self.app, app
@@ -240,95 +224,3 @@ class _GuardedProtocol(HttpToolsProtocol):
             super().on_headers_complete()
         finally:
             self.app = served
-
-    # The fast path (serve/fastpath.py): a plain generate request answered without uvicorn's cycle.
-
-    def _fast_takes(self, fast: FastPath) -> bool:
-        """At the end of a head: whether the fast path takes this request (its body is then collected
-        here; serve/fastpath.py says what it takes). Else uvicorn's cycle, as if there were no path."""
-        parser = self.parser
-        if parser.get_method() != b"POST" or parser.get_http_version() != "1.1":
-            return False
-        cycle = self.cycle
-        if (cycle is not None and not cycle.response_complete) or self.access_log or self.root_path:
-            return False
-        url = httptools.parse_url(self.url)
-        path = url.path
-        if path not in fast.handlers or self.limit_concurrency is not None:
-            return False
-        length = None
-        for name, value in self.headers:
-            if name == b"content-length":
-                if length is not None:
-                    return False
-                length = value
-            elif name in NOT_FAST:
-                return False
-        if length is None or not length.isdigit() or int(length) > fast.max_body or not fast.open():
-            return False
-        scope = self.scope
-        scope["method"] = "POST"
-        scope["path"] = path.decode("ascii")
-        scope["raw_path"] = path
-        scope["query_string"] = url.query or b""
-        self._fast_parts = []
-        self._fast_start = time.perf_counter()
-        self._fast_keep = parser.should_keep_alive()
-        return True
-
-    def on_body(self, body: bytes) -> None:
-        if self._fast_parts is not None:
-            self._fast_parts.append(body)
-        else:
-            super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        parts = self._fast_parts
-        if parts is None:
-            super().on_message_complete()
-            return
-        self._fast_parts = None
-        fast = self.FAST
-        assert fast is not None
-        raw = parts[0] if len(parts) == 1 else b"".join(parts)
-        if b"stream" in raw or not fast.admit():  # a stream, or a refusal: the gate's
-            self._to_cycle(parts, complete=True)
-            return
-        scope: Scope = self.scope  # type: ignore[assignment]
-        exchange = Exchange(scope, raw, self._fast_keep, self._fast_start)
-        self.cycle = exchange  # type: ignore[assignment]  # (what uvicorn reads there, serve/exchange.py)
-        task = self.loop.create_task(fast.serve(self, exchange, self.departure))
-        task.add_done_callback(self.tasks.discard)
-        task.add_done_callback(lambda _: fast.unstarted(exchange))
-        self.tasks.add(task)
-
-    def _to_cycle(self, parts: list[bytes], *, complete: bool) -> None:
-        """The request the fast path took, handed to uvicorn's cycle with what was read of it."""
-        HttpToolsProtocol.on_headers_complete(self)
-        for part in parts:
-            HttpToolsProtocol.on_body(self, part)
-        if complete:
-            HttpToolsProtocol.on_message_complete(self)
-
-    # serve/exchange.py's Connection
-
-    def default_headers(self) -> list[tuple[bytes, bytes]]:
-        return self.server_state.default_headers
-
-    def write(self, data: bytes) -> None:
-        self.transport.write(data)
-
-    def close(self) -> None:
-        self.transport.close()
-
-    async def drained(self) -> None:
-        if self.flow.write_paused:
-            await self.flow.drain()
-
-    def finished(self, exchange: Exchange) -> None:
-        if not exchange.response_complete:  # failed or left half-answered: the connection cannot go on
-            exchange.response_complete = True
-            exchange.keep_alive = False
-        if not exchange.keep_alive:
-            self.transport.close()
-        self.on_response_complete()

@@ -44,7 +44,7 @@ class Front(Protocol):
 
 
 class OneServer:
-    """The front in the supervisor's own process (NEURONSERVE_FRONT_WORKERS=1): uvicorn's task."""
+    """The front in the supervisor's own process (one front process): uvicorn's task."""
 
     def __init__(self, task: asyncio.Task[Any], port: int) -> None:
         self.task, self.port = task, port
@@ -145,7 +145,6 @@ class Supervisor:
         except NeuronServeError as err:
             return self._fail(str(err))
         self.state.engine_alive = self.pool.enough_ready if len(self.pool) > 1 else self._alive
-        self.state.engine_pids = self._pids
         self.state.replicas = self.pool.describe if len(self.pool) > 1 else self.state.replicas
         self.state.move(Phase.LOADING, self.pool.pids())
         return await self._supervise(front)
@@ -199,14 +198,6 @@ class Supervisor:
                 await asyncio.sleep(POLL_S)
         finally:
             health.cancel()
-
-    def _pids(self) -> list[int]:
-        """The engines' main processes still running (the probe door's process follows them)."""
-        return [
-            pid
-            for r in self.pool.replicas
-            if r.proc is not None and (pid := r.proc.pid) is not None and r.proc.returncode() is None
-        ]
 
     def _alive(self) -> bool:
         return any(r.proc is not None and r.proc.returncode() is None for r in self.pool.replicas)

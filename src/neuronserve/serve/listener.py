@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import resource
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import uvicorn
 
 from neuronserve.config.table import VARS
 from neuronserve.serve.connections import PING_RESERVE, ConnectionLimits, protocol_class
-from neuronserve.serve.fastpath import FastPath
 from neuronserve.types import ServeOptions
 
 log = logging.getLogger("neuronserve.serve")
@@ -70,17 +69,9 @@ def fit_to_files(limits: ConnectionLimits, soft_limit: int) -> ConnectionLimits:
     return ConnectionLimits(limits.header_timeout_s, limits.max_header_bytes, fitted)
 
 
-def uvicorn_config(
-    app: Any,
-    opts: ServeOptions,
-    limits: ConnectionLimits,
-    held: Callable[[], int] | None = None,
-    fast: FastPath | None = None,
-) -> uvicorn.Config:
-    """The server's config: httptools with the connection guards (serve/connections.py; `held`, the
-    probe door's connections, counted with the loop's; `fast`, the fast path for plain generate
-    requests, serve/fastpath.py), no access log of uvicorn's own (the gate writes
-    one line per request), no lifespan.
+def uvicorn_config(app: Any, opts: ServeOptions, limits: ConnectionLimits) -> uvicorn.Config:
+    """The server's config: httptools with the connection guards (serve/connections.py), no access log
+    of uvicorn's own (the gate writes one line per request), no lifespan.
 
     No proxy-headers layer: uvicorn wraps the app in ProxyHeadersMiddleware by default
     (uvicorn/config.py, `proxy_headers=True`), which rewrites the scope's `client` and `scheme` from
@@ -91,7 +82,7 @@ def uvicorn_config(
         app,
         host=opts.host,
         port=opts.port,
-        http=protocol_class(limits, held, fast),
+        http=protocol_class(limits),
         lifespan="off",
         access_log=False,
         proxy_headers=False,

@@ -1,7 +1,8 @@
 """`serve`: the front and its supervisor wired together, with one front process or several.
 
-One front process (NEURONSERVE_FRONT_WORKERS=1, the default): uvicorn serves the front in the
-supervisor's own process and event loop, as it always has; nothing of the workers' machinery exists.
+One front process (NEURONSERVE_FRONT_WORKERS resolved to 1: `auto` with one replica, serve/workers.py):
+uvicorn serves the front in the supervisor's own process and event loop; nothing of the workers'
+machinery exists.
 Several: the workers are already starting (commands/serve.py starts them right after binding the
 port, before this module's imports) and serve the front over the board; this process supervises,
 writing its state to the board at every poll and phase move.
@@ -85,7 +86,7 @@ async def serve(
     config = front_config(opts, plan.request_support, environ)
     stack = build_front(config, state, fleet=pool, limiter=limiter, metrics=metrics, store=store)
     _warn_exposed(plan)
-    server = QuietServer(stack.config, stack.door)
+    server = QuietServer(stack.config)
     supervisor = Supervisor(plan, environ, state, limiter, pool, metrics=metrics)
     state.supervisor_verdict = supervisor.verdict
     stack.watchdog.start(asyncio.get_running_loop())
@@ -113,6 +114,7 @@ async def _with_workers(plan: LaunchPlan, environ: Mapping[str, str], workers: W
     sdk = VARS["NEURON_SDK_VERSION"].read(environ)
     build = build_labels(installed, __version__, sdk, state.stack["lane"])
     metrics = FrontMetrics(state, lambda: limiter.in_flight, build, workers.metrics_dir)
+    workers.on_restart = metrics.worker_restarted
     if opts.sticky_sessions:
         ledger, lock = board.ledger, board.ledger_lock
         store = SessionStore(

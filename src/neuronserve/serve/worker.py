@@ -1,9 +1,10 @@
 """One front worker process (`python -m neuronserve.serve.worker`, started by serve/workers.py).
 
-It reads its WorkerConfig from stdin, serves the whole route table on the listening socket it
-inherited, over the shared state on the board it inherited, and exits when stdin closes (the
-supervisor's word to stop, or its death). SIGTERM and SIGINT are the supervisor's: ignored here, so a
-signal sent to the whole process group still drains through the supervisor.
+It reads its WorkerConfig from stdin, serves the whole route table on the listening socket it inherited,
+over the shared state on the board it inherited, and exits when stdin closes (the supervisor's word to
+stop, or its death). Its event loop stamps its heartbeat on the board every BEAT_S: the supervisor
+replaces a worker whose heartbeat stops (serve/workers.py). SIGTERM and SIGINT are the supervisor's:
+ignored here, so a signal sent to the whole process group still drains through the supervisor.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pickle
 import signal
 import socket
 import sys
+import time
 
 from neuronserve import __version__, logsetup
 from neuronserve.config.table import VARS
@@ -29,7 +31,7 @@ from neuronserve.front.version import running_stack
 from neuronserve.host.versions import installed_versions
 from neuronserve.serve import eventloop
 from neuronserve.serve.frontstack import QuietServer, build_front, front_config
-from neuronserve.serve.workers import WorkerConfig
+from neuronserve.serve.workers import BEAT_S, WorkerConfig
 
 log = logging.getLogger("neuronserve.serve")
 
@@ -64,9 +66,15 @@ async def serve_worker(cfg: WorkerConfig, environ: dict[str, str]) -> int:
         counts=fleet.counts,
         worker=cfg.index,
     )
-    server = QuietServer(stack.config, stack.door)
+    server = QuietServer(stack.config)
     loop = asyncio.get_running_loop()
     stack.watchdog.start(loop)
+
+    def beat() -> None:  # on the loop itself: a loop that stops running stops beating
+        board.set_worker_beat(cfg.index, time.monotonic())
+        loop.call_later(BEAT_S, beat)
+
+    beat()
 
     def stdin_readable() -> None:
         if not os.read(0, 4096):  # the supervisor closed it (or died): stop serving

@@ -1,10 +1,11 @@
 """Front workers (NEURONSERVE_FRONT_WORKERS > 1): several front processes on one port, one supervisor.
 
 Why processes: one Python front tops out at one core (docs/PERFORMANCE.md, "Front ceiling"), and with
-data parallel N engines can want more. The supervisor (this process: staging, the engines, publishing,
-the phase, signals) stays one; it serves no HTTP itself and starts N workers, each a fresh interpreter
-(`python -m neuronserve.serve.worker`, not a fork of a process that has threads) running the whole
-route table.
+data parallel N engines can want more. `auto` (the default) sizes them from the front's measured
+capacity per worker and what a Neuron replica can produce at most (`worker_count`). The supervisor (this
+process: staging, the engines, publishing, the phase, signals) stays one; it serves no HTTP itself and
+starts N workers, each a fresh interpreter (`python -m neuronserve.serve.worker`, not a fork of a
+process that has threads) running the whole route table.
 
 - The port: the supervisor binds N listening sockets with SO_REUSEPORT before anything else (the
   kernel accepts connections into their backlogs at once, as with one process) and keeps them; worker
@@ -20,6 +21,13 @@ route table.
 - A worker that dies is restarted at once (its in-flight requests are lost, and counted out of the
   limit); more than NEURONSERVE_MAX_RESTARTS deaths of one worker within NEURONSERVE_RESTART_WINDOW_S
   end the server (exit 1), as a crash-looping engine replica does.
+- A worker that is stuck is replaced too, as gunicorn's arbiter does with `--timeout`: each worker's
+  event loop stamps its heartbeat on the board every BEAT_S (serve/worker.py); one whose heartbeat is
+  older than NEURONSERVE_FRONT_WORKER_TIMEOUT_S (a blocked or spinning loop, a SIGSTOP) is killed
+  with SIGKILL (which a stopped process also takes) and replaced as a dead one is. Without this,
+  SO_REUSEPORT kept handing it 1/N of the new connections, and /ping, answered by the other workers,
+  said 200. Each replacement is logged with the pid and why, and counted in
+  neuronserve_front_worker_restarts_total{reason="exited"|"stuck"}.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from neuronserve.config.table import VARS
 from neuronserve.front.board import Board
 from neuronserve.redact import is_secret_name
 from neuronserve.types import LaunchPlan, RequestSupport, ServeOptions
@@ -48,6 +57,17 @@ log = logging.getLogger("neuronserve.serve")
 METRICS_PREFIX = "neuronserve-metrics-"
 STOP_WAIT_S = 10.0  # a worker's own graceful stop is 3 s (uvicorn's), then it is killed
 CGROUP = Path("/sys/fs/cgroup")
+BEAT_S = 0.5  # a worker stamps its heartbeat this often (serve/worker.py)
+START_S = 60.0  # a new worker's first heartbeat may take this long (its imports), or the timeout if longer
+# Sizing `auto` (docs/PERFORMANCE.md, "Front capacity per worker"): what one worker served with a core
+# of its own in bench/bench_ceiling.py, the worst of the runs on the shared 2-vCPU machine (CPU per unit
+# inflated by the other work there: a quiet machine served 3-5x more), against the most one Neuron
+# replica can ask of the front: 64 sequences decoding at a step every 13 ms (12x the published 409
+# tokens/s of a TP 8 replica of Llama-3.1-8B on inf2), each non-streamed request holding them 100 ms.
+WORKER_EVENTS_PER_S = 20_000  # stream events per second (TGI reframed, 50 us each)
+WORKER_REQUESTS_PER_S = 1_700  # non-streamed requests per second (590 us each)
+REPLICA_EVENTS_PER_S = 5_000
+REPLICA_REQUESTS_PER_S = 640
 
 
 @dataclass(frozen=True)
@@ -94,11 +114,29 @@ def _cgroup_quota(root: Path) -> float | None:
 
 
 def worker_count(configured: int | None, replicas: int, cpus: Callable[[], int] = usable_cpus) -> int:
-    """NEURONSERVE_FRONT_WORKERS: as set, or auto (None): one per replica, at most `cpus()` (only then
-    asked)."""
+    """NEURONSERVE_FRONT_WORKERS: as set, or auto (None): enough workers for the most `replicas` replicas
+    can ask of the front, in stream events and in requests (the constants above), at most `cpus()`
+    (only then asked); the numbers are logged."""
     if configured is not None:
         return configured
-    return max(1, min(replicas, cpus()))
+    events, requests = replicas * REPLICA_EVENTS_PER_S, replicas * REPLICA_REQUESTS_PER_S
+    needed = max(math.ceil(events / WORKER_EVENTS_PER_S), math.ceil(requests / WORKER_REQUESTS_PER_S))
+    usable = cpus()
+    count = max(1, min(needed, usable))
+    log.info(
+        "NEURONSERVE_FRONT_WORKERS=auto chose %d front process(es): %d replica(s) ask at most %d stream "
+        "events/s and %d requests/s; one process is sized for %d and %d (docs/PERFORMANCE.md) -> %d "
+        "needed; %d CPU(s) usable",
+        count,
+        replicas,
+        events,
+        requests,
+        WORKER_EVENTS_PER_S,
+        WORKER_REQUESTS_PER_S,
+        needed,
+        usable,
+    )
+    return count
 
 
 def reuseport_sockets(host: str, port: int, count: int) -> list[socket.socket]:
@@ -157,6 +195,9 @@ class Workers:
         self._env["PROMETHEUS_MULTIPROC_DIR"] = self.metrics_dir
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * self.count
         self.deaths: list[list[float]] = [[] for _ in range(self.count)]
+        self.started = [0.0] * self.count  # each worker's spawn (time.monotonic)
+        self.timeout_s: float = VARS["NEURONSERVE_FRONT_WORKER_TIMEOUT_S"].read(environ)
+        self.on_restart: Callable[[str], object] = lambda _reason: None  # the metrics' counter
 
     def start(self) -> None:
         for i in range(self.count):
@@ -165,6 +206,8 @@ class Workers:
     def _spawn(self, i: int) -> None:
         sock = self.socks[i]
         config = replace(self._base, index=i, sock_fd=sock.fileno())
+        self.board.set_worker_beat(i, 0.0)  # the last worker's beat is not this one's
+        self.started[i] = time.monotonic()
         proc = subprocess.Popen(
             [sys.executable, "-m", "neuronserve.serve.worker"],
             stdin=subprocess.PIPE,
@@ -178,11 +221,31 @@ class Workers:
         log.info("front worker %d started: pid %d", i, proc.pid)
 
     def failure(self) -> str | None:
-        """Restart every worker that died; why the server must end instead, else None."""
+        """Replace every worker that died or is stuck; why the server must end instead, else None."""
         now = time.monotonic()
         for i, proc in enumerate(self.procs):
-            if proc is None or proc.poll() is None:
+            if proc is None:
                 continue
+            reason = "exited"
+            if proc.poll() is None:
+                stuck = self._stuck(i, now)
+                if stuck is None:
+                    continue
+                reason = "stuck"
+                proc.kill()  # SIGKILL: a stopped process takes it too
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5.0)
+                log.warning("front worker %d (pid %d) %s: killed, restarting it", i, proc.pid, stuck)
+            else:
+                log.warning(
+                    "front worker %d exited with code %s: restarting it (pid %d)",
+                    i,
+                    proc.returncode,
+                    proc.pid,
+                )
+            with contextlib.suppress(OSError):  # its pipe: no descriptor left behind per replacement
+                if proc.stdin is not None:
+                    proc.stdin.close()
             self.board.forget_worker(i)
             _forget_metrics(proc.pid, self.metrics_dir)
             self.deaths[i] = [t for t in self.deaths[i] if now - t < self.window_s] + [now]
@@ -193,9 +256,23 @@ class Workers:
                     f"within {self.window_s:g} s (NEURONSERVE_MAX_RESTARTS={self.max_restarts}, "
                     f"NEURONSERVE_RESTART_WINDOW_S={self.window_s:g})"
                 )
-            log.warning("front worker %d exited with code %s: restarting it", i, proc.returncode)
+            self.on_restart(reason)
             self._spawn(i)
         return None
+
+    def _stuck(self, i: int, now: float) -> str | None:
+        """Why worker `i` counts as stuck (its heartbeat too old), else None. Before its first beat it
+        has START_S (its imports), or the timeout when that is longer."""
+        beat, timeout = self.board.worker_beat(i), self.timeout_s
+        setting = f"NEURONSERVE_FRONT_WORKER_TIMEOUT_S={timeout:g}"
+        if beat < self.started[i]:
+            allowed = max(timeout, START_S)
+            if now - self.started[i] <= allowed:
+                return None
+            return f"has not reported in the {allowed:g} s since it started ({setting})"
+        if now - beat <= timeout:
+            return None
+        return f"has not reported for {now - beat:.1f} s: its event loop is stopped or blocked ({setting})"
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs if p is not None]

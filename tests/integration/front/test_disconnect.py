@@ -2,10 +2,8 @@
 close) and its in-flight count returns to 0. Real uvicorn, real sockets, a stand-in engine that
 records when its connection closes; the real-vLLM version is tests/integration/test_disconnect.py.
 
-Each case runs three times: on plain uvicorn (the gate's watcher task hears the disconnect), on the
-front's own connections (serve/connections.py: the connection's Departure tells the gate, no task),
-and on them with the fast path (serve/fastpath.py: the Departure cancels the fast path's task; a
-stream still takes the gate).
+Each case runs twice: on plain uvicorn (the gate's watcher task hears the disconnect), and on the
+front's own connections (serve/connections.py: the connection's Departure tells the gate, no task).
 """
 
 from __future__ import annotations
@@ -27,13 +25,12 @@ from neuronserve.front.proxy import make_client
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.serve import listener
 from neuronserve.serve.connections import ConnectionLimits
-from neuronserve.serve.fastpath import FastPath
 from neuronserve.types import ServeOptions
 
 pytestmark = pytest.mark.integration  # the front served by uvicorn on a real socket
 
 
-SERVERS = ["uvicorn", "front", "fast"]
+SERVERS = ["uvicorn", "front"]
 
 
 async def _scenario(stream: bool, server_kind: str) -> tuple[float, int, str]:
@@ -72,9 +69,8 @@ async def _scenario(stream: bool, server_kind: str) -> tuple[float, int, str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     front_port = sock.getsockname()[1]
-    fast = FastPath(gate, app.hot, ()) if server_kind == "fast" else None
-    if server_kind in ("front", "fast"):
-        config = listener.uvicorn_config(gate, opts, ConnectionLimits(), fast=fast)
+    if server_kind == "front":
+        config = listener.uvicorn_config(gate, opts, ConnectionLimits())
     else:
         config = uvicorn.Config(gate, lifespan="off", log_config=None, access_log=False)
     server = uvicorn.Server(config)
@@ -104,8 +100,6 @@ async def _scenario(stream: bool, server_kind: str) -> tuple[float, int, str]:
             if gate.in_flight == 0:
                 break
             await asyncio.sleep(0.01)
-        if fast is not None:
-            assert fast.taken == (0 if stream else 1)  # the plain request took the fast path
         return took, gate.in_flight, metrics.render().decode()
     finally:
         server.should_exit = True

@@ -108,3 +108,65 @@ def test_over_the_bound_only_ping_is_served_then_connections_are_closed() -> Non
     assert "NEURONSERVE_MAX_CONNECTIONS" in _body(busy)["error"]["message"]
     assert ping.startswith(b"HTTP/1.1 200 ")
     assert refused == b""  # beyond the /ping reserve: closed as accepted
+
+
+async def body_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Reads the whole body, then answers its length."""
+    size = 0
+    while True:
+        message = await receive()
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    answer = str(size).encode()
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(answer))]}
+    )
+    await send({"type": "http.response.body", "body": answer})
+
+
+def test_a_pipelined_request_whose_head_shares_a_read_with_a_large_body_is_answered() -> None:
+    """The end of a large body and the start of the next request's head in one read, the rest of the
+    head in a later one: only the head's bytes count against the header limit (the whole read was
+    counted as that head: a 431, the connection closed, the first answer lost)."""
+    body = b"x" * 200_000
+    first = b"POST /up HTTP/1.1\r\nhost: a\r\ncontent-length: %d\r\n\r\n" % len(body)
+    second = b"GET /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n"
+
+    async def run() -> bytes:
+        async with serving(body_app, ConnectionLimits(5.0, 4096, 8)) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(first + body[:-16_000])
+            await writer.drain()
+            await asyncio.sleep(0.2)  # read by the server: the rest comes in one segment with the
+            writer.write(body[-16_000:] + second[:20])  # start of the next head, whose end comes later
+            await writer.drain()
+            await asyncio.sleep(0.2)
+            writer.write(second[20:])
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), 5)
+            writer.close()
+            return answer
+
+    answer = asyncio.run(run())
+    assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:300]
+    assert b"\r\n\r\n200000HTTP/1.1 200 " in answer and answer.endswith(b"\r\n\r\n0"), answer[-200:]
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/v1/completions", "/ping", "/x"])
+def test_an_absurd_content_length_is_one_400_on_every_path(path: str) -> None:
+    """4,300 digits and more are beyond Python's int() (llhttp takes leading zeros): refused at the
+    connection, the same for every route, before any reads it."""
+    request = b"POST %s HTTP/1.1\r\nhost: a\r\ncontent-length: %s5\r\n\r\nhello" % (
+        path.encode(),
+        b"0" * 5000,
+    )
+
+    async def run() -> bytes:
+        async with serving(body_app, ConnectionLimits(5.0, 65536, 8)) as port:
+            return await exchange(port, request)
+
+    answer = asyncio.run(run())
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert "Content-Length" in _body(answer)["error"]["message"]
+    assert b"connection: close" in answer

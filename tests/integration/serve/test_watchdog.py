@@ -93,3 +93,65 @@ def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again() -> None:
     assert body["checks"]["loop"].startswith(("the event loop has not run for", "the event loop stalled for"))
     assert "NEURONSERVE_LIVE_LOOP_STALL_S=1" in body["checks"]["loop"]
     assert answers["after"].status_code == 200, answers["after"].text
+
+
+def test_ping_is_503_naming_the_stall_then_200_again() -> None:
+    """READY, engine healthy: a /ping sent during a stall is answered when the loop runs again, 503
+    with the watchdog's reason (the loop serves requests late: the load balancer should know); once
+    the stall is older than the bound, 200 again. Without the loop check it was a 200."""
+    state = ServerState()
+    state.move(Phase.LOADING)
+    state.set_engine_health(True)
+    state.move(Phase.READY)
+    watchdog = LoopWatchdog(BOUND_S)
+    state.loop_verdict = watchdog.verdict
+    opts = ServeOptions(host="127.0.0.1", port=0)
+    engine = make_client("http://127.0.0.1:9", 5.0, 8)
+    gate = Gate(create_app(state, opts, engine), state, 4)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    answers: dict[str, httpx.Response] = {}
+
+    def client() -> None:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            answers["before"] = http.get("/ping")
+            blocker = threading.Thread(
+                target=lambda: answers.setdefault("block", http.get("/test-only/block"))
+            )
+            blocker.start()
+            time.sleep(0.5)
+            with httpx.Client(base_url=url, timeout=30) as other:
+                answers["during"] = other.get("/ping")
+                blocker.join()
+                time.sleep(BOUND_S + 0.6)
+                answers["after"] = other.get("/ping")
+
+    async def run() -> None:
+        import uvicorn
+
+        server = uvicorn.Server(listener.uvicorn_config(blocking(gate, BLOCK_S), opts, ConnectionLimits()))
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        watchdog.start(asyncio.get_running_loop())
+        thread = threading.Thread(target=client)
+        thread.start()
+        while thread.is_alive():
+            await asyncio.sleep(0.05)
+        server.should_exit = True
+        await task
+
+    try:
+        asyncio.run(run())
+    finally:
+        watchdog.stop()
+        asyncio.run(engine.aclose())
+    assert answers["before"].status_code == 200
+    during = answers["during"]
+    assert during.status_code == 503, during.text
+    body = during.json()
+    assert body["phase"] == "READY" and body["detail"] == body["loop"], body
+    assert body["loop"].startswith(("the event loop has not run for", "the event loop stalled for"))
+    assert "NEURONSERVE_LIVE_LOOP_STALL_S=1" in body["loop"]
+    assert answers["after"].status_code == 200, answers["after"].text

@@ -163,7 +163,7 @@ def test_a_listen_address_that_is_no_ip_address_names_the_variable(raw: str) -> 
 
 
 @pytest.mark.parametrize(
-    ("raw", "want"), [("", 1), ("1", 1), ("4", 4), (" 8 ", 8), ("auto", None), ("AUTO", None)]
+    ("raw", "want"), [("", None), ("1", 1), ("4", 4), (" 8 ", 8), ("auto", None), ("AUTO", None)]
 )
 def test_front_workers(raw: str, want: int | None) -> None:
     opts, _ = parse_serve({"NEURONSERVE_FRONT_WORKERS": raw})

@@ -1,4 +1,4 @@
-"""/ping and /live answers from state (front/probes.py): the bytes both the route and the probe door send."""
+"""/ping and /live answers from state (front/probes.py), as their routes send them."""
 
 from __future__ import annotations
 
@@ -36,3 +36,15 @@ def test_live_names_every_check_and_the_failed_ones() -> None:
     stalled = probes.answer(state, "/live")
     assert stalled.status_code == 503
     assert json.loads(stalled.body)["failed"] == ["loop"]
+
+
+def test_ping_is_503_naming_the_loop_when_the_watchdog_sees_it_late() -> None:
+    state = _ready()
+    state.loop_verdict = lambda: "the event loop stalled for 12.0 s (NEURONSERVE_LIVE_LOOP_STALL_S=10)"
+    no = probes.answer(state, "/ping")
+    assert no.status_code == 503
+    body = json.loads(no.body)
+    assert body["phase"] == "READY" and body["loop"].startswith("the event loop stalled for 12.0 s")
+    assert body["detail"] == body["loop"]
+    state.loop_verdict = lambda: None
+    assert probes.answer(state, "/ping").status_code == 200

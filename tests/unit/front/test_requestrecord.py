@@ -1,5 +1,5 @@
-"""front/requestrecord.py: the access line and the request metrics, written alike for the gate and
-the fast path (their equality through the real front: tests/integration/serve/test_fastpath.py)."""
+"""front/requestrecord.py: the access line and the request metrics of a request the gate answered,
+refused or lost."""
 
 from __future__ import annotations
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 from tests.support.replicas import make_plan
 
 from neuronserve.engine.pool import ReplicaPool
-from neuronserve.errors import ConfigError
 from neuronserve.front.limiter import Limiter
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.sessions import SessionScope, SessionStore
@@ -69,40 +67,3 @@ def test_one_process_adds_nothing(tmp_path: object) -> None:
     assert stack.config.app is stack.gate  # type: ignore[attr-defined]
     assert isinstance(stack.gate.app.app, SessionScope)  # type: ignore[attr-defined]
     assert "x-neuronserve-worker" not in _get(stack.gate, "/ping").headers
-
-
-def test_the_probe_thread_is_on_by_default_and_off_by_its_setting(tmp_path: object) -> None:
-    plan = make_plan(1, str(tmp_path))
-    assert front_config(plan.serve, RequestSupport(), {}).probe_thread is True
-    off = front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "false"})
-    assert off.probe_thread is False
-    with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_THREAD"):
-        front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_THREAD": "sometimes"})
-    with pytest.raises(ConfigError, match="NEURONSERVE_PROBE_DOOR='fork' is not one of: thread, process"):
-        front_config(plan.serve, RequestSupport(), {"NEURONSERVE_PROBE_DOOR": "fork"})
-
-
-def test_the_door_is_built_when_on_and_left_out_when_off_or_unavailable(
-    tmp_path: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    from neuronserve.serve import gilheld
-
-    plan = make_plan(1, str(tmp_path))
-
-    def door(environ: dict[str, str]) -> object:
-        state = ServerState()
-        limiter = Limiter(1)
-        metrics = FrontMetrics(state, lambda: limiter.in_flight, {})
-        config = front_config(plan.serve, RequestSupport(), environ)
-        stack = build_front(
-            config, state, fleet=ReplicaPool(plan, {}), limiter=limiter, metrics=metrics, store=None
-        )
-        return stack.door
-
-    assert gilheld.AVAILABLE and type(door({})).__name__ == "ProcessDoor"
-    assert type(door({"NEURONSERVE_PROBE_DOOR": "thread"})).__name__ == "ProbeDoor"
-    assert type(door({"NEURONSERVE_PROBE_DOOR": "Thread"})).__name__ == "ProbeDoor"
-    assert door({"NEURONSERVE_PROBE_THREAD": "false", "NEURONSERVE_PROBE_DOOR": "process"}) is None
-    monkeypatch.setattr(gilheld, "AVAILABLE", False)
-    assert door({}) is None
-    assert "no probe door" in caplog.text

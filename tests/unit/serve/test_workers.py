@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from pathlib import Path
 
 import pytest
 
-from neuronserve.serve.workers import reuseport_sockets, usable_cpus, worker_count
+from neuronserve.serve.workers import (
+    REPLICA_EVENTS_PER_S,
+    REPLICA_REQUESTS_PER_S,
+    WORKER_EVENTS_PER_S,
+    WORKER_REQUESTS_PER_S,
+    reuseport_sockets,
+    usable_cpus,
+    worker_count,
+)
 
 
 def _cgroup(tmp_path: Path, v2: str | None = None, v1: tuple[str, str] | None = None) -> Path:
@@ -36,7 +45,9 @@ def test_usable_cpus_is_the_affinity_lowered_to_the_quota(
     assert usable_cpus(_cgroup(tmp_path / "g", v2="garbage")) == 8
 
 
-def test_auto_is_one_per_replica_within_the_cpus() -> None:
+def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     asked: list[bool] = []
 
     def cpus() -> int:
@@ -44,9 +55,20 @@ def test_auto_is_one_per_replica_within_the_cpus() -> None:
         return 4
 
     assert worker_count(3, 8, cpus) == 3 and not asked  # as set: the CPUs are not even read
-    assert worker_count(None, 8, cpus) == 4
-    assert worker_count(None, 2, cpus) == 2
+    # replicas one worker is sized for: the tighter of the two measures
+    per_worker = min(
+        WORKER_EVENTS_PER_S // REPLICA_EVENTS_PER_S, WORKER_REQUESTS_PER_S // REPLICA_REQUESTS_PER_S
+    )
+    assert per_worker >= 2
+    caplog.set_level(logging.INFO, logger="neuronserve.serve")
     assert worker_count(None, 1, cpus) == 1
+    assert worker_count(None, per_worker, cpus) == 1
+    assert worker_count(None, per_worker + 1, cpus) == 2
+    assert worker_count(None, 64, cpus) == 4  # more are needed than there are CPUs: the CPUs
+    line = caplog.records[-1].getMessage()
+    assert line.startswith("NEURONSERVE_FRONT_WORKERS=auto chose 4 front process(es)"), line
+    assert f"64 replica(s) ask at most {64 * REPLICA_EVENTS_PER_S} stream events/s" in line, line
+    assert f"and {64 * REPLICA_REQUESTS_PER_S} requests/s" in line and "4 CPU(s) usable" in line, line
 
 
 def test_the_sockets_share_one_port_and_a_held_port_is_refused() -> None:
