@@ -272,8 +272,8 @@ def parse_settings(
 ) -> Settings:
     """Map every configuration source onto one Settings (pure: the caller read the env and the files;
     `property_files` names the file a serving.properties key came from when it is not SM_MODEL_DIR's)."""
-    check_names(environ)  # a near miss of a mapped name is refused before its value is silently lost
-    warnings: list[str] = []
+    # a near miss of a mapped name is refused before its value is silently lost; a retired one is warned
+    warnings: list[str] = check_names(environ)
     engine = Collector()
     models: list[Setting] = []
     additional, additional_var = _engine_sources(environ, extra_args, engine, models)

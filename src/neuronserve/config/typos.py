@@ -59,6 +59,15 @@ TOOLING_VARS = frozenset(
     }
 )
 OURS = "NEURONSERVE_"
+# Settings this project had and removed: a deployment that still sets one keeps running, with a warning
+# saying what became of it (refusing it would stop a working endpoint at its next update).
+RETIRED = {
+    "NEURONSERVE_FAST_PATH": "the fast path was removed (issue 41): every request takes uvicorn's cycle",
+    "NEURONSERVE_PROBE_THREAD": "the probe doors were removed (issue 41): /ping and /live are answered by "
+    "the serving loop, so a stuck loop fails them",
+    "NEURONSERVE_PROBE_DOOR": "the probe doors were removed (issue 41): /ping and /live are answered by "
+    "the serving loop, so a stuck loop fails them",
+}
 
 
 def distance(a: str, b: str) -> int:
@@ -101,15 +110,20 @@ def check_option(name: str, origin: str) -> None:
     raise _refuse(origin, closest, "this image maps (LMI)")
 
 
-def check_names(environ: Mapping[str, str]) -> None:
-    """Refuse an environment name that is a near miss of a mapped one (see the module docstring)."""
+def check_names(environ: Mapping[str, str]) -> list[str]:
+    """Refuse an environment name that is a near miss of a mapped one (see the module docstring); return
+    a warning for each retired setting still set (RETIRED)."""
     ours = [n for n in VARS if n.startswith(OURS)]
     bare = _mapped_elsewhere()
+    warnings: list[str] = []
     for name in sorted(environ):
         if name in VARS or name in LMI_VARS:
             continue
         if name.startswith(OURS):
             if name in TOOLING_VARS:
+                continue
+            if name in RETIRED:
+                warnings.append(f"{name} is ignored: {RETIRED[name]}; unset it")
                 continue
             # compared after the prefix, which every candidate shares (NEURONSERVE_FOO is not "close" to
             # NEURONSERVE_HOST because both start with NEURONSERVE_)
@@ -127,3 +141,4 @@ def check_names(environ: Mapping[str, str]) -> None:
         if closest is not None:
             source = "TGI / Hugging Face" if closest in TGI_VARS else "LMI"
             raise _refuse(name, closest, f"this image maps ({source})")
+    return warnings

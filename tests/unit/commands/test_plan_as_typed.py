@@ -210,3 +210,16 @@ def test_inf1_is_refused_as_inferentia1(tmp_path: Path, instance: str) -> None:
         variable.returncode == 2
         and f"NEURONSERVE_INSTANCE_TYPE='{instance}' is Inferentia1" in variable.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "name", ["NEURONSERVE_FAST_PATH", "NEURONSERVE_PROBE_THREAD", "NEURONSERVE_PROBE_DOOR"]
+)
+def test_a_retired_setting_is_warned_not_refused(tmp_path: Path, name: str) -> None:
+    """A deployment that still sets a removed setting keeps planning; the warning says it is ignored."""
+    result = plan(tmp_path, {"SM_VLLM_MODEL": str(TINY), name: "true"}, "--device", "cpu", "--json")
+    assert result.returncode == 0, result.stderr
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any(w.startswith(f"{name} is ignored") for w in warnings), warnings
+    misspelt = plan(tmp_path, {"SM_VLLM_MODEL": str(TINY), name + "S": "true"}, "--device", "cpu")
+    assert misspelt.returncode == 2 and "not a neuronserve setting" in misspelt.stderr
