@@ -27,7 +27,8 @@ def test_an_ml_name_gets_sagemakers_rate_never_the_ec2_one() -> None:
     sm = prices.on_demand(" ML.inf2.48xlarge", "us-east-1")
     ec2 = prices.on_demand("inf2.48xlarge", "us-east-1")
     assert sm is not None and ec2 is not None
-    assert sm.usd_per_hour == 15.58 and sm.instance == "ml.inf2.48xlarge" and sm.usd_per_hour > ec2.usd_per_hour
+    assert sm.usd_per_hour == 15.58 and sm.instance == "ml.inf2.48xlarge"
+    assert sm.usd_per_hour > ec2.usd_per_hour
     assert "SageMaker" in sm.source and prices.DATE in sm.source and "SageMaker" not in ec2.source
     assert all(name.startswith("ml.") for name in prices.SAGEMAKER)
     # where SageMaker has no dated rate, the EC2 one is not borrowed
