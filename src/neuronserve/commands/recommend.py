@@ -76,7 +76,7 @@ def add_arguments(p: Any) -> None:
         type=float,
         default=None,
         help="--recommend: the instance's USD per hour for --goal cost (default: the dated on-demand "
-        "table, plan/fit/prices.py; SageMaker ml. types need it)",
+        "table, plan/fit/prices.py, SageMaker rates for ml. types; a type or region it lacks needs it)",
     )
     p.add_argument(
         "--region",
@@ -212,11 +212,8 @@ def _goal(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[recomme
     else:
         price = prices.on_demand(name, region) if name else None
     if args.goal == "cost" and price is None:
-        market = (
-            "SageMaker `ml.` rates are not tabulated"
-            if name.lower().startswith("ml.")
-            else (f"no on-demand price for {name or 'a detected instance'} in {region}")
-        )
+        market = "SageMaker " if name.strip().lower().startswith("ml.") else ""
+        market += f"no on-demand price for {name or 'a detected instance'} in {region}"
         raise ConfigError(
             f"--goal cost needs the instance's hourly price: {market} (plan/fit/prices.py, "
             f"{prices.DATE}); pass --price-per-hour USD",

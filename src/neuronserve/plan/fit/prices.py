@@ -7,9 +7,18 @@ Rows with no on-demand price there are left out here: trn1.32xlarge outside the 
 trn2.3xlarge, trn2.48xlarge and trn2u.48xlarge, which that catalog lists without an on-demand price in
 every region (Trn2 is sold through capacity blocks and savings plans). Trainium3 is not in it.
 
-SageMaker (`ml.` types) bills a different, higher hourly rate for the same hardware, and no dated
-public table of those rates was found for this build: `ml.` types have no entry, so `--goal cost` on
-them needs `--price-per-hour` rather than silently using the EC2 rate.
+SageMaker (`ml.` types) bills its own, higher hourly rate for the same hardware, so `ml.` names are looked
+up in `SAGEMAKER`, never in `EC2`. No price-list data for SageMaker hosting was found in a public repository
+(searched 2026-12-07: SkyPilot's catalog has none, nor vantage-sh/ec2instances.info's committed files, nor
+any dump of the AmazonSageMaker offer file). The one table found is a third-party one, used with this note:
+aws-samples/foundation-model-benchmarking-tool (FMBench) `fmbench/configs/pricing.yml` at commit
+39ce6b9c3572bf620a60c288c5b473462c5bc2eb (file last changed 2025-01-26; these rows first appear in
+2024-05-18's c0fbf367), its "SageMaker Hourly Instance Pricing". It is typed in by hand, not read from the
+price list, and names no region: it is entered here for us-east-1 only, the tool's default region, whose
+EC2 rates its EC2 rows beside them match. A blog (wring.co/blog/aws-sagemaker-inference-guide, 2026-03-15)
+gives ml.inf2.xlarge at $0.76/h, the EC2 rate; FMBench itself carried the EC2 rates for ml.inf2 before
+2024-05-18 and replaced them; the AWS sample is preferred. ml.trn1.2xlarge, ml.trn1n.32xlarge and
+ml.trn2.48xlarge, and every other region, have no public dated rate found: no entry.
 
 A price missing here is an error naming `--price-per-hour`, never a guess (commands/recommend.py).
 """
@@ -22,6 +31,10 @@ DATE = "2026-12-07"
 SOURCE = (
     "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2af3672e2229b4f7bf8157d5a3f36e3c35 "
     f"(read {DATE})"
+)
+SAGEMAKER_SOURCE = (
+    "third-party table: aws-samples/foundation-model-benchmarking-tool fmbench/configs/pricing.yml "
+    f"@39ce6b9c3572bf620a60c288c5b473462c5bc2eb (2025-01-26, no region named, read as us-east-1; read {DATE})"
 )
 DEFAULT_REGION = "us-east-1"
 
@@ -56,6 +69,15 @@ EC2: dict[str, dict[str, float]] = {
     "trn1n.32xlarge": {"us-east-1": 24.78, "us-east-2": 24.78, "us-west-2": 24.78},
 }  # fmt: skip
 
+# SageMaker real-time inference (`ml.` type, lower case) -> region -> USD per hour, on demand
+SAGEMAKER: dict[str, dict[str, float]] = {
+    "ml.inf2.xlarge": {"us-east-1": 0.99},
+    "ml.inf2.8xlarge": {"us-east-1": 2.36},
+    "ml.inf2.24xlarge": {"us-east-1": 7.79},
+    "ml.inf2.48xlarge": {"us-east-1": 15.58},
+    "ml.trn1.32xlarge": {"us-east-1": 28.497},
+}
+
 
 @dataclass(frozen=True)
 class Price:
@@ -74,10 +96,12 @@ class Price:
 
 
 def on_demand(instance_type: str, region: str) -> Price | None:
-    """The table's price of `instance_type` (EC2 name, or `ml.` for SageMaker) in `region`; None when
-    the table has none (every `ml.` type: see the module docstring)."""
+    """The table's price of `instance_type` (EC2 name, or `ml.` for SageMaker's own rates) in `region`;
+    None when the table has none (see the module docstring)."""
     name = instance_type.strip().lower()
     if name.startswith("ml."):
-        return None
-    usd = EC2.get(name, {}).get(region)
-    return None if usd is None else Price(usd, name, region, f"EC2 on-demand, {SOURCE}")
+        table, source = SAGEMAKER, f"SageMaker on-demand, {SAGEMAKER_SOURCE}"
+    else:
+        table, source = EC2, f"EC2 on-demand, {SOURCE}"
+    usd = table.get(name, {}).get(region)
+    return None if usd is None else Price(usd, name, region, source)

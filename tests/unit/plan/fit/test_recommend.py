@@ -324,9 +324,14 @@ def test_cost_is_the_tables_on_demand_price_over_the_estimated_tokens() -> None:
 
 
 @pytest.mark.parametrize(
-    ("instance", "why"), [("ml.inf2.xlarge", "SageMaker"), ("trn2.48xlarge", "no on-demand")]
+    ("instance", "region", "why"),
+    [
+        ("ml.trn1.2xlarge", "us-east-1", "SageMaker no on-demand price for ml.trn1.2xlarge in us-east-1"),
+        ("ml.inf2.xlarge", "eu-west-1", "SageMaker no on-demand price for ml.inf2.xlarge in eu-west-1"),
+        ("trn2.48xlarge", "us-east-1", "no on-demand price for trn2.48xlarge in us-east-1"),
+    ],
 )
-def test_cost_without_a_price_is_refused_naming_the_override(instance: str, why: str) -> None:
+def test_cost_without_a_price_is_refused_naming_the_override(instance: str, region: str, why: str) -> None:
     r = cli(
         "--model-config",
         str(DATA / "Qwen3-8B" / "config.json"),
@@ -334,8 +339,21 @@ def test_cost_without_a_price_is_refused_naming_the_override(instance: str, why:
         instance,
         "--goal",
         "cost",
+        "--region",
+        region,
     )
     assert r.returncode == 2 and why in r.stderr and "--price-per-hour" in r.stderr
+
+
+def test_cost_on_a_sagemaker_type_uses_sagemakers_rate() -> None:
+    doc = recommend_cli("Llama-3.1-8B", "ml.inf2.48xlarge", "--goal", "cost", "--max-model-len", "4096")
+    usd = prices.SAGEMAKER["ml.inf2.48xlarge"]["us-east-1"]
+    assert usd != prices.EC2["inf2.48xlarge"]["us-east-1"]
+    assert doc["price"]["usd_per_hour"] == usd and doc["price"]["instance"] == "ml.inf2.48xlarge"
+    assert "SageMaker" in doc["price"]["source"]
+    for c in doc["configurations"]:
+        per_s = c["estimate"]["instance_output_tokens_per_s"]
+        assert c["usd_per_million_output_tokens"] == pytest.approx(usd / (per_s * 3600) * 1e6, rel=1e-3)
 
 
 @pytest.mark.parametrize(("flag", "key"), [("--max-tpot-ms", "tpot_ms"), ("--max-ttft-ms", "ttft_ms")])
