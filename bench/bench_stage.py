@@ -108,7 +108,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float | No
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), phase
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 (one linear script: flags, run, report)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)

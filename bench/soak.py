@@ -135,7 +135,7 @@ def one(client: httpx.Client, url: str, item: tuple[str, Any, dict[str, str], st
     rec.add(kind, status, time.perf_counter() - t0)
 
 
-def main() -> int:
+def main() -> int:  # noqa: PLR0915 (one linear script: flags, run, report)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=2.0)
     ap.add_argument("--rate", type=float, default=4.0, help="requests per second, all workers together")
@@ -193,7 +193,9 @@ def main() -> int:
                         "requests": len(window),
                         "p50_s": round(pct(ok, 50), 3),
                         "p99_s": round(pct(ok, 99), 3),
-                        "by_status": dict(sorted(collections.Counter(str(st) for _, st, _ in window).items())),
+                        "by_status": dict(
+                            sorted(collections.Counter(str(st) for _, st, _ in window).items())
+                        ),
                     }
                 )
                 print(json.dumps(rows[-1]), flush=True)
@@ -213,7 +215,9 @@ def main() -> int:
         "error_rate": round(errors / total, 5) if total else None,
         "front_rss_mb_per_hour": round(slope_per_hour([(r["minute"], r["front_rss_mb"]) for r in later]), 2),
         "front_fds_per_hour": round(slope_per_hour([(r["minute"], r["front_fds"]) for r in later]), 2),
-        "engine_rss_mb_per_hour": round(slope_per_hour([(r["minute"], r["engine_rss_mb"]) for r in later]), 2),
+        "engine_rss_mb_per_hour": round(
+            slope_per_hour([(r["minute"], r["engine_rss_mb"]) for r in later]), 2
+        ),
         "server_alive_at_end": alive,
         "rows": rows,
     }
@@ -221,8 +225,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['minute']} | {r['front_rss_mb']} | {r['front_fds']} | {r['engine_rss_mb']} | {r['requests']} "
-            f"| {r['p50_s']} | {r['p99_s']} | {r['by_status']} |"
+            f"| {r['minute']} | {r['front_rss_mb']} | {r['front_fds']} | {r['engine_rss_mb']} "
+            f"| {r['requests']} | {r['p50_s']} | {r['p99_s']} | {r['by_status']} |"
         )
     print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
     if args.json:

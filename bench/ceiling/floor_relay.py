@@ -58,12 +58,12 @@ from neuronserve.front.dialect import TGI_INVOCATIONS, Framing
 from neuronserve.front.disconnect import DEPARTURE_KEY
 from neuronserve.front.enginepool import EnginePool
 from neuronserve.front.gate import BODY_TIMEOUT_S, Gate, request_id
-from neuronserve.front.requestrecord import SCHEMA_KEY, TOKENS_KEY
 from neuronserve.front.generate import Generator
 from neuronserve.front.jsonbits import COMPACT
 from neuronserve.front.metrics import FrontMetrics
 from neuronserve.front.proxy import EngineClient
 from neuronserve.front.requestid import engine_id
+from neuronserve.front.requestrecord import SCHEMA_KEY, TOKENS_KEY
 from neuronserve.front.state import Phase, ServerState
 from neuronserve.front.streamusage import counts
 from neuronserve.front.support import check_generate
