@@ -100,6 +100,7 @@ def test_the_demo_says_where_it_serves_listens_locally_and_stops_cleanly(tmp_pat
         ours = [x for x in log.read_text().splitlines() if " INFO neuronserve." in x]
         assert f"serving SmolLM2-135M-Instruct at http://127.0.0.1:{port}:" in ours[0]
         assert len(ours[0]) < 400 and "plan: {" in ours[1]  # the summary first, the JSON plan after
+        assert any("NEURONSERVE_FRONT_WORKERS=auto chose 1 front process(es)" in x for x in ours[2:])
         assert _listening(port) == {"0100007F"}  # 127.0.0.1 only, not 0.0.0.0 (00000000)
         body = {
             "messages": [{"role": "user", "content": "What is the capital of France?"}],

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     plan = resolve_plan(environ, device=args.device, extra_args=tuple(args.extra_args))
     from neuronserve.serve.workers import Workers, usable_cpus, worker_count  # noqa: PLC0415
 
-    count = worker_count(plan.serve.front_workers, len(plan.replicas))
+    count, sizing = worker_count(plan.serve.front_workers, len(plan.replicas))
     # Bind before importing the server stack (~0.5-1.5 s of imports): the kernel accepts connections
     # into the backlog at once, and they are answered as soon as the app is up. With several front
     # workers they start now, importing in parallel with this process (serve/workers.py).
@@ -119,6 +119,8 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
     log.info("plan: %s", redact_text(json.dumps(redacted_plan(plan), sort_keys=True), secret_values(environ)))
     for warning in plan.warnings:
         log.warning("%s", warning)
+    if sizing:
+        log.info("%s", sizing)
     if workers is not None:
         log.info("%d front workers share port %d (NEURONSERVE_FRONT_WORKERS)", count, sock.getsockname()[1])
         cpus = usable_cpus()

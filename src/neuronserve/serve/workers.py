@@ -113,30 +113,25 @@ def _cgroup_quota(root: Path) -> float | None:
     return quota / period if quota > 0 and period > 0 else None
 
 
-def worker_count(configured: int | None, replicas: int, cpus: Callable[[], int] = usable_cpus) -> int:
+def worker_count(
+    configured: int | None, replicas: int, cpus: Callable[[], int] = usable_cpus
+) -> tuple[int, str | None]:
     """NEURONSERVE_FRONT_WORKERS: as set, or auto (None): enough workers for the most `replicas` replicas
     can ask of the front, in stream events and in requests (the constants above), at most `cpus()`
-    (only then asked); the numbers are logged."""
+    (only then asked). With auto, the line that says why (the caller logs it after the start's summary,
+    which stays the first line a person reads)."""
     if configured is not None:
-        return configured
+        return configured, None
     events, requests = replicas * REPLICA_EVENTS_PER_S, replicas * REPLICA_REQUESTS_PER_S
     needed = max(math.ceil(events / WORKER_EVENTS_PER_S), math.ceil(requests / WORKER_REQUESTS_PER_S))
     usable = cpus()
     count = max(1, min(needed, usable))
-    log.info(
-        "NEURONSERVE_FRONT_WORKERS=auto chose %d front process(es): %d replica(s) ask at most %d stream "
-        "events/s and %d requests/s; one process is sized for %d and %d (docs/PERFORMANCE.md) -> %d "
-        "needed; %d CPU(s) usable",
-        count,
-        replicas,
-        events,
-        requests,
-        WORKER_EVENTS_PER_S,
-        WORKER_REQUESTS_PER_S,
-        needed,
-        usable,
+    return count, (
+        f"NEURONSERVE_FRONT_WORKERS=auto chose {count} front process(es): {replicas} replica(s) ask at most "
+        f"{events} stream events/s and {requests} requests/s; one process is sized for "
+        f"{WORKER_EVENTS_PER_S} and {WORKER_REQUESTS_PER_S} (docs/PERFORMANCE.md) -> {needed} needed; "
+        f"{usable} CPU(s) usable"
     )
-    return count
 
 
 def reuseport_sockets(host: str, port: int, count: int) -> list[socket.socket]:

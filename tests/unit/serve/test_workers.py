@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from pathlib import Path
@@ -45,27 +44,24 @@ def test_usable_cpus_is_the_affinity_lowered_to_the_quota(
     assert usable_cpus(_cgroup(tmp_path / "g", v2="garbage")) == 8
 
 
-def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_auto_sizes_the_workers_to_what_the_replicas_produce_within_the_cpus() -> None:
     asked: list[bool] = []
 
     def cpus() -> int:
         asked.append(True)
         return 4
 
-    assert worker_count(3, 8, cpus) == 3 and not asked  # as set: the CPUs are not even read
+    assert worker_count(3, 8, cpus) == (3, None) and not asked  # as set: the CPUs are not even read
     # replicas one worker is sized for: the tighter of the two measures
     per_worker = min(
         WORKER_EVENTS_PER_S // REPLICA_EVENTS_PER_S, WORKER_REQUESTS_PER_S // REPLICA_REQUESTS_PER_S
     )
     assert per_worker >= 2
-    caplog.set_level(logging.INFO, logger="neuronserve.serve")
-    assert worker_count(None, 1, cpus) == 1
-    assert worker_count(None, per_worker, cpus) == 1
-    assert worker_count(None, per_worker + 1, cpus) == 2
-    assert worker_count(None, 64, cpus) == 4  # more are needed than there are CPUs: the CPUs
-    line = caplog.records[-1].getMessage()
+    assert worker_count(None, 1, cpus)[0] == 1
+    assert worker_count(None, per_worker, cpus)[0] == 1
+    assert worker_count(None, per_worker + 1, cpus)[0] == 2
+    count, line = worker_count(None, 64, cpus)
+    assert count == 4 and line is not None  # more are needed than there are CPUs: the CPUs
     assert line.startswith("NEURONSERVE_FRONT_WORKERS=auto chose 4 front process(es)"), line
     assert f"64 replica(s) ask at most {64 * REPLICA_EVENTS_PER_S} stream events/s" in line, line
     assert f"and {64 * REPLICA_REQUESTS_PER_S} requests/s" in line and "4 CPU(s) usable" in line, line
