@@ -20,8 +20,9 @@ Decode step (one token for every live sequence of a replica):
 - with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
   max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
 - speculation: one step runs k draft steps (their reads and layers; an EAGLE head with no local
-  config.json is the one layer, fc and lm_head its target implies: plan/fit/eagle.py) and one target step over k + 1 positions, and yields
-  `accepted_tokens` tokens (a stated assumption, ACCEPTED_FRACTION of k, replaceable by the caller).
+  config.json is the one layer, fc and lm_head its target implies: plan/fit/eagle.py) and one target
+  step over k + 1 positions, and yields `accepted_tokens` tokens (a stated assumption,
+  ACCEPTED_FRACTION of k, replaceable by the caller).
 
 Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
 bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
