@@ -126,20 +126,6 @@ def test_speculation_yields_several_tokens_per_step() -> None:
     assert slow_accept.tpot_ms > plain.tpot_ms  # nothing accepted: the draft is pure cost
 
 
-def test_an_eagle3_head_is_one_layer_an_fc_and_a_vocabulary_of_its_targets_shape() -> None:
-    """EAGLE-3 on Llama-3.1-8B, counted by hand from the paper's and NxD Inference's definition
-    (modeling_llama.py:1211-1214, 1394-1400): QKV from 2 x hidden, output projection, the MLP, the fc
-    from 3 x hidden, embedding and lm_head, three norms."""
-    h, q, kv, mlp, vocab = 4096, 32 * 128, 8 * 128, 14336, 128256
-    by_hand = 2 * h * (q + 2 * kv) + q * h + 3 * h * mlp + 3 * h * h + 2 * vocab * h + 3 * h
-    head = eagle.head(LLAMA8, "eagle3")
-    assert head.shape.layers == 1 and head.checkpoint_params == by_hand
-    assert eagle.head(LLAMA8, "eagle").checkpoint_params == by_hand - h * (q + 2 * kv) - h * h
-    gpt_oss = fit_estimate._models()["gpt-oss-120b"]  # bench/data/estimate/models.json
-    moe = eagle.head(memory.Model(gpt_oss, BF16), "eagle3").shape  # dense, as wide as a token's experts
-    assert (moe.experts, moe.layers, moe.intermediate) == (0, 1, 4 * 2880)
-
-
 def test_an_eagle_head_costs_its_reads_its_layer_and_its_share_of_the_prefill() -> None:
     two = Compiled(tp=8, dp=1, max_model_len=2048, max_num_seqs=2, speculative_tokens=3)
     load = Workload(512, 128, 2)
