@@ -4,8 +4,8 @@ plan/fit/estimate.py's inputs. Pure.
 A plan gets an estimate when its HBM fit was estimated (a known instance and a local config.json); the
 workload comes from `plan --input-len/--output-len/--concurrency` (estimate.Workload's defaults otherwise).
 A workload longer than max_model_len is refused, naming the flag: the server would refuse those requests.
-An EAGLE draft with no local config.json (a hub or s3:// head) is charged as the head its target implies
-(plan/fit/eagle.py); a draft with one is already in `models` (plan/fit/check.py).
+The models are the HBM check's (plan/fit/check.py): the target, and its draft when it has a local
+config.json or is an EAGLE head (then the head its target implies, plan/fit/eagle.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronserve.errors import ConfigError
-from neuronserve.plan.fit import eagle, estimate, memory
+from neuronserve.plan.fit import estimate, memory
 from neuronserve.plan.fit.instances import InstanceFacts
 from neuronserve.plan.lanes.nxdi.support import cpu_sampling
 from neuronserve.plan.resolution import Resolution
@@ -64,7 +64,4 @@ def plan_estimate(
     """The estimate of the plan's configuration (DP replicas of the graph) at the workload."""
     load = workload or estimate.Workload()
     check_workload(load, int(graph["max_model_len"]))
-    compiled = compiled_of(graph, dp, res)
-    if compiled.speculative_tokens and len(models) == 1 and eagle.is_eagle(res.speculation.method):
-        models = [*models, eagle.head(models[0], res.speculation.method)]
-    return estimate.estimate(models, instance, compiled, load)
+    return estimate.estimate(models, instance, compiled_of(graph, dp, res), load)
