@@ -1,5 +1,5 @@
-"""An EAGLE draft head's shape, read from its target's: for the speed estimate when the head has no local
-config.json (a hub or s3:// head). Pure.
+"""An EAGLE draft head's shape, read from its target's: for the HBM check and the speed estimate when
+the head has no local config.json (a hub or s3:// head). Pure.
 
 EAGLE (Li et al., arXiv:2401.15077) drafts with one decoder layer of the target's hidden size, fed by an
 fc projection of [token embedding; target hidden state] (2 x hidden -> hidden); EAGLE-3 (arXiv:2503.01840)
