@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from neuronserve.plan.fit import estimate, instances, memory
+from neuronserve.plan.fit import eagle, estimate, instances, memory
 
 DATA = Path(__file__).resolve().parent / "data" / "estimate"
 QUANTITIES = ("tpot_ms", "ttft_ms", "instance_tps")
@@ -77,6 +77,8 @@ def load(name: str) -> list[Row]:
             models = [memory.Model(shapes[r["model"]], precision)]
             if r.get("draft") in shapes:
                 models.append(memory.Model(shapes[r["draft"]], precision))
+            elif eagle.is_eagle(r.get("draft") or ""):  # "eagle3 head": the head its target implies
+                models.append(eagle.head(models[0], r["draft"].split()[0]))
             chunk = int(r.get("chunk") or 0)
             rows.append(
                 Row(

@@ -16,7 +16,7 @@ from neuronserve.config.settings import Settings, env_name
 from neuronserve.counts import whole
 from neuronserve.errors import ConfigError
 from neuronserve.plan.facts import HostFacts, ModelFacts
-from neuronserve.plan.fit import instances, memory
+from neuronserve.plan.fit import eagle, instances, memory
 from neuronserve.plan.fit.instances import GIB, InstanceFacts
 from neuronserve.plan.resolution import Resolution
 
@@ -180,6 +180,12 @@ def check_fit(
             models.append(memory.Model(shape, models[0].precision, draft.checkpoint_params))
         except memory.ShapeError as err:
             res.warn(f"speculative draft {name} not counted in the HBM estimate: {err}")
+    elif name and eagle.is_eagle(res.speculation.method):
+        models.append(eagle.head(models[0], res.speculation.method))
+        res.warn(
+            f"speculative draft {name}: no local config.json; counted as the EAGLE head its target "
+            "implies (one layer, fc, embedding and lm_head of the target's shape: docs/FIT.md)"
+        )
     elif name:
         res.warn(f"speculative draft {name} not counted in the HBM estimate: no local config.json")
     place = Placement(models, instance, overhead_bytes(settings))

@@ -20,8 +20,9 @@ Decode step (one token for every live sequence of a replica):
 - with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
   max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
 - speculation: one step runs k draft steps (their reads and layers; an EAGLE head with no local
-  config.json is not counted) and one target step over k + 1 positions, and yields
-  `accepted_tokens` tokens (a stated assumption, ACCEPTED_FRACTION of k, replaceable by the caller).
+  config.json is the one layer, fc and lm_head its target implies: plan/fit/eagle.py) and one target
+  step over k + 1 positions, and yields `accepted_tokens` tokens (a stated assumption,
+  ACCEPTED_FRACTION of k, replaceable by the caller).
 
 Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
 bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
@@ -100,7 +101,7 @@ HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
 ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
 # The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
 # held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
-ERROR_BAND = {"tpot_ms": (0.77, 1.32), "ttft_ms": (0.55, 1.46), "output_tokens_per_s": (0.61, 1.32)}
+ERROR_BAND = {"tpot_ms": (0.77, 1.32), "ttft_ms": (0.55, 1.46), "output_tokens_per_s": (0.63, 1.32)}
 BASIS = (
     "physical model (HBM reads, per-layer and per-row latency, prefill FLOPs) fitted on optimum-neuron "
     "benchmark/vllm @213224e6; held-out error in docs/FIT.md"

@@ -4,6 +4,8 @@ plan/fit/estimate.py's inputs. Pure.
 A plan gets an estimate when its HBM fit was estimated (a known instance and a local config.json); the
 workload comes from `plan --input-len/--output-len/--concurrency` (estimate.Workload's defaults otherwise).
 A workload longer than max_model_len is refused, naming the flag: the server would refuse those requests.
+The models are the HBM check's (plan/fit/check.py): the target, and its draft when it has a local
+config.json or is an EAGLE head (then the head its target implies, plan/fit/eagle.py).
 """
 
 from __future__ import annotations

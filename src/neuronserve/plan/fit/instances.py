@@ -47,9 +47,14 @@ INSTANCES: dict[str, tuple[Chip, int]] = {
     "trn2.48xlarge": (TRAINIUM2, 16),
     "trn2u.48xlarge": (TRAINIUM2, 16),
 }
-# Families a stack lane runs (plan/lanes/registry.py: trn3 on lane 2.32) whose chip figures this table
-# does not hold yet (none were read for Trainium3): named, so a declared trn3 instance is told how to
-# plan without the fit check instead of "not a Neuron instance type".
+# Families a stack lane runs (plan/lanes/registry.py: trn3 on lane 2.32) that this table cannot hold yet:
+# named, so a declared trn3 instance is told how to plan without the fit check instead of "not a Neuron
+# instance type". Trainium3's chip is published (aws-neuron-sdk about-neuron/arch/neuron-hardware/
+# trainium3.rst: 8 NeuronCore-v4, 144 GiB at 4.9 TB/s), its instance types are not: trn3-arch.rst (commit
+# 6e694cbb) gives only UltraServers (Gen1: 4 servers of 16 chips; Gen2: 36 servers of 4 chips), no type
+# names; the names seen (trn3.48xlarge, trn3p.48xlarge, trn3pd98.3xlarge, "Trn3pds") come from the Neuron
+# driver's platform table (aws-neuron-driver v4/neuron_dhal_v4.c) and the EKS UltraServer operator's
+# preview page, neither of which says how many chips each has (searched 2026-12-07; docs/FIT.md).
 UNTABULATED = {"trn3": "Trainium3"}
 # Neuron families vLLM on Neuron never serves: Inferentia1's NeuronCore-v1 runs only the Neuron SDK's
 # first-generation stack (torch-neuron, transformers-neuronx's inf1 builds); vllm-neuron and NxD

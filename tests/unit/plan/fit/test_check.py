@@ -182,6 +182,24 @@ def test_a_draft_without_a_shape_field_is_left_out_with_the_reason() -> None:
     )
 
 
+def test_an_eagle_head_with_no_local_config_is_counted_from_its_target() -> None:
+    """A hub EAGLE head: one Llama-3.1-8B layer, the 2 x 4096 -> 4096 fc and the 128,256-word embedding
+    and lm_head, at TP 2 about 1.30 GB per core on top of the target's 8,030,527,488 bytes (it was not
+    counted); a draft that is no EAGLE head is still left out with the reason."""
+    facts = host(**{"/m": ModelFacts("dir", model_config("Llama-3.1-8B"), "d" * 64)})
+    hub = '{"method": "eagle", "model": "org/eagle-head", "num_speculative_tokens": 4}'
+    p = build_plan(parse_settings({**ENV, "SM_VLLM_SPECULATIVE_CONFIG": hub}), facts)
+    assert p.memory is not None
+    assert 1.28e9 < p.memory["weights_bytes_per_core"] - 8_030_527_488 < 1.32e9
+    assert any("counted as the EAGLE head its target implies" in w for w in p.warnings)
+    other = hub.replace('"method": "eagle", ', "")
+    q = build_plan(parse_settings({**ENV, "SM_VLLM_SPECULATIVE_CONFIG": other}), facts)
+    assert q.memory is not None and q.memory["weights_bytes_per_core"] == 8_030_527_488
+    assert (
+        "speculative draft org/eagle-head not counted in the HBM estimate: no local config.json" in q.warnings
+    )
+
+
 def test_a_drafts_checkpoint_parameter_count_scales_its_weights() -> None:
     """A draft whose safetensors headers count half of Llama-3.2-1B's 1,235,814,400 parameters adds half of
     its 1,498,550,272 bytes per core (test_speculative_draft_is_counted): 749,275,136."""

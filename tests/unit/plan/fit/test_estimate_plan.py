@@ -12,6 +12,7 @@ from neuronserve.config.settings import parse_settings
 from neuronserve.errors import ConfigError
 from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
+from neuronserve.plan.fit import estimate, instances, memory
 from neuronserve.plan.fit.estimate import Workload
 from neuronserve.plan.fit.estimate_plan import compiled_of
 from neuronserve.plan.resolution import Resolution
@@ -75,3 +76,30 @@ def test_compiled_of_reads_buckets_chunks_and_speculation() -> None:
         {**graph, "override": {"on_device_sampling_config": None}}, 1, Resolution.of(parse_settings({}))
     )
     assert cpu.cpu_sampling and cpu.speculative_tokens == 0
+
+
+def test_an_eagle_head_with_no_local_config_is_charged_as_its_target_implies() -> None:
+    """A hub EAGLE3 head (no config.json here): the plan's estimate carries its draft steps and its
+    prefill, where it used to carry only the target's."""
+    trn2 = {
+        "NEURONSERVE_INSTANCE_TYPE": "trn2.48xlarge",
+        "NEURONSERVE_STACK": "2.32",
+        "SM_VLLM_MAX_MODEL_LEN": "2048",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "8",
+        "SM_VLLM_MAX_NUM_SEQS": "2",
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"temperature": "0"}',
+    }
+    spec = '{"model": "org/EAGLE3-head", "num_speculative_tokens": 3, "method": "eagle3"}'
+    plain = _plan(trn2)
+    headed = _plan({**trn2, "SM_VLLM_SPECULATIVE_CONFIG": spec})
+    assert plain and headed
+    assert headed["ttft_ms"] > plain["ttft_ms"]  # type: ignore[operator]
+    target = memory.Model(
+        memory.model_shape(json.loads((MODELS / "Llama-3.1-8B" / "config.json").read_text())),
+        memory.Precision(2, 2),
+    )
+    res = Resolution.of(parse_settings({"SM_VLLM_SPECULATIVE_CONFIG": spec}))
+    graph = {"tp": 8, "max_model_len": 2048, "max_num_seqs": 2, "override": {}}
+    trn2_facts = instances.instance_facts("trn2.48xlarge")
+    alone = estimate.estimate([target], trn2_facts, compiled_of(graph, 1, res), Workload())
+    assert headed["decode_step_ms"] > 1.1 * alone.decode_step_ms  # type: ignore[operator]
