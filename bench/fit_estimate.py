@@ -9,7 +9,9 @@ Calibration rows (bench/data/estimate/calibration.csv) are optimum-neuron's guid
 huggingface/optimum-neuron benchmark/vllm/ at commit 213224e6 (each row names its file; instance and TP
 read from the .env, docker-compose and READMEs there). Held-out rows (bench/data/estimate/heldout.csv) are
 every other published measurement found: aws-neuron/aws-neuron-sdk at commit 81ce03ae (NxD Inference and
-vllm-neuron tutorials, and the Neuron docs' transformers-neuronx decoder tables); the fit never sees them.
+vllm-neuron tutorials, and the Neuron docs' transformers-neuronx decoder tables), and optimum-neuron's
+results outside the calibration: vLLM on inf2 in its pull request #1097 (head 1fbd4210, not in 213224e6) and
+its TGI runs on inf2 (148350c0, 591ac13a, 6ba3db94; removed in 445e9235); the fit never sees them.
 Model shapes: bench/data/estimate/models.json (each config.json's source named).
 
 The fit: per NeuronCore generation, the three constants of plan/fit/estimate.py (layer_s, row_s,
@@ -27,13 +29,16 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from neuronserve.plan.fit import eagle, estimate, instances, memory
 
 DATA = Path(__file__).resolve().parent / "data" / "estimate"
 QUANTITIES = ("tpot_ms", "ttft_ms", "instance_tps")
+# Our stack's family (the issue's goal is stated on it): NxD Inference / vllm-neuron, and vLLM on
+# optimum-neuron's image (the calibration's serving path); a held-out row names its family.
+OUR_STACK = ("nxdi-vllm", "vllm-neuron (optimum)")
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,11 @@ class Row:
     def label(self) -> str:
         f = self.fields
         return f"{f['model']} {f['instance']} TP{f['tp']}x{f['dp']} bs{f['max_num_seqs']} {f['row']}"
+
+
+def ours(row: Row) -> bool:
+    """A row of our stack's family (OUR_STACK)."""
+    return row.fields.get("family") in OUR_STACK
 
 
 def _models() -> dict[str, memory.ModelShape]:
@@ -276,14 +286,15 @@ def band(rows: list[Row]) -> dict[str, list[float]]:
     return out
 
 
-def family_summary(rows: list[Row], family: str) -> str:
-    errs = [t for t in errors(rows) if (t[0].fields.get("family") or "nxdi-vllm") == family]
+def family_summary(rows: list[Row], label: str) -> str:
+    """Median and 80th-percentile error factor per quantity over all the rows given."""
+    errs = errors(rows)
     parts = []
     for q in QUANTITIES:
         rs = [ratio(p, m) for _, qq, p, m in errs if qq == q]
         if rs:
             parts.append(f"{q} median {statistics.median(rs):.2f}x, p80 {p80(rs):.2f}x ({len(rs)})")
-    return f"{family}: " + "; ".join(parts)
+    return f"{label}: " + "; ".join(parts)
 
 
 # `compare`: what an MoE prefill pays for its experts, how a layer's latency grows with TP, and what an MoE
@@ -328,8 +339,9 @@ ROW_UNITS = {
 def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
     """Each variant refitted on the calibration rows alone: its calibration loss and its held-out medians."""
     fitted_rows = [r for r in calibration if r.fields.get("fit") == "1"]
-    family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
-    others = [r for r in heldout if r.fields.get("family") != "nxdi-vllm"]
+    family = [r for r in heldout if ours(r)]
+    tnx = [r for r in heldout if r.fields.get("family") == "transformers-neuronx"]
+    tgi = [r for r in heldout if r.fields.get("family") == "tgi-neuron (optimum)"]
 
     def medians(rows: list[Row]) -> str:
         return " / ".join(
@@ -339,8 +351,9 @@ def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
 
     lines = [
         "| MoE prefill | layer latency growth with TP | MoE row units | calibration loss TPOT / TTFT / all | "
-        "held-out NxDI/vllm-neuron TPOT / TTFT / thr. median | transformers-neuronx TPOT / TTFT / thr. |",
-        "|---|---|---|---|---|---|",
+        "held-out NxDI/vllm-neuron TPOT / TTFT / thr. median | transformers-neuronx TPOT / TTFT / thr. | "
+        "TGI (optimum) TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|---|",
     ]
     saved = estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units, dict(estimate.CONSTANTS)
     host = estimate.HOST_LOGITS_BYTES_PER_S
@@ -356,7 +369,9 @@ def compare(calibration: list[Row], heldout: list[Row]) -> list[str]:
                 losses = " / ".join(
                     f"{loss(fitted_rows, qs):.2f}" for qs in (("tpot_ms",), ("ttft_ms",), QUANTITIES)
                 )
-                lines.append(f"| {d} | {g} | {u} | {losses} | {medians(family)} | {medians(others)} |")
+                lines.append(
+                    f"| {d} | {g} | {u} | {losses} | {medians(family)} | {medians(tnx)} | {medians(tgi)} |"
+                )
                 estimate.moe_prefill_s, estimate.collective_growth, estimate.row_units = saved[:3]
                 estimate.CONSTANTS.clear()
                 estimate.CONSTANTS.update(saved[3])
@@ -381,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"HOST_LOGITS_BYTES_PER_S = {host:.4g}")
         print(f"calibration loss {loss([r for r in calibration if r.fields.get('fit') == '1']):.3f}")
-        family = [r for r in heldout if r.fields.get("family") == "nxdi-vllm"]
+        family = [r for r in heldout if ours(r)]
         print(f"ERROR_BAND = {band([r for r in calibration if r.fields.get('fit') == '1'] + family)}")
         return 0
     if args.command == "compare":
@@ -394,15 +409,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print("\n".join(table(calibration, "Calibration (fitted on; optimum-neuron benchmark/vllm @213224e6)")))
     print("\n".join(table(heldout, "Held out (never fitted on)")))
+    family = [r for r in heldout if ours(r)]
     print("Our stack's family (NxD Inference / vLLM Neuron), held out:")
-    print("  " + family_summary(heldout, "nxdi-vllm"))
+    print("  " + family_summary(family, "all"))
+    for fam in OUR_STACK:
+        print("  " + family_summary([r for r in family if r.fields.get("family") == fam], fam))
+    for gen in ("NeuronCore-v2", "NeuronCore-v3"):
+        on_gen = [r for r in family if estimate.generation(r.instance).name == gen]
+        print("  " + family_summary(on_gen, gen))
     print("Calibration rows:")
-    print(
-        "  "
-        + family_summary(
-            [replace(r, fields={**r.fields, "family": "nxdi-vllm"}) for r in calibration], "nxdi-vllm"
-        )
-    )
+    print("  " + family_summary(calibration, "vllm-neuron (optimum)"))
     return 0
 
 
