@@ -227,7 +227,15 @@ def _r(x: float) -> float:
 
 
 def generation(instance: InstanceFacts) -> Generation:
-    return GENERATIONS.get(instance.chip, NC_V2_INF2)
+    """The chip's NeuronCore generation; a chip without one (and so without fitted constants) has no
+    estimate: plan_estimate checks `covers` first, never borrowing another generation's figures."""
+    return GENERATIONS[instance.chip]
+
+
+def covers(instance: InstanceFacts) -> bool:
+    """Whether this model has hardware figures and constants for the instance's chip."""
+    gen = GENERATIONS.get(instance.chip)
+    return gen is not None and gen.name in CONSTANTS
 
 
 def bucket(tokens: int, max_model_len: int, given: Sequence[int] | None = None) -> int:

@@ -78,8 +78,11 @@ def plan_estimate(
     dp: int,
     res: Resolution,
     workload: estimate.Workload | None,
-) -> estimate.SpeedEstimate:
-    """The estimate of the plan's configuration (DP replicas of the graph) at the workload."""
+) -> estimate.SpeedEstimate | None:
+    """The estimate of the plan's configuration (DP replicas of the graph) at the workload; None for a
+    chip the model has no constants for (no measurement to fit them on)."""
+    if not estimate.covers(instance):
+        return None
     load = workload or estimate.Workload()
     compiled = compiled_of(graph, dp, res)
     check_workload(load, int(graph["max_model_len"]), compiled)

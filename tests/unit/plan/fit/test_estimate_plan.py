@@ -14,7 +14,7 @@ from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import estimate, instances, memory
 from neuronserve.plan.fit.estimate import Workload
-from neuronserve.plan.fit.estimate_plan import compiled_of
+from neuronserve.plan.fit.estimate_plan import compiled_of, plan_estimate
 from neuronserve.plan.resolution import Resolution
 
 
@@ -122,3 +122,21 @@ def test_nxdi_lanes_verify_one_draft_fewer_than_num_speculative_tokens() -> None
             {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_SPECULATIVE_CONFIG": spec},
             Workload(acceptance_length=4.5),
         )
+
+
+def test_a_chip_without_constants_gets_no_estimate_rather_than_another_chips() -> None:
+    """Trainium3 (NeuronCore-v4) has no published serving measurement to fit constants on: a row for it
+    must give no estimate, never one made of Inferentia2's figures."""
+    from dataclasses import replace
+
+    target = memory.Model(
+        memory.model_shape(json.loads((MODELS / "Llama-3.1-8B" / "config.json").read_text())),
+        memory.Precision(2, 2),
+    )
+    graph = {"tp": 8, "max_model_len": 4096, "max_num_seqs": 4, "override": {}}
+    res = Resolution.of(parse_settings({}))
+    trn2 = instances.instance_facts("trn2.48xlarge")
+    assert plan_estimate([target], trn2, graph, dp=1, res=res, workload=None) is not None
+    trn3 = replace(trn2, name="trn3.example", chip="Trainium3")
+    assert not estimate.covers(trn3)
+    assert plan_estimate([target], trn3, graph, dp=1, res=res, workload=None) is None
