@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from typing import Any
@@ -44,6 +45,18 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _tokens_per_step(text: str) -> float:
+    """A number of tokens of at least 1 (a speculative step yields its target's token at least), or
+    argparse's usage error (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 1 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens of at least 1")
+    return value
+
+
 def _workload_arguments(p: Any) -> None:
     """The workload the plan's speed estimate assumes (plan/fit/estimate.py Workload: its defaults)."""
     p.add_argument(
@@ -64,6 +77,13 @@ def _workload_arguments(p: Any) -> None:
         default=None,
         help="estimate: live requests per replica (default max_num_seqs; more than it counts max_num_seqs)",
     )
+    p.add_argument(
+        "--acceptance-length",
+        type=_tokens_per_step,
+        default=None,
+        help="estimate with speculative decoding: mean tokens a step yields, as `vllm bench serve` prints "
+        "it (default: assumed, 1 + 0.6 per draft token verified)",
+    )
 
 
 def workload_of(args: argparse.Namespace) -> Any:
@@ -74,6 +94,7 @@ def workload_of(args: argparse.Namespace) -> Any:
         input_len=getattr(args, "input_len", None),
         output_len=getattr(args, "output_len", None),
         concurrency=getattr(args, "concurrency", None),
+        acceptance_length=getattr(args, "acceptance_length", None),
     )
 
 
@@ -156,7 +177,19 @@ def _estimate_lines(est: dict[str, Any]) -> list[str]:
         f"  {est['output_tokens_per_s']:g} output tokens/s per replica, "
         f"{est['instance_output_tokens_per_s']:g} for the instance (likely "
         f"{band['instance_output_tokens_per_s'][0]:g}-{band['instance_output_tokens_per_s'][1]:g})",
+        *_speculation_lines(est.get("speculation")),
         f"  basis: {est['basis']}; band = 80 % of measurements",
+    ]
+
+
+def _speculation_lines(spec: dict[str, Any] | None) -> list[str]:
+    """What a speculative step was taken to yield: the figure TPOT and throughput rest on most."""
+    if not spec:
+        return []
+    return [
+        f"  speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
+        f"token(s) verified (num_speculative_tokens {spec['num_speculative_tokens']}); "
+        f"{spec['tokens_per_step_basis']}"
     ]
 
 

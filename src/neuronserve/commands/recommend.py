@@ -171,8 +171,10 @@ class _Planner:
 
         self.base = {**environ, "SM_VLLM_MODEL": model_dir, "NEURONSERVE_DEVICE": "neuron"}
         self.extra = tuple(getattr(args, "extra_args", ()))
-        # plan's --input-len/--output-len/--concurrency, read as commands/plan.py workload_of reads them
-        self.workload = Workload(args.input_len, args.output_len, args.concurrency)
+        # plan's --input-len/--output-len/--concurrency/--acceptance-length, as commands/plan.py reads them
+        self.workload = Workload(
+            args.input_len, args.output_len, args.concurrency, getattr(args, "acceptance_length", None)
+        )
         host = hostfacts.gather(environ)
         self.facts = dataclasses.replace(host, paths={**host.paths, model_dir: model})
 

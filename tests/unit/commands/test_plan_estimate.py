@@ -96,3 +96,48 @@ def test_bad_workloads_exit_2_naming_the_flag(env: dict[str, str], args: list[st
     out = plan(env, "--json", "--instance-type", "inf2.48xlarge", *args)
     assert out.returncode == 2
     assert said in out.stderr and "Traceback" not in out.stderr
+
+
+def _eagle3(env: dict[str, str], tokens: int) -> dict[str, str]:
+    """Lane 2.32 (vLLM's own EAGLE proposer) with a hub EAGLE-3 head, as vllm-neuron's tutorial runs it."""
+    spec = {"method": "eagle3", "model": "org/EAGLE3-head", "num_speculative_tokens": tokens}
+    return {
+        **env,
+        "NEURONSERVE_STACK": "2.32",
+        "SM_VLLM_MAX_NUM_SEQS": "2",
+        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec),
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"temperature": "0"}',
+    }
+
+
+def test_acceptance_length_replaces_the_assumed_tokens_per_step(env: dict[str, str]) -> None:
+    """The plan says what a speculative step is taken to yield, and a measured acceptance length (what
+    `vllm bench serve` prints) replaces the assumption: more tokens a step, a shorter TPOT."""
+    spec = _eagle3(env, 3)
+    assumed = plan(spec, "--json", "--instance-type", "trn2.48xlarge")
+    measured = plan(spec, "--json", "--instance-type", "trn2.48xlarge", "--acceptance-length", "3.22")
+    assert assumed.returncode == 0 and measured.returncode == 0, assumed.stderr + measured.stderr
+    a, m = (json.loads(p.stdout)["estimate"] for p in (assumed, measured))
+    assert a["speculation"]["drafts_verified"] == 3 and a["speculation"]["tokens_per_step"] == 2.8
+    assert a["speculation"]["tokens_per_step_basis"].startswith("assumed")
+    assert m["speculation"]["tokens_per_step"] == 3.22
+    assert m["speculation"]["tokens_per_step_basis"] == "--acceptance-length"
+    assert m["tpot_ms"] < a["tpot_ms"]
+    text = plan(spec, "--instance-type", "trn2.48xlarge").stdout
+    assert "speculation: 2.8 tokens a step from 3 draft token(s) verified" in text
+
+
+@pytest.mark.parametrize(
+    ("speculative", "args", "said"),
+    [
+        (False, ["--acceptance-length", "0.5"], "argument --acceptance-length: '0.5' is not a number"),
+        (False, ["--acceptance-length", "2"], "--acceptance-length 2: the plan has no speculative decoding"),
+        (True, ["--acceptance-length", "4.5"], "so at most 4 tokens a step"),
+    ],
+)
+def test_bad_acceptance_lengths_exit_2_naming_the_flag(
+    env: dict[str, str], speculative: bool, args: list[str], said: str
+) -> None:
+    out = plan(_eagle3(env, 3) if speculative else env, "--json", "--instance-type", "trn2.48xlarge", *args)
+    assert out.returncode == 2, out.stdout
+    assert said in out.stderr and "Traceback" not in out.stderr

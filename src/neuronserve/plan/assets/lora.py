@@ -164,12 +164,12 @@ def lora_assets(
             f"{var}, which is staged",
             (var, "--lora-modules"),
         )
-    lora_var = res.origins.get("enable-lora", "SM_VLLM_ENABLE_LORA")
+    lora_var = res.origins.get("enable-lora")
     if not lora:
+        turn_on = f"{lora_var}=true" if lora_var else "SM_VLLM_ENABLE_LORA=true (or OPTION_ENABLE_LORA=true)"
         raise ConfigError(
-            f"{var} names LoRA adapters but LoRA is off: set SM_VLLM_ENABLE_LORA=true (or "
-            f"OPTION_ENABLE_LORA=true), or unset {var}",
-            (var, lora_var),
+            f"{var} names LoRA adapters but LoRA is off: set {turn_on}, or unset {var}",
+            (var, lora_var or "SM_VLLM_ENABLE_LORA"),
         )
     root = f"{assets_dir(settings.work_dir)}/lora"
     adapters: list[Adapter] = []

@@ -19,10 +19,18 @@ Decode step (one token for every live sequence of a replica):
   was then paid by every step, batch 1 included (docs/FIT.md);
 - with CPU sampling (on_device_sampling_config null) the compiled batch's logits cross to the host:
   max_num_seqs x vocab x 4 bytes at HOST_LOGITS_BYTES_PER_S, plus HOST_SAMPLE_S;
-- speculation: one step runs k draft steps (their reads and layers; an EAGLE head with no local
+- speculation: one step runs k draft passes (their reads and layers; an EAGLE head with no local
   config.json is the one layer, fc and lm_head its target implies: plan/fit/eagle.py) and one target
-  step over k + 1 positions, and yields `accepted_tokens` tokens (a stated assumption,
-  ACCEPTED_FRACTION of k, replaceable by the caller).
+  pass that verifies the drafts, and yields `tokens_per_step` tokens: the workload's
+  `acceptance_length` when the user knows it (vLLM's own name for the measured mean, which
+  `vllm bench serve` prints), else the stated assumption 1 + ACCEPTED_FRACTION x drafts verified.
+  How many drafts a step verifies depends on the lane: vLLM's proposer (the rewritten plugin, lanes
+  2.32+) verifies all k in a target pass over k + 1 positions (aws-neuron-sdk vllm-neuron/docs/design/
+  speculation/speculative_decoding_design.md, "End-to-End Execution Flow"); NxD Inference's fused
+  speculation (lanes 2.27, 2.28) takes num_speculative_tokens as speculation_length (vllm-neuron
+  0.2.2 neuronx_distributed_model_loader.py:789-793), runs the target over those k positions and
+  so verifies k - 1 drafts plus the target's own token (NxD Inference 0.7.14366
+  models/model_base.py:1888-1950 and, for EAGLE, :2597-2681).
 
 Prefill (context encoding of one prompt, padded to its context-encoding bucket): 2 x active parameters x
 bucket FLOPs plus the attention's 4 x layers x bucket^2 x padded heads x head_dim, at `prefill_mfu` of the
@@ -98,7 +106,7 @@ CONSTANTS = {
 # CPU sampling: logits device -> host, fitted with the above (shared by the generations: it is the host's).
 HOST_LOGITS_BYTES_PER_S = 4.587e08
 HOST_SAMPLE_S = 0.002  # CPU sampling: vLLM's sampler on the host per step
-ACCEPTED_FRACTION = 0.6  # speculation: accepted draft tokens per step / num_speculative_tokens (assumed)
+ACCEPTED_FRACTION = 0.6  # speculation: accepted drafts per step / drafts verified (assumed)
 # The 80 % band: the 10th and 90th percentiles of measured / estimated over the calibration rows and the
 # held-out NxD Inference / vLLM Neuron rows (`bench/fit_estimate.py fit` prints it; docs/FIT.md).
 ERROR_BAND = {"tpot_ms": (0.77, 1.32), "ttft_ms": (0.55, 1.46), "output_tokens_per_s": (0.63, 1.32)}
@@ -116,6 +124,7 @@ class Workload:
     input_len: int | None = None
     output_len: int | None = None
     concurrency: int | None = None
+    acceptance_length: float | None = None  # speculation: mean tokens per step (None: the assumption)
 
     def resolved(self, max_model_len: int, max_num_seqs: int) -> tuple[int, int, int]:
         """(input_len, output_len, concurrency) with the defaults filled in: DEFAULT_INPUT_LEN in and
@@ -138,7 +147,19 @@ class Compiled:
     cpu_sampling: bool = False
     context_buckets: tuple[int, ...] | None = None  # None: autobucketing's powers of two
     speculative_tokens: int = 0  # num_speculative_tokens (0: none)
-    accepted_tokens: float | None = None  # tokens a speculative step yields (None: ACCEPTED_FRACTION)
+    nxdi_speculation: bool = False  # NxD Inference fused speculation: k target positions, k - 1 drafts
+
+    @property
+    def drafts_verified(self) -> int:
+        """Draft tokens one speculative step can accept (see the module docstring)."""
+        k = self.speculative_tokens
+        return max(0, k - 1) if self.nxdi_speculation else k
+
+    @property
+    def target_positions(self) -> int:
+        """Positions per row of the target's decode pass."""
+        k = self.speculative_tokens
+        return k if self.nxdi_speculation and k else 1 + k
 
 
 @dataclass(frozen=True)
@@ -155,6 +176,7 @@ class SpeedEstimate:
     generation: str
     decode_step_ms: float
     prefill_ms: float
+    speculation: dict[str, Any] | None = None  # what a speculative step was taken to yield
 
     def band(self) -> dict[str, list[float]]:
         """Low and high of each quantity: the estimate times the measured 10th and 90th percentile of
@@ -185,6 +207,7 @@ class SpeedEstimate:
             "generation": self.generation,
             "decode_step_ms": _r(self.decode_step_ms),
             "prefill_ms": _r(self.prefill_ms),
+            "speculation": self.speculation,
         }
 
     def describe(self) -> str:
@@ -204,7 +227,15 @@ def _r(x: float) -> float:
 
 
 def generation(instance: InstanceFacts) -> Generation:
-    return GENERATIONS.get(instance.chip, NC_V2_INF2)
+    """The chip's NeuronCore generation; a chip without one (and so without fitted constants) has no
+    estimate: plan_estimate checks `covers` first, never borrowing another generation's figures."""
+    return GENERATIONS[instance.chip]
+
+
+def covers(instance: InstanceFacts) -> bool:
+    """Whether this model has hardware figures and constants for the instance's chip."""
+    gen = GENERATIONS.get(instance.chip)
+    return gen is not None and gen.name in CONSTANTS
 
 
 def bucket(tokens: int, max_model_len: int, given: Sequence[int] | None = None) -> int:
@@ -288,7 +319,7 @@ def decode_step_s(
     bw = instance.hbm_bytes_per_s_per_core
     length = bucket(context, c.max_model_len)
     spec = c.speculative_tokens
-    positions = 1 + spec
+    positions = c.target_positions
     growth = collective_growth(instance, c.tp)
     read = layers = 0.0
     for i, m in enumerate(models):
@@ -344,9 +375,20 @@ def estimate(
     inp, out, live = workload.resolved(c.max_model_len, c.max_num_seqs)
     context = min(inp + out // 2, c.max_model_len)
     step = decode_step_s(models, instance, c, context)
+    speculation = None
     if c.speculative_tokens:
-        yielded = c.accepted_tokens or 1 + ACCEPTED_FRACTION * c.speculative_tokens
+        yielded, assumed = tokens_per_step(c, workload)
         step /= yielded
+        speculation = {
+            "num_speculative_tokens": c.speculative_tokens,
+            "drafts_verified": c.drafts_verified,
+            "tokens_per_step": _r(yielded),
+            "tokens_per_step_basis": (
+                f"assumed: 1 + {ACCEPTED_FRACTION} x drafts verified (--acceptance-length to set it)"
+                if assumed
+                else "--acceptance-length"
+            ),
+        }
     prefill = prefill_s(models, instance, c, inp)
     cycle = live * prefill + out * step
     per_replica = live * out / cycle
@@ -361,4 +403,13 @@ def estimate(
         generation=generation(instance).name,
         decode_step_ms=1000 * step,
         prefill_ms=1000 * prefill,
+        speculation=speculation,
     )
+
+
+def tokens_per_step(c: Compiled, workload: Workload) -> tuple[float, bool]:
+    """Tokens a speculative step yields, and whether that is the assumption: the workload's
+    acceptance_length (at most drafts verified + 1), else 1 + ACCEPTED_FRACTION x drafts verified."""
+    if workload.acceptance_length is not None:
+        return min(max(1.0, workload.acceptance_length), 1.0 + c.drafts_verified), False
+    return 1.0 + ACCEPTED_FRACTION * c.drafts_verified, True

@@ -17,6 +17,7 @@ from neuronserve.plan.fit import estimate, memory
 from neuronserve.plan.fit.instances import InstanceFacts
 from neuronserve.plan.lanes.nxdi.support import cpu_sampling
 from neuronserve.plan.resolution import Resolution
+from neuronserve.types import Integration
 
 
 def compiled_of(graph: dict[str, Any], dp: int, res: Resolution) -> estimate.Compiled:
@@ -39,10 +40,27 @@ def compiled_of(graph: dict[str, Any], dp: int, res: Resolution) -> estimate.Com
         cpu_sampling=cpu_sampling(override),
         context_buckets=buckets,
         speculative_tokens=int(spec) if isinstance(spec, int) and spec > 0 else 0,
+        nxdi_speculation=graph.get("integration") == Integration.PLUGIN,
     )
 
 
-def check_workload(workload: estimate.Workload, max_model_len: int) -> None:
+def check_workload(workload: estimate.Workload, max_model_len: int, c: estimate.Compiled) -> None:
+    """A workload the server would refuse, or an acceptance length the plan cannot yield, is refused."""
+    accept = workload.acceptance_length
+    if accept is not None and not c.speculative_tokens:
+        raise ConfigError(
+            f"--acceptance-length {accept:g}: the plan has no speculative decoding "
+            "(SM_VLLM_SPECULATIVE_CONFIG); drop the flag or configure a draft",
+            ("--acceptance-length",),
+        )
+    if accept is not None and accept > 1 + c.drafts_verified:
+        lane = "NxD Inference's fused speculation verifies" if c.nxdi_speculation else "a step verifies"
+        raise ConfigError(
+            f"--acceptance-length {accept:g} exceeds what a step can yield: {lane} "
+            f"{c.drafts_verified} draft token(s) of num_speculative_tokens {c.speculative_tokens}, "
+            f"so at most {1 + c.drafts_verified} tokens a step",
+            ("--acceptance-length",),
+        )
     given_in, given_out = workload.input_len or 0, workload.output_len or 0
     if given_in + given_out > max_model_len:
         raise ConfigError(
@@ -60,8 +78,12 @@ def plan_estimate(
     dp: int,
     res: Resolution,
     workload: estimate.Workload | None,
-) -> estimate.SpeedEstimate:
-    """The estimate of the plan's configuration (DP replicas of the graph) at the workload."""
+) -> estimate.SpeedEstimate | None:
+    """The estimate of the plan's configuration (DP replicas of the graph) at the workload; None for a
+    chip the model has no constants for (no measurement to fit them on)."""
+    if not estimate.covers(instance):
+        return None
     load = workload or estimate.Workload()
-    check_workload(load, int(graph["max_model_len"]))
-    return estimate.estimate(models, instance, compiled_of(graph, dp, res), load)
+    compiled = compiled_of(graph, dp, res)
+    check_workload(load, int(graph["max_model_len"]), compiled)
+    return estimate.estimate(models, instance, compiled, load)

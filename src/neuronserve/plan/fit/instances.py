@@ -54,7 +54,11 @@ INSTANCES: dict[str, tuple[Chip, int]] = {
 # 6e694cbb) gives only UltraServers (Gen1: 4 servers of 16 chips; Gen2: 36 servers of 4 chips), no type
 # names; the names seen (trn3.48xlarge, trn3p.48xlarge, trn3pd98.3xlarge, "Trn3pds") come from the Neuron
 # driver's platform table (aws-neuron-driver v4/neuron_dhal_v4.c) and the EKS UltraServer operator's
-# preview page, neither of which says how many chips each has (searched 2026-12-07; docs/FIT.md).
+# preview page, neither of which says how many chips each has (searched 2026-12-07; docs/FIT.md). Nor
+# does EC2 sell one yet: botocore 1.43.67's EC2 API model (ec2/2016-11-15/service-2.json, 2026-08-07)
+# and Karpenter's generated instance data (aws/karpenter-provider-aws @6fc13b52, 2026-07-20) list no
+# trn3 type. Karpenter's data agree with every row above (chips, NeuronCores, 32 GiB per Inferentia2 and
+# Trainium chip).
 UNTABULATED = {"trn3": "Trainium3"}
 # Neuron families vLLM on Neuron never serves: Inferentia1's NeuronCore-v1 runs only the Neuron SDK's
 # first-generation stack (torch-neuron, transformers-neuronx's inf1 builds); vllm-neuron and NxD

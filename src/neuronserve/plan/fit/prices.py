@@ -6,6 +6,11 @@ price list API, its `Price` column is the on-demand Linux rate, the same in ever
 Rows with no on-demand price there are left out here: trn1.32xlarge outside the US regions below, and
 trn2.3xlarge, trn2.48xlarge and trn2u.48xlarge, which that catalog lists without an on-demand price in
 every region (Trn2 is sold through capacity blocks and savings plans). Trainium3 is not in it.
+Re-checked 2026-12-07: aws/karpenter-provider-aws `pkg/providers/pricing/zz_generated.pricing_aws.go` at
+commit 6fc13b5236fd04fd16ff3f9dc7490d0813994099 (generated 2026-07-20 from the AWS price list API,
+us-east-1) has every inf2, trn1 and trn1n us-east-1 rate below, to the digit, and no trn2 entry; no EC2
+instance type of Trainium3 exists (botocore 1.43.67's EC2 model, 2026-08-07, lists trn1, trn1n, trn2
+only). A Trn2 or Trn3 cost ranking therefore needs `--price-per-hour`: no on-demand list rate exists.
 
 SageMaker (`ml.` types) bills its own, higher hourly rate for the same hardware, so `ml.` names are looked
 up in `SAGEMAKER`, never in `EC2`. No price-list data for SageMaker hosting was found in a public repository

@@ -347,3 +347,16 @@ def test_plan_json_through_the_command_names_local_paths_valid_for_vllm_0_11_0()
     argv = doc["argv"]
     assert "s3://" not in " ".join(argv) and argv[argv.index("--model") + 1] == "/w/model"
     assert check_argv(argv, "0.11.0") == []
+
+
+@pytest.mark.parametrize(
+    ("off", "said"),
+    [
+        ({}, "set SM_VLLM_ENABLE_LORA=true"),
+        ({"OPTION_ENABLE_LORA": "false"}, "set OPTION_ENABLE_LORA=true, or unset SM_VLLM_LORA_MODULES"),
+    ],
+)
+def test_adapters_with_lora_off_name_the_switch_the_user_set(off: dict[str, str], said: str) -> None:
+    """The fix names the variable that turned LoRA off, not a name the deployment does not use."""
+    err = asset_refusal({"SM_VLLM_LORA_MODULES": "a=s3://bkt/a/", **off})
+    assert said in str(err)

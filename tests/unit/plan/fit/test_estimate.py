@@ -30,6 +30,7 @@ KEYS = {
     "generation",
     "decode_step_ms",
     "prefill_ms",
+    "speculation",
 }
 BF16 = memory.Precision(2, 2)
 
@@ -120,10 +121,33 @@ def test_speculation_yields_several_tokens_per_step() -> None:
     assert fused.decode_step_ms < plain.decode_step_ms  # per token: the step / (1 + 0.6 x 4)
     slow_accept = run(
         [LLAMA8, model("Llama-3.2-1B")],
-        replace(one_user, speculative_tokens=4, accepted_tokens=1.0),
-        Workload(1500, 250, 1),
+        replace(one_user, speculative_tokens=4),
+        Workload(1500, 250, 1, acceptance_length=1.0),
     )
     assert slow_accept.tpot_ms > plain.tpot_ms  # nothing accepted: the draft is pure cost
+    assert plain.speculation is None
+    assert fused.speculation and fused.speculation["tokens_per_step"] == 1 + 4 * estimate.ACCEPTED_FRACTION
+    assert fused.speculation["tokens_per_step_basis"].startswith("assumed")
+    assert slow_accept.speculation
+    assert slow_accept.speculation["tokens_per_step_basis"] == "--acceptance-length"
+
+
+def test_nxdi_fused_speculation_verifies_one_draft_fewer_over_k_positions() -> None:
+    """NxD Inference takes num_speculative_tokens as speculation_length: the target runs over k positions
+    and a step yields at most k tokens (model_base.py:1888-1950); vLLM's proposer verifies all k drafts
+    over k + 1 positions. Same draft and acceptance per draft: the NxD Inference step is cheaper and
+    yields less."""
+    one_user = Compiled(tp=8, dp=1, max_model_len=4096, max_num_seqs=1, speculative_tokens=4)
+    pair, load = [LLAMA8, model("Llama-3.2-1B")], Workload(1500, 250, 1)
+    vllm = run(pair, one_user, load)
+    nxdi = run(pair, replace(one_user, nxdi_speculation=True), load)
+    assert nxdi.speculation and nxdi.speculation["drafts_verified"] == 3
+    assert nxdi.speculation["tokens_per_step"] == 1 + 3 * estimate.ACCEPTED_FRACTION
+    assert vllm.speculation and vllm.speculation["drafts_verified"] == 4
+    whole_step = [e.decode_step_ms * e.speculation["tokens_per_step"] for e in (vllm, nxdi) if e.speculation]
+    assert whole_step[1] < whole_step[0]
+    capped = run(pair, replace(one_user, nxdi_speculation=True), replace(load, acceptance_length=9.0))
+    assert capped.speculation and capped.speculation["tokens_per_step"] == 4  # k tokens at most
 
 
 def test_an_eagle_head_costs_its_reads_its_layer_and_its_share_of_the_prefill() -> None:

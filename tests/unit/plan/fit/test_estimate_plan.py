@@ -14,7 +14,7 @@ from neuronserve.plan.build import build_plan
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import estimate, instances, memory
 from neuronserve.plan.fit.estimate import Workload
-from neuronserve.plan.fit.estimate_plan import compiled_of
+from neuronserve.plan.fit.estimate_plan import compiled_of, plan_estimate
 from neuronserve.plan.resolution import Resolution
 
 
@@ -103,3 +103,40 @@ def test_an_eagle_head_with_no_local_config_is_charged_as_its_target_implies() -
     trn2_facts = instances.instance_facts("trn2.48xlarge")
     alone = estimate.estimate([target], trn2_facts, compiled_of(graph, 1, res), Workload())
     assert headed["decode_step_ms"] > 1.1 * alone.decode_step_ms  # type: ignore[operator]
+
+
+def test_nxdi_lanes_verify_one_draft_fewer_than_num_speculative_tokens() -> None:
+    """Lanes 2.27/2.28 hand num_speculative_tokens to NxD Inference as speculation_length, which counts
+    the target's own token (vllm-neuron 0.2.2 neuronx_distributed_model_loader.py:789-793, NxD Inference
+    0.7.14366 model_base.py:2597-2681): k = 4 verifies 3 drafts; lane 2.32's vLLM proposer verifies 4."""
+    spec = '{"method": "eagle", "model": "org/eagle-head", "num_speculative_tokens": 4}'
+    nxdi = _plan({"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_SPECULATIVE_CONFIG": spec})
+    assert nxdi and nxdi["speculation"] == {
+        "num_speculative_tokens": 4,
+        "drafts_verified": 3,
+        "tokens_per_step": 1 + 3 * estimate.ACCEPTED_FRACTION,
+        "tokens_per_step_basis": "assumed: 1 + 0.6 x drafts verified (--acceptance-length to set it)",
+    }
+    with pytest.raises(ConfigError, match="fused speculation verifies 3 draft token"):
+        _plan(
+            {"SM_VLLM_TENSOR_PARALLEL_SIZE": "8", "SM_VLLM_SPECULATIVE_CONFIG": spec},
+            Workload(acceptance_length=4.5),
+        )
+
+
+def test_a_chip_without_constants_gets_no_estimate_rather_than_another_chips() -> None:
+    """Trainium3 (NeuronCore-v4) has no published serving measurement to fit constants on: a row for it
+    must give no estimate, never one made of Inferentia2's figures."""
+    from dataclasses import replace
+
+    target = memory.Model(
+        memory.model_shape(json.loads((MODELS / "Llama-3.1-8B" / "config.json").read_text())),
+        memory.Precision(2, 2),
+    )
+    graph = {"tp": 8, "max_model_len": 4096, "max_num_seqs": 4, "override": {}}
+    res = Resolution.of(parse_settings({}))
+    trn2 = instances.instance_facts("trn2.48xlarge")
+    assert plan_estimate([target], trn2, graph, dp=1, res=res, workload=None) is not None
+    trn3 = replace(trn2, name="trn3.example", chip="Trainium3")
+    assert not estimate.covers(trn3)
+    assert plan_estimate([target], trn3, graph, dp=1, res=res, workload=None) is None
