@@ -55,11 +55,25 @@ class Row:
 
     def predicted(self) -> dict[str, float]:
         est = estimate.estimate(self.models, self.instance, self.compiled, self.workload)
+        # transformers-neuronx's tables time a batch's first token after the whole batch is encoded
+        batch = self.workload.concurrency or 1 if self.fields.get("ttft_of_batch") == "1" else 1
         return {
             "tpot_ms": est.tpot_ms,
-            "ttft_ms": est.ttft_ms,
+            "ttft_ms": est.ttft_ms * batch,
             "instance_tps": est.instance_output_tokens_per_s,
         }
+
+    def inconsistent(self) -> float | None:
+        """A one-user row whose throughput disagrees with its own TTFT and TPOT by over 1.25x: the
+        measured over what those two give (output_len / (ttft + output_len x tpot) x DP), else None.
+        Such a row's throughput measures something else (a wall clock with client gaps, say): no
+        consistent model can match it, so it is listed and left out of the throughput statistics."""
+        ttft, tpot, tps = (self.measured(q) for q in ("ttft_ms", "tpot_ms", "instance_tps"))
+        if self.workload.concurrency != 1 or not (ttft and tpot and tps):
+            return None
+        out = self.workload.output_len or 1
+        own = out / ((ttft + out * tpot) / 1000) * self.compiled.dp
+        return tps / own if max(tps / own, own / tps) > 1.25 else None
 
     @property
     def label(self) -> str:
@@ -103,9 +117,13 @@ def load(name: str) -> list[Row]:
                         cpu_sampling=r.get("cpu_sampling") == "1",
                         context_buckets=(chunk,) if chunk else None,
                         speculative_tokens=int(r.get("spec_tokens") or 0),
+                        nxdi_speculation=r.get("nxdi_speculation") == "1",
                     ),
                     workload=estimate.Workload(
-                        int(r["input_len"]), int(r["output_len"]), int(r["concurrency"])
+                        int(r["input_len"]),
+                        int(r["output_len"]),
+                        int(r["concurrency"]),
+                        float(r["acceptance_length"]) if r.get("acceptance_length") else None,
                     ),
                 )
             )
@@ -119,7 +137,7 @@ def errors(rows: list[Row]) -> list[tuple[Row, str, float, float]]:
         pred = row.predicted()
         for q in QUANTITIES:
             meas = row.measured(q)
-            if meas:
+            if meas and not (q == "instance_tps" and row.inconsistent()):
                 out.append((row, q, pred[q], meas))
     return out
 
@@ -220,8 +238,9 @@ def table(rows: list[Row], title: str) -> list[str]:
         f"### {title}",
         "",
         "| source | family | rows | TPOT median / p80 | TTFT median / p80 | throughput median / p80 | "
-        "rank corr. TPOT / TTFT / thr. | pairs ordered right TPOT / TTFT / thr. |",
-        "|---|---|---|---|---|---|---|---|",
+        "rank corr. TPOT / TTFT / thr. | pairs ordered right TPOT / TTFT / thr. | "
+        "configuration pairs ordered right TPOT / TTFT / thr. |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     sources: dict[str, list[Row]] = {}
     for row in rows:
@@ -230,14 +249,20 @@ def table(rows: list[Row], title: str) -> list[str]:
             row.fields["source"] + (unfitted if row.fields.get("fit") == "0" else ""), []
         ).append(row)
     worst: list[str] = []
+    misordered: list[str] = []
+    inconsistent: list[str] = []
     for source, srows in sources.items():
         errs = errors(srows)
         cells = []
         corr = []
         order = []
+        configs = []
         for q in QUANTITIES:
             e = [(p, m) for _, qq, p, m in errs if qq == q]
             order.append(concordance(e))
+            counted, wrong = configuration_pairs(errs, q)
+            configs.append(counted)
+            misordered += [f"- {source}, {q}: {a} against {b}" for a, b in wrong]
             if not e:
                 cells.append("-")
                 corr.append("-")
@@ -254,13 +279,36 @@ def table(rows: list[Row], title: str) -> list[str]:
             + " / ".join(corr)
             + " | "
             + " / ".join(order)
+            + " | "
+            + " / ".join(configs)
             + " |"
+        )
+        inconsistent.extend(
+            f"- {source}: {r.label}: throughput {r.measured('instance_tps')} is {f:.2f}x what its own "
+            "TTFT and TPOT give"
+            for r in srows
+            if (f := r.inconsistent())
         )
         for row, q, p, m in sorted(errs, key=lambda t: -ratio(t[2], t[3]))[:3]:
             worst.append(
                 f"- {source}: {row.label}: {q} estimate {p:.1f} vs measured {m:.1f} ({ratio(p, m):.2f}x)"
             )
-    return [*lines, "", "Worst rows:", "", *worst, ""]
+    return [
+        *lines,
+        "",
+        "Worst rows:",
+        "",
+        *worst,
+        "",
+        "Configuration pairs ordered wrong:",
+        "",
+        *(misordered or ["- none"]),
+        "",
+        "Self-inconsistent rows (throughput left out of the statistics above):",
+        "",
+        *(inconsistent or ["- none"]),
+        "",
+    ]
 
 
 def concordance(pairs: list[tuple[float, float]]) -> str:
@@ -273,6 +321,35 @@ def concordance(pairs: list[tuple[float, float]]) -> str:
             total += 1
             right += (p1 - p2) * (m1 - m2) > 0
     return f"{right}/{total}" if total else "-"
+
+
+def workload_key(row: Row) -> tuple[str, str, int, int, bool]:
+    """What `--recommend` chooses between: configurations of one model serving one workload (the same
+    source, prompt and output lengths within 10 %, and one user or a full batch)."""
+    w = row.workload
+
+    def rounded(n: int | None) -> int:
+        return round(math.log(n or 1) / math.log(1.1))
+
+    return (row.fields["source"], row.fields["model"], rounded(w.input_len), rounded(w.output_len),
+            w.concurrency == 1)  # fmt: skip
+
+
+def configuration_pairs(
+    errs: list[tuple[Row, str, float, float]], q: str
+) -> tuple[str, list[tuple[str, str]]]:
+    """Configuration pairs of quantity q (same workload_key, measurements over 10 % apart): "right/total"
+    and the labels of the pairs the estimate orders wrong (or calls equal)."""
+    rows = [(r, p, m) for r, qq, p, m in errs if qq == q]
+    wrong, total = [], 0
+    for i, (r1, p1, m1) in enumerate(rows):
+        for r2, p2, m2 in rows[i + 1 :]:
+            if workload_key(r1) != workload_key(r2) or max(m1, m2) / min(m1, m2) < 1.1:
+                continue
+            total += 1
+            if (p1 - p2) * (m1 - m2) <= 0:
+                wrong.append((r1.label, r2.label))
+    return (f"{total - len(wrong)}/{total}" if total else "-"), wrong
 
 
 def band(rows: list[Row]) -> dict[str, list[float]]:
