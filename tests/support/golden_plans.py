@@ -88,9 +88,18 @@ EXTRA_CONFIGS: list[dict[str, str]] = [
 
 
 # The speed estimate on every instance family and lane that plans it (plan/fit/estimate.py), with real
-# model shapes (tests/data/models): (lane, instance, model directory, TP, max_num_seqs, max_model_len).
+# model shapes (tests/data/models): (lane, instance, model directory, TP, max_num_seqs, max_model_len),
+# and speculation on both kinds of lane (NxD Inference's fused step, vLLM's proposer): EAGLE heads from
+# the hub, counted as their targets imply.
 MODELS = Path(__file__).parents[1] / "data" / "models"
-ESTIMATE_CASES: list[tuple[str, str, str, int, int, int]] = [
+_SPEC = '{{"method": "{0}", "model": "org/{0}-head", "num_speculative_tokens": {1}}}'
+NXDI_EAGLE = {"SM_VLLM_SPECULATIVE_CONFIG": _SPEC.format("eagle", 4)}
+NATIVE_EAGLE3 = {
+    "SM_VLLM_SPECULATIVE_CONFIG": _SPEC.format("eagle3", 3),
+    "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"temperature": "0"}',
+}
+ESTIMATE_SPECULATION: dict[str, dict[str, str]] = {"eagle-k4": NXDI_EAGLE, "eagle3-k3": NATIVE_EAGLE3}
+ESTIMATE_CASES: list[tuple[str, str, str, int, int, int] | tuple[str, str, str, int, int, int, str]] = [
     ("2.27", "inf2.xlarge", "Llama-3.2-1B", 2, 8, 4096),
     ("2.27", "inf2.48xlarge", "Llama-3.1-8B", 8, 32, 4096),
     ("2.27", "trn1.32xlarge", "Llama-3.3-70B-Instruct", 32, 8, 8192),
@@ -101,13 +110,17 @@ ESTIMATE_CASES: list[tuple[str, str, str, int, int, int]] = [
     ("2.28", "trn2.3xlarge", "Llama-3.1-8B", 4, 32, 4096),
     ("2.32", "trn2.48xlarge", "Llama-3.1-8B", 8, 16, 8192),
     ("2.32", "trn2u.48xlarge", "Qwen3-8B", 16, 64, 4096),
+    ("2.33", "trn2.48xlarge", "Qwen3-32B", 16, 8, 8192),
+    ("2.33", "trn2.3xlarge", "Llama-3.1-8B", 4, 8, 4096),
+    ("2.27", "inf2.48xlarge", "Llama-3.1-8B", 8, 4, 4096, "eagle-k4"),
+    ("2.32", "trn2.48xlarge", "Llama-3.1-8B", 8, 2, 2048, "eagle3-k3"),
 ]
 
 
 def estimate_entries() -> dict[str, Any]:
     """The plan's `estimate` (and the memory it rests on) for ESTIMATE_CASES."""
     out: dict[str, Any] = {}
-    for lane, instance, name, tp, seqs, length in ESTIMATE_CASES:
+    for lane, instance, name, tp, seqs, length, *spec in ESTIMATE_CASES:
         config = json.loads((MODELS / name / "config.json").read_text())
         paths = {"/m": ModelFacts("dir", config, "x", None)}
         facts = HostFacts(
@@ -121,9 +134,10 @@ def estimate_entries() -> dict[str, Any]:
             "SM_VLLM_MAX_NUM_SEQS": str(seqs),
             "SM_VLLM_MAX_MODEL_LEN": str(length),
             "NEURONSERVE_FIT_CHECK": "warn",
+            **(ESTIMATE_SPECULATION[spec[0]] if spec else {}),
         }
         doc = plan_document(build_plan(parse_settings(env, device="neuron"), facts))
-        out[f"estimate/{lane}-{instance}/{name}"] = {
+        out[f"estimate/{lane}-{instance}/{name}" + (f"/{spec[0]}" if spec else "")] = {
             "env": env,
             "estimate": doc["estimate"],
             "memory": doc["memory"],

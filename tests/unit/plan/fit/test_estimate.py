@@ -14,6 +14,7 @@ from tests.support.golden_plans import ESTIMATE_CASES, MODELS, estimate_entries
 
 from neuronserve.plan.fit import eagle, estimate, instances, memory
 from neuronserve.plan.fit.estimate import Compiled, Workload
+from neuronserve.plan.lanes import registry
 
 ROOT = Path(__file__).resolve().parents[4]
 KEYS = {
@@ -284,8 +285,15 @@ def test_every_instance_family_and_lane_gets_an_estimate() -> None:
     entries = estimate_entries()
     families = {instances.normalize(i).split(".")[0] for _, i, *_ in ESTIMATE_CASES}
     assert families == {"inf2", "trn1", "trn1n", "trn2", "trn2u"}
-    assert {lane for lane, *_ in ESTIMATE_CASES} == {"2.27", "2.28", "2.32"}
+    assert {lane for lane, *_ in ESTIMATE_CASES} == set(registry.LANES)
     for name, entry in entries.items():
         est = entry["estimate"]
         assert est is not None and set(est) == KEYS, name
+        spec = json.loads(entry["env"].get("SM_VLLM_SPECULATIVE_CONFIG", "null"))
+        if spec:  # NxD Inference's lanes verify k - 1 drafts, vLLM's proposer k
+            k = spec["num_speculative_tokens"]
+            nxdi = registry.LANES[entry["env"]["NEURONSERVE_STACK"]].native is None
+            assert est["speculation"]["drafts_verified"] == (k - 1 if nxdi else k), name
+        else:
+            assert est["speculation"] is None, name
         assert est["concurrency"] == int(entry["env"]["SM_VLLM_MAX_NUM_SEQS"])  # the default: max_num_seqs
