@@ -5,29 +5,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.s3.stage.test_cache import compile_into, keyed_plan, tree
+from tests.support.cli import neuronserve
+from tests.support.server import REPO
 
 from neuronserve.stage import stage_all
 
 pytestmark = pytest.mark.s3
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT / "src"), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "neuronserve", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(ROOT),
-    )
+    """The CLI with `env` alone (and the PATH and code to run it)."""
+    return neuronserve(args, {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO / "src"), **env}, 60)
 
 
 def test_stage_json_prints_the_three_fields(s3_env: dict[str, str], tmp_path: Path) -> None:
