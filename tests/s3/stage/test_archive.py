@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.s3.archive_child import STAGE_ERROR_EXIT
+from tests.s3.stage_child import STAGE_ERROR_EXIT
 
 pytestmark = pytest.mark.s3
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,7 +55,7 @@ def run_capped(uri: str, dest: Path, env: dict[str, str] | None = None) -> tuple
     start = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "tests.s3.archive_child", uri, str(dest)],
+            [sys.executable, "-m", "tests.s3.stage_child", uri, str(dest), "archive"],
             env=child_env,
             cwd=str(ROOT),
             capture_output=True,
