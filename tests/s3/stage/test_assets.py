@@ -14,7 +14,7 @@ from tests.s3.assetplans import asset_plan
 from tests.s3.conftest import ServerControl
 from tests.s3.helpers import put_tree, read_tree
 from tests.s3.killed import fetched_again, kill_when
-from tests.s3.stage.test_sources import tar_bytes
+from tests.support.trees import tar_bytes
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
