@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.s3.commands.test_cli import cli
+from tests.s3.commands.test_cli import cli, neuron_env
 from tests.s3.stage.test_cache import tree
 
 pytestmark = pytest.mark.s3
@@ -43,27 +43,18 @@ LANES = [
 ]
 
 
-def lane_env(lane: Lane, bucket: str, s3_env: dict[str, str], work: Path) -> dict[str, str]:
-    return {
-        **s3_env,
-        "SM_VLLM_MODEL": f"s3://{bucket}/models/tiny/",
-        "NEURONSERVE_STACK": lane.stack,
-        "NEURONSERVE_DEVICE": "neuron",
-        "NEURONSERVE_INSTANCE_TYPE": "trn2.3xlarge",
-        "NEURON_RT_VISIBLE_CORES": "0-1",
-        "SM_VLLM_MAX_MODEL_LEN": "128",
-        "SM_VLLM_MAX_NUM_SEQS": "4",
-        "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache",
-        "NEURONSERVE_WORK_DIR": str(work),
-    }
-
-
 @pytest.mark.parametrize("lane", LANES, ids=[lane.stack for lane in LANES])
 def test_miss_push_of_the_lane_s_entry_then_hit_where_the_plugin_reads(
     lane: Lane, s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
-    s3.put_object(Bucket=bucket, Key="models/tiny/config.json", Body=b'{"model_type": "llama"}')
-    env = lane_env(lane, bucket, s3_env, tmp_path / "work")
+    env = neuron_env(
+        s3,
+        bucket,
+        s3_env,
+        tmp_path / "work",
+        NEURONSERVE_STACK=lane.stack,
+        NEURONSERVE_INSTANCE_TYPE="trn2.3xlarge",
+    )
     plan = cli(["plan", "--json"], env)
     assert plan.returncode == 0, plan.stderr
     doc = json.loads(plan.stdout)
