@@ -27,6 +27,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def use_moto(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """AWS clients of this test talk to the moto server at `url` with test credentials, no profile."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": url,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
 def patch_moto(monkeypatch: pytest.MonkeyPatch) -> None:
     from moto.sagemaker import models
 

@@ -7,11 +7,10 @@ back with plain boto3 and compared with the literal requests SageMaker should re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deploy_support import RecordingMotoServer, free_port, patch_moto
+from deploy_support import RecordingMotoServer, patch_moto, use_moto
 
 pytest.importorskip("sagemaker.core.resources", reason="needs the deploy extra (sagemaker-core)")
 pytestmark = pytest.mark.s3
@@ -21,21 +20,6 @@ IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronserve:0.1.0-neuron-s
 ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution"
 
 
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[RecordingMotoServer]:
-    server = RecordingMotoServer(free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def moto_url(moto_server: RecordingMotoServer) -> str:
-    return f"http://127.0.0.1:{moto_server.port}"
-
-
 @pytest.fixture
 def aws(moto_url: str, moto_server: RecordingMotoServer, monkeypatch: pytest.MonkeyPatch) -> str:
     import httpx
@@ -43,14 +27,7 @@ def aws(moto_url: str, moto_server: RecordingMotoServer, monkeypatch: pytest.Mon
     patch_moto(monkeypatch)
     moto_server.requests.clear()
     httpx.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": moto_url,
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    use_moto(monkeypatch, moto_url)
     return moto_url
 
 

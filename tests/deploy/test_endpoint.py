@@ -9,11 +9,10 @@ SageMaker API reference describes them. What each created is read back with plai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deploy_support import Lifecycle, free_port, patch_lifecycle, patch_moto
+from deploy_support import Lifecycle, patch_lifecycle, patch_moto, use_moto
 
 pytest.importorskip("sagemaker.core.resources", reason="needs the deploy extra (sagemaker-core)")
 pytestmark = pytest.mark.s3
@@ -24,19 +23,6 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution"
 ENV_FILE = str(ROOT / "sagemaker" / "envs" / "inf2-xlarge-tinyllama.env")
 
 
-@pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def life(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> Lifecycle:
     import httpx
@@ -45,14 +31,7 @@ def life(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> Lifecycle:
     lifecycle = Lifecycle()
     patch_lifecycle(monkeypatch, lifecycle)
     httpx.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": moto_url,
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    use_moto(monkeypatch, moto_url)
     return lifecycle
 
 

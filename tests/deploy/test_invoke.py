@@ -9,35 +9,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 
 import pytest
-from deploy_support import RecordingMotoServer, free_port
+from deploy_support import RecordingMotoServer, use_moto
 from test_stream import DATA, STREAMED_TEXT
 
 pytestmark = pytest.mark.s3
 
 
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[RecordingMotoServer]:
-    server = RecordingMotoServer(free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def aws(moto_server: RecordingMotoServer, monkeypatch: pytest.MonkeyPatch) -> RecordingMotoServer:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{moto_server.port}",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def aws(
+    moto_server: RecordingMotoServer, moto_url: str, monkeypatch: pytest.MonkeyPatch
+) -> RecordingMotoServer:
+    use_moto(monkeypatch, moto_url)
     moto_server.requests.clear()
     moto_server.streams.clear()
     return moto_server

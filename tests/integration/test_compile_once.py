@@ -8,8 +8,6 @@ files slowly, as the vllm-neuron plugin does into NEURON_COMPILED_ARTIFACTS; no 
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,33 +17,22 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.server import REPO, free_port, free_port_run
-from tests.support.tiny_model import tiny_model_dir
+from tests.support.server import free_port, free_port_run
+from tests.support.standin_server import standin_env, standin_events
 
 pytestmark = pytest.mark.integration
-
-STANDIN = REPO / "tests" / "support" / "standin_engine"
 
 
 def _start(tmp: Path, events: Path, log: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("SM_VLLM_", "SAGEMAKER_", "NEURON", "VLLM_"))
+    settings = {
+        "NEURONSERVE_DATA_PARALLEL": "2",
+        "NEURON_RT_VISIBLE_CORES": "0-1",
+        "NEURONSERVE_ENGINE_PORT": str(free_port_run(2)),
+        "STANDIN_EVENTS": str(events),
+        "STANDIN_WRITE_S": "0.4",  # a compile slow enough for replica 1 to be seen waiting
     }
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(STANDIN), str(REPO / "src")]),
-        SM_VLLM_MODEL=str(tiny_model_dir()),
-        SM_VLLM_MAX_MODEL_LEN="512",
-        SM_VLLM_MAX_NUM_SEQS="4",
-        SM_VLLM_TENSOR_PARALLEL_SIZE="1",
-        NEURONSERVE_DATA_PARALLEL="2",
-        NEURON_RT_VISIBLE_CORES="0-1",
-        NEURONSERVE_WORK_DIR=str(tmp / "work"),
-        SAGEMAKER_BIND_TO_PORT=str(port),
-        NEURONSERVE_ENGINE_PORT=str(free_port_run(2)),
-        STANDIN_EVENTS=str(events),
-    )
-    env.update(extra)
+    env = standin_env(tmp, port, **{**settings, **extra})
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "neuronserve", "serve", "--device", "neuron"],
@@ -80,10 +67,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait(timeout=30)
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def test_replica_1_loads_what_replica_0_compiled(tmp_path: Path) -> None:
     events, log = tmp_path / "events.jsonl", tmp_path / "serve.log"
     proc, url = _start(tmp_path, events, log)
@@ -100,7 +83,7 @@ def test_replica_1_loads_what_replica_0_compiled(tmp_path: Path) -> None:
         assert answers == {"0", "1"}
     finally:
         assert _stop(proc) == 0
-    first = _events(events)
+    first = standin_events(events)
     starts = [e for e in first if e["event"] == "start"]
     assert [e["cores"] for e in starts] == ["0", "1"]
     compiled = [e for e in first if e["event"] == "compiled"]
@@ -116,7 +99,7 @@ def test_replica_1_loads_what_replica_0_compiled(tmp_path: Path) -> None:
         _until_ready(proc, url, log)
     finally:
         assert _stop(proc) == 0
-    second = _events(events2)
+    second = standin_events(events2)
     assert sorted(e["cores"] for e in second if e["event"] == "loaded") == ["0", "1"]
     assert not [e for e in second if e["event"] == "compiled"]
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.support.server import Server, engine_core_pid, frozen
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,15 +50,6 @@ def raw_request(server: Server, body: dict[str, object]) -> socket.socket:
     ).encode()
     sock.sendall(head + data)
     return sock
-
-
-def wait_for(cond: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_client_disconnects_abort_the_engine_requests(server: Server, shared_env: dict[str, str]) -> None:

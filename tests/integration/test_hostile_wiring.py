@@ -15,11 +15,12 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 from tests.support.standin_server import StandinServer, standin_server
+from tests.support.workers import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -50,13 +51,6 @@ def _metric(server: StandinServer, name: str) -> float:
     found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     assert found, f"no {name} in /metrics"
     return float(found.group(1))
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _exchange(server: StandinServer, data: bytes, timeout_s: float) -> bytes:
@@ -118,7 +112,7 @@ def test_every_refusal_echoes_the_id_and_leaves_nothing_in_flight(front: Standin
         threads = [threading.Thread(target=_hold, args=(front, f"hold-{i}", held)) for i in range(6)]
         for t in threads:
             t.start()
-        _wait_for(lambda: _metric(front, "neuronserve_in_flight") == 6, 5, "6 requests in flight")
+        wait_for(lambda: _metric(front, "neuronserve_in_flight") == 6, 5, "6 requests in flight")
         four = {"model": "standin", "prompt": "hi", "max_tokens": 1, "n": 4}
         charged = client.post("/v1/completions", json=four, headers={"x-request-id": "charge-1"})
         assert charged.status_code == 429 and "NEURONSERVE_MAX_CONCURRENCY" in charged.text, charged.text
@@ -130,13 +124,13 @@ def test_every_refusal_echoes_the_id_and_leaves_nothing_in_flight(front: Standin
         more = [threading.Thread(target=_hold, args=(front, f"hold-{i}", held)) for i in range(6, 8)]
         for t in more:
             t.start()
-        _wait_for(lambda: _metric(front, "neuronserve_in_flight") == 8, 5, "8 requests in flight")
+        wait_for(lambda: _metric(front, "neuronserve_in_flight") == 8, 5, "8 requests in flight")
         full = client.post("/v1/completions", json={"prompt": "hi"}, headers={"x-request-id": "full-1"})
         assert full.status_code == 429 and full.headers["x-request-id"] == "full-1", full.text
         for t in threads + more:
             t.join(timeout=HOLD_S + 10)
         assert held == [200] * 8
-        _wait_for(lambda: _metric(front, "neuronserve_in_flight") == 0, 5, "in flight back to 0")
+        wait_for(lambda: _metric(front, "neuronserve_in_flight") == 0, 5, "in flight back to 0")
         assert _metric(front, 'neuronserve_rejected_total{reason="limit"}') >= 3
 
 

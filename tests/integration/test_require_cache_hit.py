@@ -6,21 +6,19 @@ before any engine starts (/ping never 200, FAILED while it answers, exit 1, the 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.s3server import ServerControl
-from tests.support.server import ENGINE_PID, REPO, ServerPool, base_env, start_server
+from tests.support.cli import neuronserve
+from tests.support.server import ENGINE_PID, ServerPool, base_env, start_server
 
 pytestmark = pytest.mark.after_shared_server(6)
 
 
-def _env(tiny_model: Path, work: Path, s3_server: ServerControl) -> dict[str, str]:
-    env = base_env(
+def _env(tiny_model: Path, work: Path, s3_env: dict[str, str]) -> dict[str, str]:
+    return base_env(
         tiny_model,
         work,
         SM_VLLM_MAX_MODEL_LEN="256",
@@ -31,33 +29,16 @@ def _env(tiny_model: Path, work: Path, s3_server: ServerControl) -> dict[str, st
         NEURONSERVE_INSTANCE_TYPE="ml.inf2.xlarge",
         NEURONSERVE_CACHE_URI="s3://integration-models/cache",
         NEURONSERVE_REQUIRE_CACHE_HIT="true",
-    )
-    env.update(
-        AWS_ENDPOINT_URL_S3=s3_server.endpoint,
-        AWS_ACCESS_KEY_ID="testing-key-id",
-        AWS_SECRET_ACCESS_KEY="testing-secret-value",
-        AWS_REGION="us-east-1",
-    )
-    return env
-
-
-def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "neuronserve", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
+        **s3_env,
     )
 
 
 def test_miss_fails_before_the_engine_then_a_pushed_entry_serves(
-    server_pool: ServerPool, s3_tiny_model: str, s3_server: ServerControl, tiny_model: Path, tmp_path: Path
+    server_pool: ServerPool, s3_tiny_model: str, s3_env: dict[str, str], tiny_model: Path, tmp_path: Path
 ) -> None:
     server_pool.close()  # one engine at a time on this machine
-    env = _env(tiny_model, tmp_path / "work", s3_server)
-    plan = _cli(["plan", "--json", "--device", "neuron"], env)
+    env = _env(tiny_model, tmp_path / "work", s3_env)
+    plan = neuronserve(["plan", "--json", "--device", "neuron"], env)
     assert plan.returncode == 0, plan.stderr
     doc = json.loads(plan.stdout)
     key = doc["cache_key"]
@@ -90,7 +71,7 @@ def test_miss_fails_before_the_engine_then_a_pushed_entry_serves(
     built = tmp_path / "built"
     built.mkdir()
     (built / "model.pt").write_bytes(b"compiled graph stand-in")
-    push = _cli(["cache", "push", str(built), "--key", key], env)
+    push = neuronserve(["cache", "push", str(built), "--key", key], env)
     assert push.returncode == 0, push.stderr
 
     server = start_server(env, tmp_path / "hit.log", device="neuron")

@@ -49,15 +49,7 @@ def _engine_environ(pid: int) -> dict[str, str]:
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_serve_resolves_the_token_and_never_logs_it(tmp_path: Path, s3_server: Any, log_format: str) -> None:
-    import boto3
-
-    client = boto3.client(
-        "secretsmanager",
-        endpoint_url=s3_server.endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing-key-id",
-        aws_secret_access_key="testing-secret-value",
-    )
+    client = s3_server.client("secretsmanager")
     secret = json.dumps({"HF_TOKEN": TOKEN})  # named apart: the moto server is shared between tests
     arn = client.create_secret(Name=f"integration-hf-{log_format}", SecretString=secret)["ARN"]
     env = _env(tmp_path, s3_server.endpoint, arn)

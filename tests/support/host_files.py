@@ -9,6 +9,9 @@ from pathlib import Path
 from neuronserve.host.facts import gather
 from neuronserve.plan.facts import HostFacts
 
+# The smallest config a plan reads as a Llama with a 1,024-token context.
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
+
 
 def write_model(path: Path, config: dict[str, object], weights: dict[str, str] | None = None) -> Path:
     """A model directory: config.json and, when `weights` is given, a safetensors index with that map."""

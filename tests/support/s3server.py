@@ -44,6 +44,18 @@ class ServerControl:
                     out[parts[1]] = out.get(parts[1], 0) + 1
         return out
 
+    def client(self, service: str = "s3") -> Any:
+        """A boto3 client of `service` on this server, with the test credentials."""
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing-key-id",
+            aws_secret_access_key="testing-secret-value",
+            region_name="us-east-1",
+        )
+
     def all_requests(self, bucket: str) -> list[tuple[str, str, str]]:
         with self.lock:
             return [r for r in self.requests if r[1].lstrip("/").split("/", 1)[0] == bucket]
@@ -156,15 +168,7 @@ def s3_env(s3_server: ServerControl) -> dict[str, str]:
 
 @pytest.fixture
 def s3(s3_server: ServerControl, s3_env: dict[str, str]) -> Any:
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=s3_server.endpoint,
-        aws_access_key_id="testing-key-id",
-        aws_secret_access_key="testing-secret-value",
-        region_name="us-east-1",
-    )
+    return s3_server.client()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ stand-in first on PYTHONPATH); nothing here needs a Neuron device.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from tests.support.server import REPO, free_port
@@ -77,6 +79,13 @@ def standin_env(tmp: Path, port: int, *, drop: tuple[str, ...] = (), **settings:
     )
     env.update(settings)
     return env
+
+
+def standin_events(path: str | Path) -> list[dict[str, Any]]:
+    """What the stand-in engine recorded in its $STANDIN_EVENTS file, one JSON line an event ([] before
+    an engine started)."""
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 @contextlib.contextmanager

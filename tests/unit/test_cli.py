@@ -9,12 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
+from tests.support.host_files import LLAMA, write_model
 
 import neuronserve
 from neuronserve.cli import _split_extra, build_parser, main
-
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 
 
 def test_extra_arguments_start_after_the_first_bare_double_dash() -> None:

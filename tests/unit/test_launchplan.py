@@ -9,14 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
+from tests.support.host_files import LLAMA, write_model
 
 from neuronserve.errors import ConfigError
 from neuronserve.host import properties
 from neuronserve.host.properties import read_serving_properties
 from neuronserve.launchplan import read_settings, resolve_plan
-
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 
 
 def test_serving_properties_and_sagemaker_dir(tmp_path: Path) -> None:

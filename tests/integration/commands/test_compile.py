@@ -22,29 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.server import free_port
-from tests.support.standin_server import standin_env, standin_server
+from tests.support.cli import neuronserve
+from tests.support.standin_server import standin_events, standin_server
+
+from neuronserve.stage.paths import MANIFEST_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
-
-MANIFEST = ".neuronserve-manifest.json"
-
-
-def _env(tmp: Path, s3_env: dict[str, str], bucket: str, **settings: str) -> dict[str, str]:
-    return standin_env(tmp, free_port(), **s3_env, NEURONSERVE_CACHE_URI=f"s3://{bucket}/cache", **settings)
-
-
-def _neuronserve(
-    args: list[str], env: dict[str, str], timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "neuronserve", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=env["NEURONSERVE_WORK_DIR"].rsplit("/", 1)[0],
-    )
 
 
 def _said(done: subprocess.CompletedProcess[str]) -> str:
@@ -53,14 +36,9 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def _key(env: dict[str, str]) -> str:
-    plan = _neuronserve(["plan", "--json", "--device", "neuron"], env)
+    plan = neuronserve(["plan", "--json", "--device", "neuron"], env)
     assert plan.returncode == 0, plan.stderr
     return str(json.loads(plan.stdout)["cache_key"])
-
-
-def _events(env: dict[str, str]) -> list[dict[str, Any]]:
-    path = Path(env["STANDIN_EVENTS"])
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def _compile_until_the_engine_starts(env: dict[str, str]) -> subprocess.Popen[str]:
@@ -73,14 +51,14 @@ def _compile_until_the_engine_starts(env: dict[str, str]) -> subprocess.Popen[st
         text=True,
     )
     deadline = time.monotonic() + 60
-    while not _events(env) and time.monotonic() < deadline:
+    while not standin_events(env["STANDIN_EVENTS"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     return proc
 
 
 def _entry(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     try:
-        body = s3.get_object(Bucket=bucket, Key=f"cache/{key}/{MANIFEST}")["Body"].read()
+        body = s3.get_object(Bucket=bucket, Key=f"cache/{key}/{MANIFEST_NAME}")["Body"].read()
     except s3.exceptions.NoSuchKey:
         return None
     return json.loads(body)  # type: ignore[no-any-return]
@@ -100,12 +78,12 @@ def _listening(port: int) -> bool:
 
 
 def test_a_miss_compiles_and_pushes_then_a_hit_exits_at_once_and_serve_loads_it(
-    tmp_path: Path, s3: Any, s3_env: dict[str, str], bucket: str
+    tmp_path: Path, s3: Any, bucket: str, compile_env: dict[str, str]
 ) -> None:
-    env = _env(tmp_path, s3_env, bucket, STANDIN_WRITE_S="0.3")
+    env = {**compile_env, "STANDIN_WRITE_S": "0.3"}
     key = _key(env)
     proc = _compile_until_the_engine_starts(env)
-    assert _events(env), "the engine never started"
+    assert standin_events(env["STANDIN_EVENTS"]), "the engine never started"
     front_port = int(env["SAGEMAKER_BIND_TO_PORT"])
     assert not _listening(front_port)  # compiling, and no front: nothing on the serve port
     out, _ = proc.communicate(timeout=120)
@@ -114,7 +92,7 @@ def test_a_miss_compiles_and_pushes_then_a_hit_exits_at_once_and_serve_loads_it(
         f"compile cache miss for key {key}" in out
         and f"compiled and pushed s3://{bucket}/cache/{key}/" in out
     )
-    events = _events(env)
+    events = standin_events(env["STANDIN_EVENTS"])
     assert [e["event"] for e in events] == ["start", "compiled"]
     assert _gone(events[0]["pid"])  # the engine was stopped before the exit
     entry = _entry(s3, bucket, key)
@@ -123,13 +101,13 @@ def test_a_miss_compiles_and_pushes_then_a_hit_exits_at_once_and_serve_loads_it(
     assert pushed == [*(f"graph{i}.neff" for i in range(5)), "model.neff"]
 
     started = time.monotonic()
-    again = _neuronserve(
+    again = neuronserve(
         ["compile", "--device", "neuron"], {**env, "NEURONSERVE_WORK_DIR": str(tmp_path / "w2")}
     )
     took = time.monotonic() - started
     assert again.returncode == 0, _said(again)
     assert f"compile cache hit for key {key}" in again.stdout and "nothing to compile" in again.stdout
-    assert _events(env) == events  # no engine started
+    assert standin_events(env["STANDIN_EVENTS"]) == events  # no engine started
     assert took < 20, f"a hit took {took:.1f} s"
     assert _entry(s3, bucket, key) == entry  # and nothing written
 
@@ -138,54 +116,54 @@ def test_a_miss_compiles_and_pushes_then_a_hit_exits_at_once_and_serve_loads_it(
     (tmp_path / "serve").mkdir()
     with standin_server(tmp_path / "serve", NEURONSERVE_REQUIRE_CACHE_HIT="true", **settings) as server:
         assert "compile cache hit" in server.log()
-    served = _events({"STANDIN_EVENTS": str(tmp_path / "serve" / "standin-events.jsonl")})
+    served = standin_events(tmp_path / "serve" / "standin-events.jsonl")
     assert [e["event"] for e in served] == ["start", "loaded"]
 
 
 def test_a_failing_compile_is_retried_then_exits_1_with_the_engines_last_lines(
-    tmp_path: Path, s3: Any, s3_env: dict[str, str], bucket: str
+    tmp_path: Path, s3: Any, bucket: str, compile_env: dict[str, str]
 ) -> None:
-    env = _env(tmp_path, s3_env, bucket, STANDIN_FAIL_COMPILES="9", NEURONSERVE_COMPILE_RETRIES="2")
+    env = {**compile_env, "STANDIN_FAIL_COMPILES": "9", "NEURONSERVE_COMPILE_RETRIES": "2"}
     key = _key(env)
-    failed = _neuronserve(["compile", "--device", "neuron"], env)
+    failed = neuronserve(["compile", "--device", "neuron"], env)
     assert failed.returncode == 1, _said(failed)[-3000:]
     assert (
         "neuronserve compile: error: the compile failed 3 time(s) (NEURONSERVE_COMPILE_RETRIES=2)"
         in failed.stderr
     )
     assert "  | stand-in compiler: ERROR: graph0 failed to compile (failure 3)" in failed.stderr
-    assert [e["event"] for e in _events(env)] == ["start", "compile_failed"] * 3
+    assert [e["event"] for e in standin_events(env["STANDIN_EVENTS"])] == ["start", "compile_failed"] * 3
     assert _entry(s3, bucket, key) is None
 
     # One failure, one retry: the retry starts from an empty directory and its compile is pushed.
     env["STANDIN_EVENTS"] = str(tmp_path / "events2.jsonl")
-    ok = _neuronserve(
+    ok = neuronserve(
         ["compile", "--device", "neuron"],
         {**env, "STANDIN_FAIL_COMPILES": "1", "NEURONSERVE_COMPILE_RETRIES": "1"},
     )
     assert ok.returncode == 0, _said(ok)[-3000:]
-    events = _events(env)
+    events = standin_events(env["STANDIN_EVENTS"])
     assert [e["event"] for e in events] == ["start", "compile_failed", "start", "compiled"]
     assert events[2]["files"] == []  # the half-written graph of the failure was cleared
     assert "graph0 failed to compile (failure 1)" in ok.stdout  # the failure's lines, as a warning
     assert _entry(s3, bucket, key) is not None
 
 
-def test_no_retry_when_retries_is_0(tmp_path: Path, s3_env: dict[str, str], bucket: str) -> None:
-    env = _env(tmp_path, s3_env, bucket, STANDIN_FAIL_COMPILES="1", NEURONSERVE_COMPILE_RETRIES="0")
-    failed = _neuronserve(["compile", "--device", "neuron"], env)
+def test_no_retry_when_retries_is_0(compile_env: dict[str, str]) -> None:
+    env = {**compile_env, "STANDIN_FAIL_COMPILES": "1", "NEURONSERVE_COMPILE_RETRIES": "0"}
+    failed = neuronserve(["compile", "--device", "neuron"], env)
     assert failed.returncode == 1
     assert "the compile failed 1 time(s) (NEURONSERVE_COMPILE_RETRIES=0)" in failed.stderr
-    assert [e["event"] for e in _events(env)] == ["start", "compile_failed"]
+    assert [e["event"] for e in standin_events(env["STANDIN_EVENTS"])] == ["start", "compile_failed"]
 
 
 def test_sigterm_during_the_compile_stops_the_engine_and_publishes_nothing(
-    tmp_path: Path, s3: Any, s3_env: dict[str, str], bucket: str
+    tmp_path: Path, s3: Any, bucket: str, compile_env: dict[str, str]
 ) -> None:
-    env = _env(tmp_path, s3_env, bucket, STANDIN_WRITE_S="3")  # a 15 s compile
+    env = {**compile_env, "STANDIN_WRITE_S": "3"}  # a 15 s compile
     key = _key(env)
     proc = _compile_until_the_engine_starts(env)
-    engine = _events(env)[0]["pid"]
+    engine = standin_events(env["STANDIN_EVENTS"])[0]["pid"]
     time.sleep(1.0)  # mid-compile: a graph or two written
     stopped = time.monotonic()
     proc.send_signal(signal.SIGTERM)

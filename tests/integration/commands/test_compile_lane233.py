@@ -13,43 +13,25 @@ plugin's own no-compile switch set.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.server import free_port
-from tests.support.standin_server import standin_env, standin_server
+from tests.support.cli import neuronserve
+from tests.support.standin_server import standin_events, standin_server
+
+from neuronserve.stage.paths import MANIFEST_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-MANIFEST = ".neuronserve-manifest.json"
 LANE_233 = {"NEURONSERVE_STACK": "2.33", "NEURONSERVE_INSTANCE_TYPE": "trn2.3xlarge"}
 
 
-def _neuronserve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "neuronserve", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=env["NEURONSERVE_WORK_DIR"].rsplit("/", 1)[0],
-    )
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def test_the_first_pod_s_compile_and_trace_start_the_second_pod(
-    tmp_path: Path, s3: Any, s3_env: dict[str, str], bucket: str
+    tmp_path: Path, s3: Any, bucket: str, compile_env: dict[str, str]
 ) -> None:
-    env = standin_env(
-        tmp_path, free_port(), **s3_env, NEURONSERVE_CACHE_URI=f"s3://{bucket}/cache", **LANE_233
-    )
-    plan = _neuronserve(["plan", "--json", "--device", "neuron"], env)
+    env = {**compile_env, **LANE_233}
+    plan = neuronserve(["plan", "--json", "--device", "neuron"], env)
     assert plan.returncode == 0, plan.stderr
     doc = json.loads(plan.stdout)
     key, engine_env = doc["cache_key"], doc["env"]
@@ -58,16 +40,16 @@ def test_the_first_pod_s_compile_and_trace_start_the_second_pod(
     assert engine_env["VLLM_NEURON_BACKEND"] == "neuron_native"
     assert engine_env["TORCH_CACHING_PRECOMPILE"] == "1"
     # The same settings on lane 2.32 are another entry: lanes never share compiled artifacts.
-    other = _neuronserve(["plan", "--json", "--device", "neuron"], {**env, "NEURONSERVE_STACK": "2.32"})
+    other = neuronserve(["plan", "--json", "--device", "neuron"], {**env, "NEURONSERVE_STACK": "2.32"})
     assert other.returncode == 0, other.stderr
     assert json.loads(other.stdout)["cache_key"] != key
 
-    first = _neuronserve(["compile", "--device", "neuron"], env)
+    first = neuronserve(["compile", "--device", "neuron"], env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr
     assert f"compile cache miss for key {key}" in first.stdout
-    events = _events(Path(env["STANDIN_EVENTS"]))
+    events = standin_events(env["STANDIN_EVENTS"])
     assert [(e["event"], e.get("precompile")) for e in events] == [("start", "cold"), ("compiled", None)]
-    manifest = json.loads(s3.get_object(Bucket=bucket, Key=f"cache/{key}/{MANIFEST}")["Body"].read())
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=f"cache/{key}/{MANIFEST_NAME}")["Body"].read())
     pushed = {f["path"] for f in manifest["files"]}
     assert "neuron/compile_cache/standin-graph-hash/model.neff" in pushed  # the plugin's compile cache
     assert "precompile/trace.bin" in pushed  # and the native route's saved trace, both under the root
@@ -79,27 +61,18 @@ def test_the_first_pod_s_compile_and_trace_start_the_second_pod(
         tmp_path / "pod2", NEURONSERVE_REQUIRE_CACHE_HIT="true", **settings, **LANE_233
     ) as server:
         assert "compile cache hit" in server.log()
-    served = _events(tmp_path / "pod2" / "standin-events.jsonl")
+    served = standin_events(tmp_path / "pod2" / "standin-events.jsonl")
     assert [(e["event"], e.get("precompile")) for e in served] == [("start", "warm"), ("loaded", None)]
     assert served[0]["marker"] is True  # the stage's completion manifest was there before the engine
     assert "model.neff" in served[0]["files"]
 
 
-def test_a_required_hit_on_an_empty_cache_starts_no_engine(
-    tmp_path: Path, s3_env: dict[str, str], bucket: str
-) -> None:
-    env = standin_env(
-        tmp_path,
-        free_port(),
-        **s3_env,
-        NEURONSERVE_CACHE_URI=f"s3://{bucket}/cache",
-        NEURONSERVE_REQUIRE_CACHE_HIT="true",
-        **LANE_233,
-    )
-    plan = _neuronserve(["plan", "--json", "--device", "neuron"], env)
+def test_a_required_hit_on_an_empty_cache_starts_no_engine(compile_env: dict[str, str]) -> None:
+    env = {**compile_env, "NEURONSERVE_REQUIRE_CACHE_HIT": "true", **LANE_233}
+    plan = neuronserve(["plan", "--json", "--device", "neuron"], env)
     assert plan.returncode == 0, plan.stderr
     assert json.loads(plan.stdout)["env"]["VLLM_NEURON_DISABLE_WARMUP_COMPILE"] == "1"
-    staged = _neuronserve(["stage", "--json"], env)
+    staged = neuronserve(["stage", "--json"], env)
     assert staged.returncode != 0
     assert "NEURONSERVE_REQUIRE_CACHE_HIT" in staged.stdout + staged.stderr
-    assert _events(Path(env["STANDIN_EVENTS"])) == []
+    assert standin_events(env["STANDIN_EVENTS"]) == []

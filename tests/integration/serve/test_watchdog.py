@@ -14,6 +14,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -34,55 +35,75 @@ BOUND_S = 1.0
 BLOCK_S = 2.5
 
 
-def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again() -> None:
+Stall = Callable[[str], dict[str, httpx.Response]]
+
+
+@pytest.fixture
+def state() -> ServerState:
     state = ServerState()
     state.move(Phase.LOADING)
-    watchdog = LoopWatchdog(BOUND_S)
-    state.loop_verdict = watchdog.verdict
-    opts = ServeOptions(host="127.0.0.1", port=0)
-    engine = make_client("http://127.0.0.1:9", 5.0, 8)
-    gate = Gate(create_app(state, opts, engine), state, 4)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    answers: dict[str, httpx.Response] = {}
+    return state
 
-    def client() -> None:
-        with httpx.Client(base_url=url, timeout=30) as http:
-            answers["before"] = http.get("/live")
-            block = lambda: answers.setdefault("block", http.get("/test-only/block"))  # noqa: E731
-            blocker = threading.Thread(target=block)
-            blocker.start()
-            time.sleep(0.5)  # the loop is blocked now
-            with httpx.Client(base_url=url, timeout=30) as other:
-                sent = time.monotonic()
-                answers["during"] = other.get("/live")  # answered when the loop runs again
-                answers["waited"] = httpx.Response(200, text=f"{time.monotonic() - sent:.2f}")
-                blocker.join()
-                time.sleep(BOUND_S + 0.6)
-                answers["after"] = other.get("/live")
 
-    async def run() -> None:
-        import uvicorn
+@pytest.fixture
+def stall(state: ServerState) -> Stall:
+    """`stall(route)`: the server on `state` with the watchdog wired, and its answers to `route` before
+    ("before"), during ("during", with how long it "waited") and after ("after") a BLOCK_S stall of its
+    loop by the test-only route ("block")."""
 
-        server = uvicorn.Server(listener.uvicorn_config(blocking(gate, BLOCK_S), opts, ConnectionLimits()))
-        task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            await asyncio.sleep(0.01)
-        watchdog.start(asyncio.get_running_loop())
-        thread = threading.Thread(target=client)
-        thread.start()
-        while thread.is_alive():
-            await asyncio.sleep(0.05)
-        server.should_exit = True
-        await task
+    def run_stall(route: str) -> dict[str, httpx.Response]:
+        watchdog = LoopWatchdog(BOUND_S)
+        state.loop_verdict = watchdog.verdict
+        opts = ServeOptions(host="127.0.0.1", port=0)
+        engine = make_client("http://127.0.0.1:9", 5.0, 8)
+        app = blocking(Gate(create_app(state, opts, engine), state, 4), BLOCK_S)
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        answers: dict[str, httpx.Response] = {}
 
-    try:
-        asyncio.run(run())
-    finally:
-        watchdog.stop()
-        asyncio.run(engine.aclose())
+        def client() -> None:
+            with httpx.Client(base_url=url, timeout=30) as http:
+                answers["before"] = http.get(route)
+                block = lambda: answers.setdefault("block", http.get("/test-only/block"))  # noqa: E731
+                blocker = threading.Thread(target=block)
+                blocker.start()
+                time.sleep(0.5)  # the loop is blocked now
+                with httpx.Client(base_url=url, timeout=30) as other:
+                    sent = time.monotonic()
+                    answers["during"] = other.get(route)  # answered when the loop runs again
+                    answers["waited"] = httpx.Response(200, text=f"{time.monotonic() - sent:.2f}")
+                    blocker.join()
+                    time.sleep(BOUND_S + 0.6)
+                    answers["after"] = other.get(route)
+
+        async def run() -> None:
+            import uvicorn
+
+            server = uvicorn.Server(listener.uvicorn_config(app, opts, ConnectionLimits()))
+            task = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started:
+                await asyncio.sleep(0.01)
+            watchdog.start(asyncio.get_running_loop())
+            thread = threading.Thread(target=client)
+            thread.start()
+            while thread.is_alive():
+                await asyncio.sleep(0.05)
+            server.should_exit = True
+            await task
+
+        try:
+            asyncio.run(run())
+        finally:
+            watchdog.stop()
+            asyncio.run(engine.aclose())
+        return answers
+
+    return run_stall
+
+
+def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again(stall: Stall) -> None:
+    answers = stall("/live")
     assert answers["before"].status_code == 200 and answers["before"].json()["live"] is True
     assert answers["block"].status_code == 204
     during = answers["during"]
@@ -95,58 +116,13 @@ def test_a_stalled_loop_is_503_on_the_loop_check_then_live_again() -> None:
     assert answers["after"].status_code == 200, answers["after"].text
 
 
-def test_ping_is_503_naming_the_stall_then_200_again() -> None:
+def test_ping_is_503_naming_the_stall_then_200_again(state: ServerState, stall: Stall) -> None:
     """READY, engine healthy: a /ping sent during a stall is answered when the loop runs again, 503
     with the watchdog's reason (the loop serves requests late: the load balancer should know); once
     the stall is older than the bound, 200 again. Without the loop check it was a 200."""
-    state = ServerState()
-    state.move(Phase.LOADING)
     state.set_engine_health(True)
     state.move(Phase.READY)
-    watchdog = LoopWatchdog(BOUND_S)
-    state.loop_verdict = watchdog.verdict
-    opts = ServeOptions(host="127.0.0.1", port=0)
-    engine = make_client("http://127.0.0.1:9", 5.0, 8)
-    gate = Gate(create_app(state, opts, engine), state, 4)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    answers: dict[str, httpx.Response] = {}
-
-    def client() -> None:
-        with httpx.Client(base_url=url, timeout=30) as http:
-            answers["before"] = http.get("/ping")
-            blocker = threading.Thread(
-                target=lambda: answers.setdefault("block", http.get("/test-only/block"))
-            )
-            blocker.start()
-            time.sleep(0.5)
-            with httpx.Client(base_url=url, timeout=30) as other:
-                answers["during"] = other.get("/ping")
-                blocker.join()
-                time.sleep(BOUND_S + 0.6)
-                answers["after"] = other.get("/ping")
-
-    async def run() -> None:
-        import uvicorn
-
-        server = uvicorn.Server(listener.uvicorn_config(blocking(gate, BLOCK_S), opts, ConnectionLimits()))
-        task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            await asyncio.sleep(0.01)
-        watchdog.start(asyncio.get_running_loop())
-        thread = threading.Thread(target=client)
-        thread.start()
-        while thread.is_alive():
-            await asyncio.sleep(0.05)
-        server.should_exit = True
-        await task
-
-    try:
-        asyncio.run(run())
-    finally:
-        watchdog.stop()
-        asyncio.run(engine.aclose())
+    answers = stall("/ping")
     assert answers["before"].status_code == 200
     during = answers["during"]
     assert during.status_code == 503, during.text

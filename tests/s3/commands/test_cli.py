@@ -5,29 +5,43 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.s3.stage.test_cache import compile_into, keyed_plan, tree
+from tests.support.cli import neuronserve
+from tests.support.server import REPO
 
 from neuronserve.stage import stage_all
 
 pytestmark = pytest.mark.s3
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT / "src"), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "neuronserve", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(ROOT),
-    )
+    """The CLI with `env` alone (and the PATH and code to run it)."""
+    return neuronserve(args, {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO / "src"), **env}, 60)
+
+
+def neuron_env(s3: Any, bucket: str, s3_env: dict[str, str], work: Path, **settings: str) -> dict[str, str]:
+    """A tiny Llama (config and 70 kB of weights) uploaded to s3://BUCKET/models/tiny/, and the environment
+    that plans it for two Neuron cores with a keyed cache under s3://BUCKET/cache, then `settings`."""
+    for rel, data in {
+        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
+        "model.safetensors": b"w" * 70_000,
+    }.items():
+        s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
+    return {
+        **s3_env,
+        "SM_VLLM_MODEL": f"s3://{bucket}/models/tiny/",
+        "NEURONSERVE_DEVICE": "neuron",
+        "NEURON_RT_VISIBLE_CORES": "0-1",
+        "SM_VLLM_MAX_MODEL_LEN": "128",
+        "SM_VLLM_MAX_NUM_SEQS": "4",
+        "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache",
+        "NEURONSERVE_WORK_DIR": str(work),
+        **settings,
+    }
 
 
 def test_stage_json_prints_the_three_fields(s3_env: dict[str, str], tmp_path: Path) -> None:
@@ -75,21 +89,7 @@ def test_plan_then_stage_from_s3_with_keyed_cache(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     """The CLI path through the real plan: an s3:// model, a Neuron keyed cache: miss, push, hit."""
-    for rel, data in {
-        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
-        "model.safetensors": b"w" * 70_000,
-    }.items():
-        s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
-    env = {
-        **s3_env,
-        "SM_VLLM_MODEL": f"s3://{bucket}/models/tiny/",
-        "NEURONSERVE_DEVICE": "neuron",
-        "NEURON_RT_VISIBLE_CORES": "0-1",
-        "SM_VLLM_MAX_MODEL_LEN": "128",
-        "SM_VLLM_MAX_NUM_SEQS": "4",
-        "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache",
-        "NEURONSERVE_WORK_DIR": str(tmp_path / "work"),
-    }
+    env = neuron_env(s3, bucket, s3_env, tmp_path / "work")
     plan = cli(["plan", "--json"], env)
     assert plan.returncode == 0, plan.stderr
     key = json.loads(plan.stdout)["cache_key"]

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.s3.archive_child import STAGE_ERROR_EXIT
+from tests.s3.stage_child import STAGE_ERROR_EXIT
+from tests.support.tarblocks import END, header, octal
 
 pytestmark = pytest.mark.s3
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,7 +56,7 @@ def run_capped(uri: str, dest: Path, env: dict[str, str] | None = None) -> tuple
     start = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "tests.s3.archive_child", uri, str(dest)],
+            [sys.executable, "-m", "tests.s3.stage_child", uri, str(dest), "archive"],
             env=child_env,
             cwd=str(ROOT),
             capture_output=True,
@@ -82,29 +83,6 @@ def left_behind(out: Path) -> list[str]:
 
 
 # ---- archive builders -------------------------------------------------------------------------
-
-
-def header(name: bytes, size_field: bytes, kind: bytes = b"0") -> bytes:
-    """One ustar header block built by hand (so fields tarfile would never write can be set)."""
-    h = bytearray(512)
-    h[0 : len(name)] = name
-    h[100:108] = b"0000644\0"
-    h[108:116] = b"0000000\0"
-    h[116:124] = b"0000000\0"
-    h[124:136] = size_field
-    h[136:148] = b"00000000000\0"
-    h[148:156] = b" " * 8
-    h[156:157] = kind
-    h[257:265] = b"ustar\x0000"
-    h[148:156] = b"%06o\0 " % sum(h)
-    return bytes(h)
-
-
-def octal(n: int) -> bytes:
-    return b"%011o\0" % n
-
-
-END = bytes(1024)  # the end-of-archive marker
 
 
 class Zeros(io.RawIOBase):

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.s3.assetplans import asset_plan
-from tests.s3.conftest import ServerControl, wait_for
+from tests.s3.conftest import ServerControl
 from tests.s3.helpers import put_tree, read_tree
-from tests.s3.stage.test_sources import tar_bytes
+from tests.s3.killed import fetched_again, kill_when
+from tests.support.trees import tar_bytes
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
@@ -24,7 +22,6 @@ from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
 from neuronserve.types import AssetSpec, ModelSpec, Progress
 
 pytestmark = pytest.mark.s3
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 ADAPTER = {
     "adapter_config.json": b'{"r": 8, "target_modules": ["q_proj", "v_proj"]}',
@@ -189,41 +186,23 @@ def test_a_killed_asset_copy_resumes_without_refetching(
     s3_server.hold[f"/{bucket}/ad/zz-slow.bin"] = release
     local = str(tmp_path / "lora")
     doc = {"kind": "lora", "source": f"s3://{bucket}/ad/", "local": local, "fetch": "s3", "name": "sql"}
-    env = {
-        **os.environ,
-        **s3_env,
-        "NEURONSERVE_S3_ENGINE": engine,
-        "NEURONSERVE_S3_CONCURRENCY": "2",
-        "PYTHONPATH": os.pathsep.join([SRC, *sys.path]),
-    }
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3.assetplans", str(tmp_path), json.dumps(doc)],
-        env=env,
-        cwd=str(Path(SRC).parent),
-        stderr=subprocess.PIPE,
-    )
     journal = Path(local + ".partial") / JOURNAL_NAME
+    finished = lambda: journal.exists() and len(journal.read_text().splitlines()) == len(files) - 1  # noqa: E731
     try:
-        finished = lambda: journal.exists() and len(journal.read_text().splitlines()) == len(files) - 1  # noqa: E731
-        assert wait_for(finished, 30), (
-            child.stderr.read().decode() if child.poll() is not None else "no progress"
+        kill_when(
+            ["tests.s3.assetplans", str(tmp_path), json.dumps(doc)],
+            {**s3_env, "NEURONSERVE_S3_ENGINE": engine, "NEURONSERVE_S3_CONCURRENCY": "2"},
+            finished,
+            30,
         )
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stderr.close()  # type: ignore[union-attr]
         release.set()
         del s3_server.hold[f"/{bucket}/ad/zz-slow.bin"]
     assert not os.path.exists(local)  # nothing visible at the path the engine reads
     before = s3_server.object_gets(bucket)
     stage_all(asset_plan(tmp_path, AssetSpec(**doc)), {**s3_env, "NEURONSERVE_S3_ENGINE": engine})  # type: ignore[arg-type]
     after = s3_server.object_gets(bucket)
-    assert {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)} == {
-        "ad/zz-slow.bin": 1
-    }
+    assert fetched_again(before, after) == {"ad/zz-slow.bin": 1}
     assert staged(local) == files
 
 

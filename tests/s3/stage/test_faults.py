@@ -9,12 +9,10 @@ complete_entry. A killed stager: tests/s3/stage/test_resume_and_errors.py::test_
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import signal
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from pathlib import Path
@@ -23,8 +21,10 @@ from typing import Any
 import pytest
 from tests.s3.conftest import ServerControl, wait_for
 from tests.s3.helpers import put_tree, read_tree, s3_model, sample_files
+from tests.s3.killed import fetched_again
 from tests.s3.stage.test_cache import compile_into, keyed_plan, tree
 from tests.support.tcpproxy import TcpProxy
+from tests.support.trees import tar_bytes
 
 from neuronserve.errors import ConfigError, StageError
 from neuronserve.host.facts import read_serving_properties
@@ -106,8 +106,7 @@ def test_s3_server_dies_mid_stage_then_the_next_start_refetches_no_complete_file
     before = s3_server.object_gets(bucket)
     stage_all(s3_model(f"s3://{bucket}/m/", dest), s3_env)
     after = s3_server.object_gets(bucket)
-    refetched = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-    assert refetched == {"m/zz-slow.bin": 1}
+    assert fetched_again(before, after) == {"m/zz-slow.bin": 1}
     got = read_tree(dest)
     got.pop(MANIFEST_NAME)
     assert got == files
@@ -197,22 +196,12 @@ def test_signal_during_publish_leaves_the_entry_complete_or_absent(
     assert hit.cache == "hit" and tree(hit.artifacts_dir or "") == files
 
 
-def _tarball(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("where", ["s3", "local"])
 def test_truncated_model_tarball_names_the_file(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path, where: str
 ) -> None:
     """Lost: nothing; the model path is never created."""
-    whole = _tarball({"config.json": b"{}", "model.safetensors": os.urandom(400_000)})
+    whole = tar_bytes({"config.json": b"{}", "model.safetensors": os.urandom(400_000)})
     cut = whole[: len(whole) // 2]
     assert gzip.decompress(whole)  # the uncut one is fine
     if where == "s3":

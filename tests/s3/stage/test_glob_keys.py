@@ -9,15 +9,14 @@ so no fallback to the Python engine can hide a failure.
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.s3.conftest import ServerControl
 from tests.s3.helpers import make_plan, put_tree, read_tree, s3_model
+from tests.support.trees import tar_bytes
 
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
@@ -73,13 +72,7 @@ def test_a_prefix_with_glob_characters_is_copied_key_by_key(
 def test_an_archive_whose_key_has_glob_characters(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in GLOB_FILES.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    s3.put_object(Bucket=bucket, Key="pkg/model?.tar.gz", Body=buf.getvalue())
+    s3.put_object(Bucket=bucket, Key="pkg/model?.tar.gz", Body=tar_bytes(GLOB_FILES))
     s3.put_object(Bucket=bucket, Key="pkg/modelX.tar.gz", Body=b"a decoy the wildcard would match")
     dest = tmp_path / "model"
     uri = f"s3://{bucket}/pkg/model?.tar.gz"

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.s3.assetplans import asset_plan
-from tests.s3.conftest import wait_for
 from tests.s3.helpers import read_tree
+from tests.s3.killed import fetched_again, kill_when
 from tests.support.hubserver import HubControl, HubRepo, hub_server
 
 from neuronserve.errors import StageError
@@ -26,7 +23,6 @@ from neuronserve.stage.paths import MANIFEST_NAME
 from neuronserve.types import AssetSpec, ModelSpec, Progress
 
 pytestmark = pytest.mark.s3
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 TOKEN = "hf_TestTokenValue0123456789"
 REPO = "tiny-org/tiny-llama"
 
@@ -186,35 +182,21 @@ def test_a_killed_hub_download_never_looks_complete_and_resumes(hub: HubControl,
     hub.hold["zz-slow.bin"] = release
     local = str(tmp_path / "tiny")
     doc = {"kind": "model", "source": REPO, "local": local, "fetch": "hub", "origin": "HF_MODEL_ID"}
-    env = {**os.environ, **hub_env(hub), "PYTHONPATH": os.pathsep.join([SRC, *sys.path])}
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3.assetplans", str(tmp_path), json.dumps(doc)],
-        env=env,
-        cwd=str(Path(SRC).parent),
-        stderr=subprocess.PIPE,
-    )
     partial = Path(local + ".partial")
+    # every other file whole and recorded: a file can exist before its bytes are written, and
+    # huggingface_hub writes a file's local-dir metadata (commit, etag, time) only after moving
+    # it into place; killed in either gap, the resume rightly fetches that file again, which
+    # is not what this test counts
+    landed = lambda: all(  # noqa: E731
+        (partial / name).is_file()
+        and (partial / name).stat().st_size == len(data)
+        and recorded(partial, name)
+        for name, data in TINY.items()
+    )
     try:
-        # every other file whole and recorded: a file can exist before its bytes are written, and
-        # huggingface_hub writes a file's local-dir metadata (commit, etag, time) only after moving
-        # it into place; killed in either gap, the resume rightly fetches that file again, which
-        # is not what this test counts
-        landed = lambda: all(  # noqa: E731
-            (partial / name).is_file()
-            and (partial / name).stat().st_size == len(data)
-            and recorded(partial, name)
-            for name, data in TINY.items()
-        )
-        assert wait_for(landed, 60), (
-            child.stderr.read().decode() if child.poll() is not None else "no progress"
-        )
-        child.send_signal(signal.SIGKILL)  # the stager, and with it (PR_SET_PDEATHSIG) its download
-        child.wait(10)
+        # SIGKILL: the stager, and with it (PR_SET_PDEATHSIG) its download
+        kill_when(["tests.s3.assetplans", str(tmp_path), json.dumps(doc)], hub_env(hub), landed, 60)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stderr.close()  # type: ignore[union-attr]
         release.set()
         del hub.hold["zz-slow.bin"]
     assert not os.path.exists(local)  # nothing at the path the engine reads
@@ -222,9 +204,7 @@ def test_a_killed_hub_download_never_looks_complete_and_resumes(hub: HubControl,
     assert all(before.get(name) == 1 for name in TINY)
     stage_all(asset_plan(tmp_path, AssetSpec(**doc)), hub_env(hub))  # type: ignore[arg-type]
     after = hub.file_gets()
-    assert {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)} == {
-        "zz-slow.bin": 1
-    }
+    assert fetched_again(before, after) == {"zz-slow.bin": 1}
     got = read_tree(local)
     got.pop(MANIFEST_NAME)
     assert got == hub.repos[REPO].files

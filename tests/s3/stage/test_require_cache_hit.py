@@ -10,35 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.s3.commands.test_cli import cli
+from tests.s3.commands.test_cli import cli, neuron_env
 from tests.s3.stage.test_cache import compile_into, tree
 
 pytestmark = pytest.mark.s3
 
 
-def neuron_env(s3: Any, bucket: str, s3_env: dict[str, str], work: Path) -> dict[str, str]:
-    for rel, data in {
-        "config.json": b'{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}',
-        "model.safetensors": b"w" * 70_000,
-    }.items():
-        s3.put_object(Bucket=bucket, Key=f"models/tiny/{rel}", Body=data)
-    return {
-        **s3_env,
-        "SM_VLLM_MODEL": f"s3://{bucket}/models/tiny/",
-        "NEURONSERVE_DEVICE": "neuron",
-        "NEURON_RT_VISIBLE_CORES": "0-1",
-        "SM_VLLM_MAX_MODEL_LEN": "128",
-        "SM_VLLM_MAX_NUM_SEQS": "4",
-        "NEURONSERVE_CACHE_URI": f"s3://{bucket}/cache",
-        "NEURONSERVE_WORK_DIR": str(work),
-        "NEURONSERVE_REQUIRE_CACHE_HIT": "true",
-    }
-
-
 def test_miss_fails_fast_then_push_makes_it_a_hit(
     s3: Any, bucket: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
-    env = neuron_env(s3, bucket, s3_env, tmp_path / "work")
+    env = neuron_env(s3, bucket, s3_env, tmp_path / "work", NEURONSERVE_REQUIRE_CACHE_HIT="true")
     key = json.loads(cli(["plan", "--json"], env).stdout)["cache_key"]
     uri = f"s3://{bucket}/cache/{key}/"
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import subprocess
-import sys
 import tarfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.s3.conftest import ServerControl, wait_for
+from tests.s3.conftest import ServerControl
 from tests.s3.helpers import make_plan, put_tree, read_tree, s3_model, sample_files
+from tests.s3.killed import fetched_again, kill_when
 
 from neuronserve.errors import StageError
 from neuronserve.stage import stage_all
@@ -23,7 +22,6 @@ from neuronserve.stage.paths import JOURNAL_NAME, MANIFEST_NAME
 from neuronserve.types import ModelSpec
 
 pytestmark = pytest.mark.s3
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
 def test_killed_download_resumes_without_refetching(
@@ -36,39 +34,23 @@ def test_killed_download_resumes_without_refetching(
     release = threading.Event()
     s3_server.hold[f"/{bucket}/m/zz-slow.bin"] = release
     dest = str(tmp_path / "model")
-    env = {
-        **os.environ,
-        **s3_env,
-        "PYTHONPATH": os.pathsep.join([SRC, *sys.path]),
-        "NEURONSERVE_S3_CONCURRENCY": "2",
-    }
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3.stage_child", f"s3://{bucket}/m/", dest],
-        env=env,
-        cwd=str(Path(SRC).parent),
-        stderr=subprocess.PIPE,
-    )
     journal = Path(dest + ".partial") / JOURNAL_NAME
+    finished = lambda: journal.exists() and len(journal.read_text().splitlines()) == len(files) - 1  # noqa: E731
     try:
-        finished = lambda: journal.exists() and len(journal.read_text().splitlines()) == len(files) - 1  # noqa: E731
-        assert wait_for(finished, 30), (
-            child.stderr.read().decode() if child.poll() is not None else "no progress"
+        kill_when(
+            ["tests.s3.stage_child", f"s3://{bucket}/m/", dest],
+            {**s3_env, "NEURONSERVE_S3_CONCURRENCY": "2"},
+            finished,
+            30,
         )
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stderr.close()  # type: ignore[union-attr]
         release.set()
         del s3_server.hold[f"/{bucket}/m/zz-slow.bin"]
     assert not os.path.exists(dest)  # nothing visible at the final path
     before = s3_server.object_gets(bucket)
     stage_all(s3_model(f"s3://{bucket}/m/", dest), s3_env)
     after = s3_server.object_gets(bucket)
-    refetched = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-    assert refetched == {"m/zz-slow.bin": 1}
+    assert fetched_again(before, after) == {"m/zz-slow.bin": 1}
     got = read_tree(dest)
     got.pop(MANIFEST_NAME)
     assert got == files

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from typing import Any
 
 import pytest
 from tests.s3.conftest import ServerControl
 from tests.s3.helpers import make_plan, put_tree, read_tree, s3_model, sample_files
+from tests.support.trees import tar_bytes
 
 from neuronserve.stage import stage_all
 from neuronserve.stage.paths import MANIFEST_NAME
 from neuronserve.types import ModelSpec, Progress
 
 pytestmark = pytest.mark.s3
-
-
-def tar_bytes(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for rel, data in files.items():
-            info = tarfile.TarInfo(rel)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def test_s3_prefix_is_copied_with_manifest(

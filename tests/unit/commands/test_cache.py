@@ -7,21 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
 
 from neuronserve.cli import main
 from neuronserve.commands.cache import COMPILE_CACHE_SUBDIR
 
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
-
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    model = write_model(tmp_path / "tiny", LLAMA)
+def env(env: dict[str, str]) -> dict[str, str]:
     return {
-        "SM_VLLM_MODEL": str(model),
-        "SM_MODEL_DIR": str(tmp_path / "none"),
-        "NEURONSERVE_WORK_DIR": str(tmp_path),
+        **env,
         # an endpoint nothing listens on: a refusal that reached S3 would fail differently, and slowly
         "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
         "AWS_ACCESS_KEY_ID": "x",

@@ -10,13 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
+from tests.support.host_files import LLAMA, write_model
 
 from neuronserve.cli import main
 from neuronserve.commands.compile import for_compile
 from neuronserve.launchplan import resolve_plan
-
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
+from tests.support.host_files import LLAMA, write_model
 
 from neuronserve.cli import main
 from neuronserve.commands.plan import plan_document
@@ -18,7 +18,6 @@ from neuronserve.host.versions import installed_versions
 from neuronserve.launchplan import resolve_plan
 
 ROOT = Path(__file__).resolve().parents[3]
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
 KEYS = {
     "device",
     "argv",

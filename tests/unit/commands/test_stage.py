@@ -8,21 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.host_files import write_model
 
 from neuronserve.cli import main
-
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 1024}
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    model = write_model(tmp_path / "tiny", LLAMA)
-    return {
-        "SM_VLLM_MODEL": str(model),
-        "SM_MODEL_DIR": str(tmp_path / "none"),
-        "NEURONSERVE_WORK_DIR": str(tmp_path),
-    }
 
 
 def test_json_says_where_the_model_is(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:

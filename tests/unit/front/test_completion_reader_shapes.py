@@ -9,25 +9,11 @@ front/completion_reader.py. Added where mutation testing showed the shaping unch
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from tests.unit.front.test_completion_reader import _choice, _req
 
-from neuronserve.front import completion_reader, genparams, lmi, tgi
+from neuronserve.front import completion_reader, lmi, tgi
 from neuronserve.front.completion_reader import Event, Tok
-
-
-def _req(stream: bool = False, **params: Any) -> genparams.GenRequest:
-    return genparams.translate({"inputs": "Hi", "parameters": params, "stream": stream}, "Hi", "m")
-
-
-def _choice(text: str, logprobs: list[float], ids: list[int], finish: str = "length") -> dict[str, Any]:
-    return {
-        "text": text,
-        "finish_reason": finish,
-        "token_ids": ids,
-        "logprobs": {"tokens": list(text), "token_logprobs": logprobs},
-    }
 
 
 def test_tgi_best_of_answer_shape() -> None:

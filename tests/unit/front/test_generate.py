@@ -6,35 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
 from starlette.responses import Response
+from tests.support.aiohttp_engine import Handler, engine
 
 from neuronserve.front import proxy
 from neuronserve.front.dialect import LMI, TGI, Framing
 from neuronserve.front.generate import Generator
 from neuronserve.types import RequestSupport
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ALL = RequestSupport(logprobs=True, prompt_logprobs=True, penalties=True, structured_outputs=True)
-
-
-@asynccontextmanager
-async def engine(handler: Handler) -> AsyncIterator[str]:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 async def _body(resp: Response) -> bytes:

@@ -48,6 +48,29 @@ def _installed_fields(cls: str) -> set[str]:
 COMPLETION_FIELDS = _fields_0110("CompletionRequest") & _installed_fields("CompletionRequest")
 STRUCTURED_FIELDS = _fields_0110("StructuredOutputsParams")
 
+# What the official TGI clients send when the user set nothing (every field, null or neutral).
+TGI_CLIENT_DEFAULTS = {
+    "best_of": None,
+    "decoder_input_details": False,
+    "details": False,
+    "do_sample": False,
+    "frequency_penalty": None,
+    "grammar": None,
+    "max_new_tokens": 20,
+    "repetition_penalty": None,
+    "return_full_text": False,
+    "seed": None,
+    "stop": [],
+    "temperature": None,
+    "top_k": None,
+    "top_n_tokens": None,
+    "top_p": None,
+    "truncate": None,
+    "typical_p": None,
+    "watermark": False,
+    "adapter_id": None,
+}
+
 BASE = {"prompt": "x", "max_tokens": 20, "temperature": 0.0, "return_token_ids": True, "model": "m"}
 SAMPLE = {"do_sample": True}
 
@@ -179,28 +202,7 @@ def test_null_means_not_set_for_every_parameter() -> None:
     """What the official clients send when the user set nothing: every field, null or neutral."""
     body = {"inputs": "x", "parameters": dict.fromkeys(genparams.PARAMETERS)}
     assert genparams.translate(body, "x", "m").engine == BASE
-    tgi_client_defaults = {
-        "best_of": None,
-        "decoder_input_details": False,
-        "details": False,
-        "do_sample": False,
-        "frequency_penalty": None,
-        "grammar": None,
-        "max_new_tokens": 20,
-        "repetition_penalty": None,
-        "return_full_text": False,
-        "seed": None,
-        "stop": [],
-        "temperature": None,
-        "top_k": None,
-        "top_n_tokens": None,
-        "top_p": None,
-        "truncate": None,
-        "typical_p": None,
-        "watermark": False,
-        "adapter_id": None,
-    }
-    assert genparams.translate({"inputs": "x", "parameters": tgi_client_defaults}, "x", "m").engine == BASE
+    assert genparams.translate({"inputs": "x", "parameters": TGI_CLIENT_DEFAULTS}, "x", "m").engine == BASE
 
 
 def test_streaming_and_every_mapped_field_exist_in_both_engines() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
+from tests.support.aiohttp_engine import engine
 
 from neuronserve.front.metrics import (
     CACHE_EVENTS,
@@ -138,18 +139,8 @@ def test_engine_metrics_says_why_they_are_missing() -> None:
         async def handler(request: web.Request) -> web.Response:
             return web.Response(text="vllm:x 1\n", status=status)
 
-        app = web.Application()
-        app.router.add_get("/metrics", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        try:
-            async with aiohttp.ClientSession() as session:
-                return await engine_metrics(session, f"http://127.0.0.1:{port}")
-        finally:
-            await runner.cleanup()
+        async with engine(handler) as url, aiohttp.ClientSession() as session:
+            return await engine_metrics(session, url)
 
     async def unreachable() -> bytes:
         async with aiohttp.ClientSession() as session:

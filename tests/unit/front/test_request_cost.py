@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.support.aiohttp_engine import engine
 from tests.support.front_app import running_front
 
 from neuronserve.front import proxy
@@ -169,28 +170,21 @@ def test_waiting_for_a_pooled_connection_is_not_a_connect_timeout(monkeypatch: p
         await asyncio.sleep(0.25)
         return web.json_response({"ok": True})
 
+    async def one(client: proxy.EngineClient) -> int:
+        resp = await proxy.send(client, "POST", "/v1/completions", content=b"{}")
+        await proxy.read_body(resp)
+        return resp.status
+
     async def go() -> None:
-        engine = web.Application()
-        engine.router.add_route("*", "/{tail:.*}", slow)
-        runner = web.AppRunner(engine)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        client = proxy.make_client(f"http://127.0.0.1:{runner.addresses[0][1]}", 30.0, 2)
-        try:
-            start = time.monotonic()
-
-            async def one() -> int:
-                resp = await proxy.send(client, "POST", "/v1/completions", content=b"{}")
-                await proxy.read_body(resp)
-                return resp.status
-
-            statuses = await asyncio.gather(*(one() for _ in range(12)))
-            assert statuses == [200] * 12
-            assert time.monotonic() - start >= 1.2  # they really waited for the 2 connections
-        finally:
-            await client.aclose()
-            await runner.cleanup()
+        async with engine(slow) as url:
+            client = proxy.make_client(url, 30.0, 2)
+            try:
+                start = time.monotonic()
+                statuses = await asyncio.gather(*(one(client) for _ in range(12)))
+                assert statuses == [200] * 12
+                assert time.monotonic() - start >= 1.2  # they really waited for the 2 connections
+            finally:
+                await client.aclose()
 
     asyncio.run(go())
 

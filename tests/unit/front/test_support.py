@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.front.test_genparams import TGI_CLIENT_DEFAULTS
 
 from neuronserve.front.errors import FrontError
 from neuronserve.front.support import check_generate, check_openai, generate_needs, openai_needs
@@ -123,27 +124,7 @@ def test_the_defaults_every_client_sends_pass_on_neuron() -> None:
         "top_k": 50,
     }
     assert openai_needs(chat) == []
-    tgi_client = {
-        "best_of": None,
-        "decoder_input_details": False,
-        "details": True,
-        "do_sample": False,
-        "frequency_penalty": None,
-        "grammar": None,
-        "max_new_tokens": 20,
-        "repetition_penalty": None,
-        "return_full_text": False,
-        "seed": None,
-        "stop": [],
-        "temperature": None,
-        "top_k": None,
-        "top_n_tokens": None,
-        "top_p": None,
-        "truncate": None,
-        "typical_p": None,
-        "watermark": False,
-        "adapter_id": None,
-    }
+    tgi_client = {**TGI_CLIENT_DEFAULTS, "details": True}
     assert generate_needs(tgi_client) == []
     check_generate(tgi_client, NEURON)
 

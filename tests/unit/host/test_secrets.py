@@ -143,15 +143,7 @@ def test_an_unreachable_endpoint_names_the_network() -> None:
 
 def test_moto_secret_becomes_hf_token(s3_server: Any) -> None:
     """The whole path against a real moto server: a string secret and a JSON one, by ARN."""
-    import boto3
-
-    client = boto3.client(
-        "secretsmanager",
-        endpoint_url=s3_server.endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing-key-id",
-        aws_secret_access_key="testing-secret-value",
-    )
+    client = s3_server.client("secretsmanager")
     # names of this test's own: the moto server is shared with other tests that create secrets
     plain = client.create_secret(Name="unit-hf-plain", SecretString=TOKEN)["ARN"]
     token_json = json.dumps({"HF_TOKEN": TOKEN + "j"})

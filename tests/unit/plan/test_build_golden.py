@@ -17,76 +17,56 @@ MOD = "vllm.entrypoints.openai.api_server"
 
 HEAD = [PY, "-m", MOD]
 ENGINE = ["--host", "127.0.0.1", "--port", "8081"]
+TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+TINY_TP2 = {
+    "SM_VLLM_MODEL": TINY,
+    "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+    "SM_VLLM_MAX_MODEL_LEN": "128",
+    "SM_VLLM_MAX_NUM_SEQS": "4",
+}
 
 
-def test_tinyllama_tp2_contiguous() -> None:
-    p = plan(
-        {
-            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-            "SM_VLLM_MAX_MODEL_LEN": "128",
-            "SM_VLLM_MAX_NUM_SEQS": "4",
-            "SM_VLLM_BLOCK_SIZE": "32",
-        }
-    )
-    assert list(p.argv) == [
+def staged_argv(model: str, tp: str, max_len: str, *tail: str) -> list[str]:
+    """The golden argv of a hub model (staged on Neuron) at 4 sequences in bfloat16, then `tail`."""
+    return [
         *HEAD,
         "--model",
         "/tmp/neuronserve/model",  # a hub model is staged on Neuron
         "--served-model-name",
-        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        model,
         *ENGINE,
         "--tensor-parallel-size",
-        "2",
+        tp,
         "--max-model-len",
-        "128",
+        max_len,
         "--max-num-seqs",
         "4",
         "--dtype",
         "bfloat16",
-        "--no-enable-prefix-caching",
-        "--additional-config",
-        '{"override_neuron_config":{}}',
+        *tail,
     ]
+
+
+PREFIX_CACHING = ("--enable-prefix-caching", "--block-size", "32", "--num-gpu-blocks-override")
+PREFIX_CONFIG = (
+    "--additional-config",
+    '{"override_neuron_config":{"is_block_kv_layout":true,"is_prefix_caching":true}}',
+)
+
+
+def test_tinyllama_tp2_contiguous() -> None:
+    p = plan({**TINY_TP2, "SM_VLLM_BLOCK_SIZE": "32"})
+    assert list(p.argv) == staged_argv(
+        TINY, "2", "128", "--no-enable-prefix-caching", "--additional-config", '{"override_neuron_config":{}}'
+    )
     assert any("SM_VLLM_BLOCK_SIZE ignored" in w for w in p.warnings)
     assert p.env["NEURON_RT_VISIBLE_CORES"] == "0-1"
     assert p.model.source == "hub" and p.model.local_path == "/tmp/neuronserve/model"
 
 
 def test_tinyllama_tp2_prefix_block32() -> None:
-    p = plan(
-        {
-            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-            "SM_VLLM_MAX_MODEL_LEN": "128",
-            "SM_VLLM_MAX_NUM_SEQS": "4",
-            "SM_VLLM_BLOCK_SIZE": "32",
-            "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
-        }
-    )
-    assert list(p.argv) == [
-        *HEAD,
-        "--model",
-        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
-        "--served-model-name",
-        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-        *ENGINE,
-        "--tensor-parallel-size",
-        "2",
-        "--max-model-len",
-        "128",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
-        "--enable-prefix-caching",
-        "--block-size",
-        "32",
-        "--num-gpu-blocks-override",
-        "16",
-        "--additional-config",
-        '{"override_neuron_config":{"is_block_kv_layout":true,"is_prefix_caching":true}}',
-    ]
+    p = plan({**TINY_TP2, "SM_VLLM_BLOCK_SIZE": "32", "SM_VLLM_ENABLE_PREFIX_CACHING": "true"})
+    assert list(p.argv) == staged_argv(TINY, "2", "128", *PREFIX_CACHING, "16", *PREFIX_CONFIG)
 
 
 def test_llama31_8b_tp32_no_bucketing() -> None:
@@ -100,25 +80,14 @@ def test_llama31_8b_tp32_no_bucketing() -> None:
         },
         facts(32),
     )
-    assert list(p.argv) == [
-        *HEAD,
-        "--model",
-        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
-        "--served-model-name",
+    assert list(p.argv) == staged_argv(
         "meta-llama/Llama-3.1-8B-Instruct",
-        *ENGINE,
-        "--tensor-parallel-size",
         "32",
-        "--max-model-len",
         "128",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
         "--no-enable-prefix-caching",
         "--additional-config",
         '{"override_neuron_config":{"enable_bucketing":false}}',
-    ]
+    )
     assert p.neuron_override == {"enable_bucketing": False}
     assert p.env["NEURON_RT_VISIBLE_CORES"] == "0-31"
 
@@ -139,48 +108,21 @@ def test_llama31_8b_tp32_refused_on_inf2_48xlarge() -> None:
 def test_prefix_caching_4096_blocks_of_32() -> None:
     p = plan(
         {
-            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
+            **TINY_TP2,
             "SM_VLLM_MAX_MODEL_LEN": "2048",
-            "SM_VLLM_MAX_NUM_SEQS": "4",
             "SM_VLLM_ENABLE_PREFIX_CACHING": "true",
             "SM_VLLM_BLOCK_SIZE": "32",
             "SM_VLLM_NUM_GPU_BLOCKS_OVERRIDE": "4096",
         },
         facts(2),
     )
-    assert list(p.argv) == [
-        *HEAD,
-        "--model",
-        "/tmp/neuronserve/model",  # a hub model is staged on Neuron
-        "--served-model-name",
-        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-        *ENGINE,
-        "--tensor-parallel-size",
-        "2",
-        "--max-model-len",
-        "2048",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
-        "--enable-prefix-caching",
-        "--block-size",
-        "32",
-        "--num-gpu-blocks-override",
-        "4096",
-        "--additional-config",
-        '{"override_neuron_config":{"is_block_kv_layout":true,"is_prefix_caching":true}}',
-    ]
+    assert list(p.argv) == staged_argv(TINY, "2", "2048", *PREFIX_CACHING, "4096", *PREFIX_CONFIG)
 
 
 def test_in_tree_transformers_neuronx_dialect() -> None:
     p = plan(
         {
-            "SM_VLLM_MODEL": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-            "SM_VLLM_TENSOR_PARALLEL_SIZE": "2",
-            "SM_VLLM_MAX_MODEL_LEN": "128",
-            "SM_VLLM_MAX_NUM_SEQS": "4",
+            **TINY_TP2,
             "VLLM_NEURON_FRAMEWORK": "transformers-neuronx",
             "SM_NEURON_CONTEXT_ENCODING_BUCKETS": "[64, 128]",
             "SM_NEURON_TOKEN_GENERATION_BUCKETS": "[128]",
@@ -255,9 +197,7 @@ def test_cpu_plan_passes_settings_and_drops_neuron_ones() -> None:
     }
     p = plan(env, facts(None), extra=["--seed", "1"], device="cpu")
     assert list(p.argv) == [
-        PY,
-        "-m",
-        MOD,
+        *HEAD,
         "--model",
         "m/x",
         "--served-model-name",

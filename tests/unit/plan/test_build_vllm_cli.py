@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from tests.support.configs import CONFIGS, CONFIGS_0_11_ONLY, host_facts
 from tests.support.vllm_cli import check_argv
+from tests.unit.commands.test_plan import KEYS as PLAN_KEYS
 
 from neuronserve.config.settings import parse_settings
 from neuronserve.plan.build import build_plan
@@ -152,22 +153,7 @@ def test_cli_json_shape_and_secrets() -> None:
     )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert set(doc) == {
-        "device",
-        "argv",
-        "env",
-        "model",
-        "neuron_override",
-        "cache_key",
-        "warnings",
-        "memory",
-        "estimate",
-        "replicas",
-        "assets",
-        "request_support",
-        "stack",
-        "runs",
-    }
+    assert set(doc) == PLAN_KEYS
     assert doc["stack"] == {"lane": "2.27", "sdk": "2.27.1", "vllm_neuron": "0.2.2+lts", "vllm": "0.11.0"}
     assert doc["device"] == "cpu" and doc["cache_key"] is None and doc["neuron_override"] is None
     support = doc["request_support"]  # the CPU engine allows everything a request may ask

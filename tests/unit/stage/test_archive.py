@@ -4,12 +4,11 @@ tarfile (the hostile archives, each in a resource-capped child, are in tests/s3/
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
+from tests.support.trees import tar_bytes
 
 from neuronserve.errors import ConfigError, StageError
 from neuronserve.stage.archive import ArchiveLimits, extract_tar
@@ -28,11 +27,7 @@ def test_limits_come_from_the_table_rows() -> None:
 
 
 def _tar_file(path: Path, files: dict[str, bytes]) -> str:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    path.write_bytes(tar_bytes(files))
     return str(path)
 
 

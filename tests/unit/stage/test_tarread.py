@@ -8,26 +8,9 @@ import os
 import tarfile
 
 import pytest
+from tests.support.tarblocks import END, header, octal
 
 from neuronserve.stage.tarread import MAX_CHAIN, BadArchive, TarReader, number, parse_pax
-
-END = bytes(1024)
-
-
-def header(name: bytes, size_field: bytes, kind: bytes = b"0") -> bytes:
-    h = bytearray(512)
-    h[0 : len(name)] = name
-    h[100:108] = b"0000644\0"
-    h[124:136] = size_field
-    h[148:156] = b" " * 8
-    h[156:157] = kind
-    h[257:265] = b"ustar\x0000"
-    h[148:156] = b"%06o\0 " % sum(h)
-    return bytes(h)
-
-
-def octal(n: int) -> bytes:
-    return b"%011o\0" % n
 
 
 def read_all(blob: bytes) -> list[tuple[str, str, int, bytes]]:
