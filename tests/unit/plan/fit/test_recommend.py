@@ -489,3 +489,23 @@ def test_model_config_takes_a_model_directory(tmp_path: Path) -> None:
         f"--model-config {tmp_path / 'config.json'}: no such file"
     )
     assert "Errno" not in r.stderr
+
+
+def test_speculation_and_its_acceptance_length_reach_every_estimate_and_plan_agrees() -> None:
+    """A speculative deployment: each configuration's estimate takes --acceptance-length, the text says
+    what a step was taken to yield, and the printed env with the same flag plans to the same estimate."""
+    eagle3 = {"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3}
+    spec = {
+        "NEURONSERVE_STACK": "2.32",
+        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(eagle3),
+        "SM_NEURON_ON_DEVICE_SAMPLING_CONFIG": '{"temperature": "0"}',
+    }
+    flags = ("--max-model-len", "2048", "--acceptance-length", "3.22")
+    doc = recommend_cli("Llama-3.1-8B", "trn2.48xlarge", *flags, **spec)
+    assert {c["estimate"]["speculation"]["tokens_per_step"] for c in doc["configurations"]} == {3.22}
+    for c in (doc["configurations"][0], doc["configurations"][-1]):  # the user's settings, the printed on top
+        planned = plan_env("Llama-3.1-8B", "trn2.48xlarge", {**spec, **c["env"]}, *flags[2:])
+        assert planned["estimate"] == c["estimate"]
+    config = str(DATA / "Llama-3.1-8B" / "config.json")
+    text = cli("--model-config", config, "--instance-type", "trn2.48xlarge", *flags, **spec).stdout
+    assert "speculation: 3.22 tokens a step from 3 draft token(s) verified; --acceptance-length" in text
