@@ -29,6 +29,7 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,7 @@ class Row:
     def predicted(self) -> dict[str, float]:
         est = estimate.estimate(self.models, self.instance, self.compiled, self.workload)
         # transformers-neuronx's tables time a batch's first token after the whole batch is encoded
-        batch = self.workload.concurrency or 1 if self.fields.get("ttft_of_batch") == "1" else 1
+        batch = (self.workload.concurrency or 1) if self.fields.get("ttft_of_batch") == "1" else 1
         return {
             "tpot_ms": est.tpot_ms,
             "ttft_ms": est.ttft_ms * batch,
@@ -259,8 +260,8 @@ def table(rows: list[Row], title: str) -> list[str]:
         configs = []
         for q in QUANTITIES:
             e = [(p, m) for _, qq, p, m in errs if qq == q]
-            order.append(concordance(e))
-            counted, wrong = configuration_pairs(errs, q)
+            order.append(ordered_pairs(errs, q)[0])
+            counted, wrong = ordered_pairs(errs, q, workload_key)
             configs.append(counted)
             misordered += [f"- {source}, {q}: {a} against {b}" for a, b in wrong]
             if not e:
@@ -311,18 +312,6 @@ def table(rows: list[Row], title: str) -> list[str]:
     ]
 
 
-def concordance(pairs: list[tuple[float, float]]) -> str:
-    """Of the pairs of rows whose measurements differ by over 10 %, how many the estimate orders the same."""
-    right = total = 0
-    for i, (p1, m1) in enumerate(pairs):
-        for p2, m2 in pairs[i + 1 :]:
-            if max(m1, m2) / min(m1, m2) < 1.1:
-                continue
-            total += 1
-            right += (p1 - p2) * (m1 - m2) > 0
-    return f"{right}/{total}" if total else "-"
-
-
 def workload_key(row: Row) -> tuple[str, str, int, int, bool]:
     """What `--recommend` chooses between: configurations of one model serving one workload (the same
     source, prompt and output lengths within 10 %, and one user or a full batch)."""
@@ -335,16 +324,17 @@ def workload_key(row: Row) -> tuple[str, str, int, int, bool]:
             w.concurrency == 1)  # fmt: skip
 
 
-def configuration_pairs(
-    errs: list[tuple[Row, str, float, float]], q: str
+def ordered_pairs(
+    errs: list[tuple[Row, str, float, float]], q: str, same: Callable[[Row], object] | None = None
 ) -> tuple[str, list[tuple[str, str]]]:
-    """Configuration pairs of quantity q (same workload_key, measurements over 10 % apart): "right/total"
-    and the labels of the pairs the estimate orders wrong (or calls equal)."""
+    """Of the pairs of rows whose measurements of q differ by over 10 % (and, given `same`, whose keys
+    are equal: configuration pairs, workload_key), "right/total" that the estimate orders the same way,
+    and the labels of the pairs it orders wrong (or calls equal)."""
     rows = [(r, p, m) for r, qq, p, m in errs if qq == q]
     wrong, total = [], 0
     for i, (r1, p1, m1) in enumerate(rows):
         for r2, p2, m2 in rows[i + 1 :]:
-            if workload_key(r1) != workload_key(r2) or max(m1, m2) / min(m1, m2) < 1.1:
+            if (same and same(r1) != same(r2)) or max(m1, m2) / min(m1, m2) < 1.1:
                 continue
             total += 1
             if (p1 - p2) * (m1 - m2) <= 0:
