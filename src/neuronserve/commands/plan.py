@@ -177,20 +177,19 @@ def _estimate_lines(est: dict[str, Any]) -> list[str]:
         f"  {est['output_tokens_per_s']:g} output tokens/s per replica, "
         f"{est['instance_output_tokens_per_s']:g} for the instance (likely "
         f"{band['instance_output_tokens_per_s'][0]:g}-{band['instance_output_tokens_per_s'][1]:g})",
-        *_speculation_lines(est.get("speculation")),
+        *([f"  {speculation_text(est['speculation'])}"] if est.get("speculation") else []),
         f"  basis: {est['basis']}; band = 80 % of measurements",
     ]
 
 
-def _speculation_lines(spec: dict[str, Any] | None) -> list[str]:
-    """What a speculative step was taken to yield: the figure TPOT and throughput rest on most."""
-    if not spec:
-        return []
-    return [
-        f"  speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
+def speculation_text(spec: dict[str, Any]) -> str:
+    """What a speculative step was taken to yield, the figure TPOT and throughput rest on most, with how
+    to replace it (the estimate's `speculation` object; `plan` and `plan --recommend` print it)."""
+    return (
+        f"speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
         f"token(s) verified (num_speculative_tokens {spec['num_speculative_tokens']}); "
         f"{spec['tokens_per_step_basis']}"
-    ]
+    )
 
 
 def _override_name(plan: LaunchPlan) -> str:

@@ -24,6 +24,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from neuronserve.commands.plan import speculation_text
 from neuronserve.config.fit import parse_fit
 from neuronserve.config.table import VARS
 from neuronserve.counts import positive, whole
@@ -266,12 +267,7 @@ def render_text(doc: dict[str, Any]) -> str:
         "per replica (--input-len, --output-len, --concurrency)",
         f"basis:    {est['basis']}",
     ]
-    spec = est.get("speculation")
-    if spec:  # the figure TPOT and throughput rest on most: said, with how to replace it
-        lines.append(
-            f"speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
-            f"token(s) verified; {spec['tokens_per_step_basis']}"
-        )
+    lines += [speculation_text(est["speculation"])] if est.get("speculation") else []
     cost = doc.get("price") is not None
     head = "  TP  DP  max_model_len  max_num_seqs  HBM/core  TTFT ms  TPOT ms  tokens/s (instance)"
     lines += ["", head + ("  $/M tokens" if cost else "")]

@@ -508,4 +508,5 @@ def test_speculation_and_its_acceptance_length_reach_every_estimate_and_plan_agr
         assert planned["estimate"] == c["estimate"]
     config = str(DATA / "Llama-3.1-8B" / "config.json")
     text = cli("--model-config", config, "--instance-type", "trn2.48xlarge", *flags, **spec).stdout
-    assert "speculation: 3.22 tokens a step from 3 draft token(s) verified; --acceptance-length" in text
+    said = "speculation: 3.22 tokens a step from 3 draft token(s) verified (num_speculative_tokens 3); "
+    assert said + "--acceptance-length" in text
