@@ -211,17 +211,6 @@ class SpeedEstimate:
             "speculation": self.speculation,
         }
 
-    def describe(self) -> str:
-        b = self.band()
-        return (
-            f"estimate at {self.input_len} in / {self.output_len} out, {self.concurrency} per replica: "
-            f"TTFT {self.ttft_ms:.0f} ms ({b['ttft_ms'][0]:.0f}-{b['ttft_ms'][1]:.0f}), "
-            f"TPOT {self.tpot_ms:.1f} ms ({b['tpot_ms'][0]:.1f}-{b['tpot_ms'][1]:.1f}), "
-            f"{self.instance_output_tokens_per_s:.0f} output tokens/s for the instance "
-            f"({b['instance_output_tokens_per_s'][0]:.0f}-{b['instance_output_tokens_per_s'][1]:.0f}; "
-            f"{self.output_tokens_per_s:.0f} per replica)"
-        )
-
 
 def _r(x: float) -> float:
     return round(x, 2 if x < 100 else 1)
