@@ -167,6 +167,8 @@ def render_text(plan: LaunchPlan) -> str:
 
 def _estimate_lines(est: dict[str, Any]) -> list[str]:
     """The speed estimate for a person: named an estimate, with its band and its basis."""
+    from neuronserve.plan.fit.estimate import speculation_text  # noqa: PLC0415 (`plan --help` stays light)
+
     band = est["band"]
     per = est["concurrency"]
     return [
@@ -180,16 +182,6 @@ def _estimate_lines(est: dict[str, Any]) -> list[str]:
         *([f"  {speculation_text(est['speculation'])}"] if est.get("speculation") else []),
         f"  basis: {est['basis']}; band = 80 % of measurements",
     ]
-
-
-def speculation_text(spec: dict[str, Any]) -> str:
-    """What a speculative step was taken to yield, the figure TPOT and throughput rest on most, with how
-    to replace it (the estimate's `speculation` object; `plan` and `plan --recommend` print it)."""
-    return (
-        f"speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
-        f"token(s) verified (num_speculative_tokens {spec['num_speculative_tokens']}); "
-        f"{spec['tokens_per_step_basis']}"
-    )
 
 
 def _override_name(plan: LaunchPlan) -> str:

@@ -24,7 +24,6 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from neuronserve.commands.plan import speculation_text
 from neuronserve.config.fit import parse_fit
 from neuronserve.config.table import VARS
 from neuronserve.counts import positive, whole
@@ -32,6 +31,7 @@ from neuronserve.errors import ConfigError
 from neuronserve.host import facts as hostfacts
 from neuronserve.plan.facts import HostFacts, ModelFacts
 from neuronserve.plan.fit import instances, memory, prices, recommend
+from neuronserve.plan.fit.estimate import speculation_text
 from neuronserve.plan.fit.instances import GIB, InstanceFacts
 from neuronserve.types import LaunchPlan
 

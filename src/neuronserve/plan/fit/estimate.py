@@ -403,3 +403,13 @@ def tokens_per_step(c: Compiled, workload: Workload) -> tuple[float, bool]:
     if workload.acceptance_length is not None:
         return min(max(1.0, workload.acceptance_length), 1.0 + c.drafts_verified), False
     return 1.0 + ACCEPTED_FRACTION * c.drafts_verified, True
+
+
+def speculation_text(spec: dict[str, Any]) -> str:
+    """What a speculative step was taken to yield, the figure TPOT and throughput rest on most, with how
+    to replace it (the `speculation` object of as_json; `plan` and `plan --recommend` print it)."""
+    return (
+        f"speculation: {spec['tokens_per_step']:g} tokens a step from {spec['drafts_verified']} draft "
+        f"token(s) verified (num_speculative_tokens {spec['num_speculative_tokens']}); "
+        f"{spec['tokens_per_step_basis']}"
+    )
